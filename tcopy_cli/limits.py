@@ -1,0 +1,31 @@
+"""Named resource limits. Each has a command-line flag of the same name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on what a script may do. Exceeding one is an error step, never a crash."""
+
+    max_elements: int = 50_000_000
+    """Elements in any one tensor (checked before allocating where the size is known)."""
+    max_bytes: int = 4 * 1024**3
+    """Bytes of all tensor storages reachable from script names after a step."""
+    max_steps: int = 10_000
+    """Executed statements in one run."""
+    max_iterations: int = 100_000
+    """Iterations of one loop, and items a builtin may materialise (list(range(n)))."""
+    max_int_bits: int = 65_536
+    """Bits of a Python integer produced by **, << or *."""
+    max_str_len: int = 1_000_000
+    """Characters of a string (or items of a list/tuple) built by * or joins."""
+    max_output: int = 1_000_000
+    """Characters the script may print in total."""
+    max_depth: int = 100
+    """Nesting depth of expressions and blocks."""
+    max_script_bytes: int = 1_000_000
+    """Size of the script source."""
+    timeout: float = 120.0
+    """Wall-clock seconds for the whole run."""

@@ -1,0 +1,1 @@
+"""The sandbox: parse, validate against the allow-list, interpret."""

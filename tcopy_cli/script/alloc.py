@@ -1,0 +1,174 @@
+"""Size estimates made before a call allocates, so huge tensors are refused up front.
+
+Covers factories, repeat-like methods, concatenation, matrix products and
+broadcasting between tensor arguments. Anything not estimated here is still checked
+right after the call (result size) and after the step (total bytes).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+_SIZE_FACTORIES = frozenset(
+    """
+        zeros ones empty rand randn FloatTensor DoubleTensor HalfTensor BFloat16Tensor
+        LongTensor IntTensor ShortTensor CharTensor ByteTensor BoolTensor Tensor new_zeros
+        new_ones new_empty resize_ empty_strided
+    """.split()
+)
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_floating_point():
+        return int(value.item())
+    return None
+
+
+def _size_from(args: Sequence[Any]) -> list[int] | None:
+    """Sizes given as ints (varargs) or as one sequence, like torch.zeros accepts."""
+    if not args:
+        return None
+    first = args[0]
+    if isinstance(first, (list, tuple, torch.Size)):
+        dims = [_as_int(d) for d in first]
+    else:
+        dims = []
+        for a in args:
+            d = _as_int(a)
+            if d is None:
+                break
+            dims.append(d)
+    if not dims or any(d is None for d in dims):
+        return None
+    return [int(d) for d in dims]  # type: ignore[arg-type]
+
+
+def _prod(dims: Sequence[int]) -> int:
+    return math.prod(max(d, 0) for d in dims)
+
+
+def _tensors(values: Sequence[Any]) -> list[torch.Tensor]:
+    out: list[torch.Tensor] = []
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            out.append(v)
+        elif isinstance(v, (list, tuple)) and len(v) <= 10_000:
+            out.extend(x for x in v if isinstance(x, torch.Tensor))
+    return out
+
+
+def _matmul_numel(a: torch.Tensor, b: torch.Tensor) -> int | None:
+    if a.dim() == 0 or b.dim() == 0:
+        return None
+    n = a.shape[-2] if a.dim() >= 2 else 1
+    m = b.shape[-1] if b.dim() >= 2 else 1
+    batch_a = list(a.shape[:-2])
+    batch_b = list(b.shape[:-2])
+    try:
+        batch = list(
+            torch.broadcast_shapes(  # type: ignore[no-untyped-call]
+                tuple(batch_a), tuple(batch_b)
+            )
+        )
+    except RuntimeError:
+        return None
+    return _prod(batch) * n * m
+
+
+def estimate_numel(
+    name: str, args: Sequence[Any], kwargs: dict[str, Any], self_tensor: torch.Tensor | None = None
+) -> int | None:
+    """Elements the call ``name(*args, **kwargs)`` would allocate, when it can be told."""
+    size_kw = kwargs.get("size")
+    if name in _SIZE_FACTORIES:
+        if name == "Tensor" or name.endswith("Tensor"):
+            # Legacy constructors allocate for int sizes, copy for data.
+            if args and all(_as_int(a) is not None for a in args):
+                return _prod(_size_from(args) or [])
+            return None
+        dims = _size_from([size_kw]) if size_kw is not None else _size_from(args)
+        return _prod(dims) if dims is not None else None
+    if name in ("full", "new_full"):
+        dims = _size_from([size_kw]) if size_kw is not None else _size_from(args[:1])
+        return _prod(dims) if dims is not None else None
+    if name == "randint":
+        dims = (
+            _size_from([size_kw])
+            if size_kw is not None
+            else (_size_from([args[-1]]) if args and isinstance(args[-1], (list, tuple, torch.Size)) else None)
+        )
+        return _prod(dims) if dims is not None else None
+    if name in ("arange",):
+        nums = [a for a in args if isinstance(a, (int, float)) and not isinstance(a, bool)]
+        if not nums:
+            return None
+        start, end, step = (
+            (0.0, nums[0], 1.0)
+            if len(nums) == 1
+            else (nums[0], nums[1], nums[2] if len(nums) > 2 else kwargs.get("step", 1))
+        )
+        try:
+            return max(0, math.ceil((float(end) - float(start)) / float(step)))
+        except (ZeroDivisionError, OverflowError, ValueError, TypeError):
+            return None
+    if name in ("linspace", "logspace"):
+        steps = kwargs.get("steps", args[2] if len(args) > 2 else None)
+        return _as_int(steps)
+    if name == "eye":
+        n = _as_int(args[0]) if args else _as_int(kwargs.get("n"))
+        m = _as_int(args[1]) if len(args) > 1 else _as_int(kwargs.get("m", n))
+        return None if n is None or m is None else max(n, 0) * max(m, 0)
+    if name in ("tril_indices", "triu_indices"):
+        r = _as_int(args[0]) if args else None
+        c = _as_int(args[1]) if len(args) > 1 else None
+        return None if r is None or c is None else 2 * max(r, 0) * max(c, 0)
+    if name == "randperm":
+        return _as_int(args[0]) if args else None
+    if name in ("repeat", "tile") and self_tensor is not None:
+        dims = _size_from(args) or _size_from([kwargs.get("dims", kwargs.get("repeats"))] if kwargs else [])
+        if dims is None:
+            return None
+        shape = [1] * max(0, len(dims) - self_tensor.dim()) + list(self_tensor.shape)
+        dims = [1] * max(0, len(shape) - len(dims)) + dims
+        return _prod([s * d for s, d in zip(shape, dims)])
+    if name in ("repeat", "tile") and args and isinstance(args[0], torch.Tensor):
+        return estimate_numel(name, args[1:], kwargs, args[0])
+    if name == "repeat_interleave":
+        src = self_tensor if self_tensor is not None else (args[0] if args else None)
+        reps = args[0] if self_tensor is not None and args else (args[1] if len(args) > 1 else kwargs.get("repeats"))
+        r = _as_int(reps)
+        if isinstance(src, torch.Tensor) and r is not None:
+            return src.numel() * max(r, 0)
+        return None
+    tensors = _tensors(list(args) + list(kwargs.values()))
+    if self_tensor is not None:
+        tensors.insert(0, self_tensor)
+    if name in ("cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "block_diag"):
+        total = sum(t.numel() for t in tensors)
+        if name == "block_diag":
+            rows = sum(t.shape[0] if t.dim() > 0 else 1 for t in tensors)
+            cols = sum(t.shape[-1] if t.dim() > 0 else 1 for t in tensors)
+            return rows * cols
+        return total
+    if name in ("matmul", "mm", "bmm", "__matmul__") and len(tensors) >= 2:
+        return _matmul_numel(tensors[0], tensors[1])
+    if name in ("outer", "ger", "kron", "cartesian_prod", "cdist") and len(tensors) >= 2:
+        return math.prod(t.numel() for t in tensors[:2])
+    if len(tensors) >= 2:
+        try:
+            return _prod(
+                torch.broadcast_shapes(  # type: ignore[no-untyped-call]
+                    *(t.shape for t in tensors)
+                )
+            )
+        except RuntimeError:
+            return None
+    return None

@@ -1,0 +1,629 @@
+"""The interpreter: walks a validated Program and evaluates it node by node.
+
+It never calls ``exec``/``eval``. Every statement node has a handler; every
+expression node has a handler; anything else was refused by ``parse.py``. Values flow
+through ``sandbox.py``'s attribute and call checks, and sizes through ``alloc.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import operator
+import re
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from tcopy_cli.errors import LimitExceeded, NotAllowedError
+from tcopy_cli.limits import Limits
+from tcopy_cli.script import alloc
+from tcopy_cli.script.parse import Program
+from tcopy_cli.script.sandbox import (
+    ClassProxy,
+    ModuleProxy,
+    SafeFunction,
+    TypeView,
+    build_modules,
+    get_attribute,
+    is_context_manager,
+    is_passable,
+    is_storable,
+    resolve_method,
+    set_attribute,
+    type_name,
+)
+
+
+class StepHook(Protocol):
+    """How the interpreter hands statements to the step runner."""
+
+    def step(self, node: ast.stmt, action: Callable[[], None]) -> bool:
+        """Run ``action`` as one reported step. False if it failed (and the run goes on)."""
+
+    def header(self, node: ast.stmt, action: Callable[[], Any]) -> tuple[bool, Any]:
+        """Run a block header silently; a failure is reported as a step. (ok, result)."""
+
+
+class _Break(Exception):
+    pass
+
+
+class _Continue(Exception):
+    pass
+
+
+_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.MatMult: operator.matmul,
+    ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift,
+    ast.BitAnd: operator.and_,
+    ast.BitOr: operator.or_,
+    ast.BitXor: operator.xor,
+}
+_IOPS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.iadd,
+    ast.Sub: operator.isub,
+    ast.Mult: operator.imul,
+    ast.Div: operator.itruediv,
+    ast.FloorDiv: operator.ifloordiv,
+    ast.Mod: operator.imod,
+    ast.Pow: operator.ipow,
+    ast.MatMult: operator.imatmul,
+    ast.LShift: operator.ilshift,
+    ast.RShift: operator.irshift,
+    ast.BitAnd: operator.iand,
+    ast.BitOr: operator.ior,
+    ast.BitXor: operator.ixor,
+}
+_UNARY: dict[type, Callable[[Any], Any]] = {
+    ast.UAdd: operator.pos,
+    ast.USub: operator.neg,
+    ast.Not: operator.not_,
+    ast.Invert: operator.invert,
+}
+_CMPOPS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
+_SPEC_NUMBER = re.compile(r"\d+")
+_SIZED_BUILTINS = frozenset(
+    {"list", "tuple", "sorted", "sum", "min", "max", "any", "all", "enumerate", "zip", "reversed", "dict"}
+)
+# Builtins that only display their arguments, so any storable value may be passed.
+_DISPLAY_BUILTINS = frozenset({"print", "str", "type", "bool", "len"})
+
+
+class Interpreter:
+    """Evaluates one Program; the namespace persists across statements."""
+
+    def __init__(self, program: Program, limits: Limits, hook: StepHook) -> None:
+        self.program = program
+        self.limits = limits
+        self.hook = hook
+        self.modules = build_modules()
+        self.ns: dict[str, Any] = {"torch": self.modules["torch"]}
+        self.out = io.StringIO()
+        self.printed = 0
+        self.builtins = self._make_builtins()
+
+    # --- statements ------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Execute the whole program; steps are reported through the hook."""
+        try:
+            self._exec_block(self.program.tree.body)
+        except (_Break, _Continue):  # pragma: no cover - parse refuses these outside loops
+            pass
+
+    def _exec_block(self, body: list[ast.stmt]) -> None:
+        for stmt in body:
+            self._exec_stmt(stmt)
+
+    def _exec_stmt(self, stmt: ast.stmt) -> None:
+        if isinstance(stmt, ast.For):
+            self._exec_for(stmt)
+        elif isinstance(stmt, ast.If):
+            ok, test = self.hook.header(stmt, lambda: self._truth(self.eval(stmt.test)))
+            if ok:
+                self._exec_block(stmt.body if test else stmt.orelse)
+        elif isinstance(stmt, ast.With):
+            self._exec_with(stmt, 0)
+        elif isinstance(stmt, ast.Break):
+            raise _Break()
+        elif isinstance(stmt, ast.Continue):
+            raise _Continue()
+        elif isinstance(stmt, ast.Pass):
+            return
+        else:
+            self.hook.step(stmt, lambda: self.exec_simple(stmt))
+
+    def _exec_for(self, stmt: ast.For) -> None:
+        ok, iterator = self.hook.header(stmt, lambda: iter(self._iterable(self.eval(stmt.iter))))
+        if not ok:
+            return
+        count = 0
+        while True:
+            ok, item = self.hook.header(stmt, lambda: next(iterator, _Break))
+            if not ok or item is _Break:
+                break
+            count += 1
+            if count > self.limits.max_iterations:
+                self.hook.header(
+                    stmt,
+                    lambda: self._raise_limit(
+                        f"the loop ran more than {self.limits.max_iterations} iterations", "max_iterations"
+                    ),
+                )
+                return
+            self._assign(stmt.target, item)
+            try:
+                self._exec_block(stmt.body)
+            except _Break:
+                return
+            except _Continue:
+                continue
+        if ok:
+            self._exec_block(stmt.orelse)
+
+    def _exec_with(self, stmt: ast.With, index: int) -> None:
+        if index == len(stmt.items):
+            self._exec_block(stmt.body)
+            return
+        item = stmt.items[index]
+
+        def enter() -> Any:
+            cm = self.eval(item.context_expr)
+            if not is_context_manager(cm):
+                raise NotAllowedError(
+                    "only torch.no_grad(), torch.enable_grad(), torch.inference_mode() and "
+                    "torch.set_grad_enabled(...) may be used in 'with'"
+                )
+            entered = cm.__enter__()
+            return cm, entered
+
+        ok, pair = self.hook.header(stmt, enter)
+        if not ok:
+            return
+        cm, entered = pair
+        try:
+            if item.optional_vars is not None:
+                self._assign(item.optional_vars, entered)
+            self._exec_with(stmt, index + 1)
+        finally:
+            cm.__exit__(None, None, None)
+
+    def exec_simple(self, stmt: ast.stmt) -> None:
+        """Execute one simple statement (the body of one step)."""
+        if isinstance(stmt, ast.Expr):
+            self.eval(stmt.value)
+        elif isinstance(stmt, ast.Assign):
+            value = self.eval(stmt.value)
+            for target in stmt.targets:
+                self._assign(target, value)
+        elif isinstance(stmt, ast.AnnAssign):
+            if stmt.value is not None:
+                self._assign(stmt.target, self.eval(stmt.value))
+        elif isinstance(stmt, ast.AugAssign):
+            self._augassign(stmt)
+        elif isinstance(stmt, ast.Delete):
+            for target in stmt.targets:
+                self._delete(target)
+        elif isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                self.ns[alias.asname or alias.name] = self.modules[alias.name]
+        elif isinstance(stmt, ast.ImportFrom):
+            mod = self.modules[stmt.module or ""]
+            for alias in stmt.names:
+                self.ns[alias.asname or alias.name] = mod.members[alias.name]
+        else:  # pragma: no cover - parse.py refuses everything else
+            raise NotAllowedError(f"{type(stmt).__name__} is not allowed here")
+
+    def _assign(self, target: ast.expr, value: Any) -> None:
+        if isinstance(target, ast.Name):
+            if not is_storable(value):
+                raise NotAllowedError(f"{type_name(value)} can't be stored in a variable")
+            self.ns[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            items = self._unpack(value, len(target.elts))
+            for sub, item in zip(target.elts, items):
+                self._assign(sub, item)
+        elif isinstance(target, ast.Attribute):
+            set_attribute(self.eval(target.value), target.attr, value)
+        elif isinstance(target, ast.Subscript):
+            base = self.eval(target.value)
+            self._check_container(base)
+            if not is_storable(value):
+                raise NotAllowedError(f"{type_name(value)} can't be stored")
+            base[self.eval(target.slice)] = value
+        else:  # pragma: no cover
+            raise NotAllowedError(f"can't assign to {type(target).__name__}")
+
+    def _unpack(self, value: Any, n: int) -> list[Any]:
+        self._check_size(value)
+        items = list(value)
+        if len(items) > n:
+            raise ValueError(f"too many values to unpack (expected {n})")
+        if len(items) < n:
+            raise ValueError(f"not enough values to unpack (expected {n}, got {len(items)})")
+        return items
+
+    def _augassign(self, stmt: ast.AugAssign) -> None:
+        op = _IOPS[type(stmt.op)]
+        rhs = self.eval(stmt.value)
+        target = stmt.target
+        if isinstance(target, ast.Name):
+            cur = self._lookup(target.id)
+            self.ns[target.id] = self._apply_binop(stmt.op, cur, rhs, op)
+        elif isinstance(target, ast.Subscript):
+            base = self.eval(target.value)
+            self._check_container(base)
+            idx = self.eval(target.slice)
+            base[idx] = self._apply_binop(stmt.op, base[idx], rhs, op)
+        elif isinstance(target, ast.Attribute):
+            base = self.eval(target.value)
+            cur = get_attribute(base, target.attr)
+            set_attribute(base, target.attr, self._apply_binop(stmt.op, cur, rhs, op))
+        else:  # pragma: no cover
+            raise NotAllowedError("can't assign to this target")
+
+    def _delete(self, target: ast.expr) -> None:
+        if isinstance(target, ast.Name):
+            if target.id not in self.ns:
+                raise NameError(f"name '{target.id}' is not defined")
+            del self.ns[target.id]
+        elif isinstance(target, ast.Subscript):
+            base = self.eval(target.value)
+            self._check_container(base)
+            del base[self.eval(target.slice)]
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for sub in target.elts:
+                self._delete(sub)
+        else:
+            raise NotAllowedError("only names and items can be deleted (del x, del lst[0])")
+
+    def _check_container(self, base: Any) -> None:
+        if not isinstance(base, (torch.Tensor, list, dict, np.ndarray)):
+            raise TypeError(f"'{type_name(base)}' object does not support item assignment")
+
+    # --- expressions -----------------------------------------------------------------
+
+    def eval(self, node: ast.expr, allow_proxy: bool = False) -> Any:
+        """Evaluate an expression node. Proxies (modules, functions) only as attribute bases."""
+        handler = getattr(self, "_eval_" + type(node).__name__, None)
+        if handler is None:
+            raise NotAllowedError(f"{type(node).__name__} is not allowed here")
+        value = handler(node)
+        if not allow_proxy and not is_storable(value):
+            raise NotAllowedError(f"{type_name(value)} can only be called or used with '.', not used as a value")
+        return value
+
+    def _eval_Constant(self, node: ast.Constant) -> Any:
+        if isinstance(node.value, str) and len(node.value) > self.limits.max_str_len:
+            self._raise_limit("string literal is too long", "max_str_len")
+        return node.value
+
+    def _lookup(self, name: str) -> Any:
+        if name == "__name__":
+            return "__main__"
+        if name in self.ns:
+            return self.ns[name]
+        if name in self.builtins:
+            return self.builtins[name]
+        raise NameError(f"name '{name}' is not defined")
+
+    def _eval_Name(self, node: ast.Name) -> Any:
+        return self._lookup(node.id)
+
+    def _eval_Attribute(self, node: ast.Attribute) -> Any:
+        base = self.eval(node.value, allow_proxy=True)
+        if isinstance(base, (SafeFunction,)):
+            raise NotAllowedError(f"attributes of {base!r} are not allowed")
+        return get_attribute(base, node.attr)
+
+    def _eval_Subscript(self, node: ast.Subscript) -> Any:
+        base = self.eval(node.value)
+        index = self.eval(node.slice)
+        return base[index]
+
+    def _eval_Slice(self, node: ast.Slice) -> slice:
+        return slice(
+            self.eval(node.lower) if node.lower else None,
+            self.eval(node.upper) if node.upper else None,
+            self.eval(node.step) if node.step else None,
+        )
+
+    def _eval_Tuple(self, node: ast.Tuple) -> tuple[Any, ...]:
+        return tuple(self._eval_elements(node.elts))
+
+    def _eval_List(self, node: ast.List) -> list[Any]:
+        return self._eval_elements(node.elts)
+
+    def _eval_Set(self, node: ast.Set) -> set[Any]:
+        return set(self._eval_elements(node.elts))
+
+    def _eval_elements(self, elts: list[ast.expr]) -> list[Any]:
+        out: list[Any] = []
+        for e in elts:
+            if isinstance(e, ast.Starred):
+                value = self.eval(e.value)
+                self._check_size(value)
+                out.extend(value)
+            else:
+                out.append(self.eval(e))
+        if len(out) > self.limits.max_str_len:
+            self._raise_limit("the list is too long", "max_str_len")
+        return out
+
+    def _eval_Dict(self, node: ast.Dict) -> dict[Any, Any]:
+        out: dict[Any, Any] = {}
+        for k, v in zip(node.keys, node.values):
+            if k is None:
+                value = self.eval(v)
+                if not isinstance(value, dict):
+                    raise TypeError(f"'{type_name(value)}' object is not a mapping")
+                out.update(value)
+            else:
+                out[self.eval(k)] = self.eval(v)
+        return out
+
+    def _eval_BoolOp(self, node: ast.BoolOp) -> Any:
+        value: Any = None
+        for sub in node.values:
+            value = self.eval(sub)
+            truth = self._truth(value)
+            if isinstance(node.op, ast.And) and not truth:
+                return value
+            if isinstance(node.op, ast.Or) and truth:
+                return value
+        return value
+
+    def _eval_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        value = self.eval(node.operand)
+        if isinstance(node.op, ast.Not):
+            return not self._truth(value)
+        return _UNARY[type(node.op)](value)
+
+    def _eval_BinOp(self, node: ast.BinOp) -> Any:
+        left = self.eval(node.left)
+        right = self.eval(node.right)
+        return self._apply_binop(node.op, left, right, _BINOPS[type(node.op)])
+
+    def _eval_Compare(self, node: ast.Compare) -> Any:
+        left = self.eval(node.left)
+        result: Any = True
+        for op, comp in zip(node.ops, node.comparators):
+            right = self.eval(comp)
+            result = _CMPOPS[type(op)](left, right)
+            if not self._truth(result):
+                return result
+            left = right
+        return result
+
+    def _eval_IfExp(self, node: ast.IfExp) -> Any:
+        return self.eval(node.body) if self._truth(self.eval(node.test)) else self.eval(node.orelse)
+
+    def _eval_JoinedStr(self, node: ast.JoinedStr) -> str:
+        parts: list[str] = []
+        for value in node.values:
+            if isinstance(value, ast.Constant):
+                parts.append(str(value.value))
+            elif isinstance(value, ast.FormattedValue):
+                parts.append(self._format_value(value))
+        text = "".join(parts)
+        if len(text) > self.limits.max_str_len:
+            self._raise_limit("the formatted string is too long", "max_str_len")
+        return text
+
+    def _format_value(self, node: ast.FormattedValue) -> str:
+        value = self.eval(node.value)
+        if node.conversion == ord("r"):
+            value = repr(value)
+        elif node.conversion == ord("a"):
+            value = ascii(value)
+        elif node.conversion == ord("s"):
+            value = str(value)
+        spec = ""
+        if node.format_spec is not None:
+            spec = self._eval_JoinedStr(node.format_spec)  # type: ignore[arg-type]
+            for num in _SPEC_NUMBER.findall(spec):
+                if len(num) > 7 or int(num) > self.limits.max_str_len:
+                    self._raise_limit("the f-string format width is too large", "max_str_len")
+        return format(value, spec)
+
+    def _eval_Call(self, node: ast.Call) -> Any:
+        func = node.func
+        self_tensor: torch.Tensor | None = None
+        builtin = False
+        if isinstance(func, ast.Name):
+            target = self._lookup(func.id)
+            if func.id == "isinstance" and target is self.builtins.get("isinstance"):
+                return self._isinstance(node)
+            builtin = self.builtins.get(func.id) is target
+            if isinstance(target, SafeFunction):
+                fn, name = target.fn, target.qualname.rsplit(".", 1)[-1]
+            elif isinstance(target, ClassProxy):
+                fn, name = target.cls, target.qualname.rsplit(".", 1)[-1]
+            else:
+                raise TypeError(f"'{type_name(target)}' object is not callable")
+        else:
+            assert isinstance(func, ast.Attribute)
+            base = self.eval(func.value, allow_proxy=True)
+            fn = resolve_method(base, func.attr)
+            name = func.attr
+            if isinstance(base, torch.Tensor):
+                self_tensor = base
+        args = self._eval_elements(node.args)
+        kwargs: dict[str, Any] = {}
+        for kw in node.keywords:
+            value = self.eval(kw.value)
+            if kw.arg is None:
+                if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+                    raise TypeError("argument after ** must be a mapping with string keys")
+                kwargs.update(value)
+            else:
+                kwargs[kw.arg] = value
+        strict = not (builtin and name in _DISPLAY_BUILTINS)
+        for value in list(args) + list(kwargs.values()):
+            self._check_argument(value, strict)
+        if builtin and name in _SIZED_BUILTINS:
+            for value in args:
+                self._check_size(value)
+        self._check_call(name, args, kwargs, self_tensor)
+        result = fn(*args, **kwargs)
+        self._check_result(result)
+        return result
+
+    def _isinstance(self, node: ast.Call) -> bool:
+        if len(node.args) != 2 or node.keywords:
+            raise TypeError(f"isinstance expected 2 arguments, got {len(node.args)}")
+        obj = self.eval(node.args[0])
+        spec = self.eval(node.args[1], allow_proxy=True)
+        classes = spec if isinstance(spec, tuple) else (spec,)
+        resolved: list[type] = []
+        for c in classes:
+            if isinstance(c, (ClassProxy, TypeView)):
+                resolved.append(c.cls)
+            else:
+                raise TypeError("isinstance() arg 2 must be a type or tuple of types")
+        return isinstance(obj, tuple(resolved))
+
+    def _check_argument(self, value: Any, strict: bool, depth: int = 0) -> None:
+        if not (is_passable(value) if strict else is_storable(value)):
+            raise NotAllowedError(f"{type_name(value)} can't be passed as an argument")
+        if depth < 3 and isinstance(value, (list, tuple)) and len(value) <= 1000:
+            for item in value:
+                self._check_argument(item, strict, depth + 1)
+        if isinstance(value, dict) and depth < 3:
+            for item in value.values():
+                self._check_argument(item, strict, depth + 1)
+
+    # --- limits ----------------------------------------------------------------------
+
+    def _raise_limit(self, message: str, limit: str) -> None:
+        flag = "--" + limit.replace("_", "-")
+        raise LimitExceeded(f"{message} (limit {getattr(self.limits, limit):,}; raise it with {flag})", limit)
+
+    def _check_size(self, value: Any) -> None:
+        try:
+            n = len(value)
+        except TypeError:
+            return
+        if n > self.limits.max_iterations:
+            self._raise_limit(f"this would materialise {n:,} items", "max_iterations")
+
+    def _check_call(self, name: str, args: list[Any], kwargs: dict[str, Any], self_tensor: torch.Tensor | None) -> None:
+        if name == "tolist" and self_tensor is not None and self_tensor.numel() > self.limits.max_iterations:
+            self._raise_limit(f"tolist() of {self_tensor.numel():,} elements", "max_iterations")
+        numel = alloc.estimate_numel(name, args, kwargs, self_tensor)
+        if numel is not None and numel > self.limits.max_elements:
+            self._raise_limit(f"{name}() would create a tensor of {numel:,} elements", "max_elements")
+
+    def _check_result(self, result: Any) -> None:
+        if isinstance(result, torch.Tensor):
+            if result.numel() > self.limits.max_elements:
+                self._raise_limit(f"the result has {result.numel():,} elements", "max_elements")
+        elif isinstance(result, str) and len(result) > self.limits.max_str_len:
+            self._raise_limit("the resulting string is too long", "max_str_len")
+        elif isinstance(result, (list, tuple)) and len(result) <= 10_000:
+            for item in result:
+                if isinstance(item, torch.Tensor) and item.numel() > self.limits.max_elements:
+                    self._raise_limit(f"the result has {item.numel():,} elements", "max_elements")
+
+    def _apply_binop(self, op: ast.operator, left: Any, right: Any, fn: Callable[[Any, Any], Any]) -> Any:
+        lim = self.limits
+        ints = isinstance(left, int) and isinstance(right, int)
+        if isinstance(op, ast.Pow) and ints and right > 0 and abs(left) > 1:
+            if right * left.bit_length() > lim.max_int_bits:
+                self._raise_limit("the integer power is too large", "max_int_bits")
+        elif isinstance(op, ast.LShift) and ints and right > 0:
+            if left.bit_length() + right > lim.max_int_bits:
+                self._raise_limit("the shifted integer is too large", "max_int_bits")
+        elif isinstance(op, ast.Mult):
+            if ints and left.bit_length() + right.bit_length() > lim.max_int_bits:
+                self._raise_limit("the integer product is too large", "max_int_bits")
+            for seq, n in ((left, right), (right, left)):
+                if (
+                    isinstance(seq, (str, list, tuple, bytes))
+                    and isinstance(n, int)
+                    and len(seq) * max(n, 0) > lim.max_str_len
+                ):
+                    self._raise_limit("the repeated sequence is too long", "max_str_len")
+        elif isinstance(op, ast.Add) and isinstance(left, (str, list, tuple)) and isinstance(right, type(left)):
+            if len(left) + len(right) > lim.max_str_len:
+                self._raise_limit("the concatenation is too long", "max_str_len")
+        elif isinstance(op, ast.Mod) and isinstance(left, str):
+            items = right if isinstance(right, tuple) else (right,)
+            if not all(isinstance(i, (int, float, str, bool)) or i is None for i in items):
+                raise NotAllowedError("'%' formatting is allowed with numbers and strings only; use an f-string")
+        if isinstance(left, torch.Tensor) or isinstance(right, torch.Tensor):
+            name = "__matmul__" if isinstance(op, ast.MatMult) else "binary"
+            tensors = [v for v in (left, right) if isinstance(v, torch.Tensor)]
+            numel = alloc.estimate_numel(name, tensors, {})
+            if numel is not None and numel > lim.max_elements:
+                self._raise_limit(f"the result would have {numel:,} elements", "max_elements")
+        result = fn(left, right)
+        self._check_result(result)
+        return result
+
+    def _truth(self, value: Any) -> bool:
+        return bool(value)
+
+    def _iterable(self, value: Any) -> Iterable[Any]:
+        if isinstance(value, (ModuleProxy, SafeFunction, ClassProxy)):
+            raise TypeError(f"'{type_name(value)}' object is not iterable")
+        return value  # type: ignore[no-any-return]
+
+    # --- builtins --------------------------------------------------------------------
+
+    def _print(self, *args: Any, sep: str | None = " ", end: str | None = "\n") -> None:
+        text = (" " if sep is None else str(sep)).join(str(a) for a in args) + ("\n" if end is None else str(end))
+        self.printed += len(text)
+        if self.printed > self.limits.max_output:
+            self._raise_limit("the script printed too much", "max_output")
+        self.out.write(text)
+
+    def _make_builtins(self) -> dict[str, Any]:
+        import builtins as b
+
+        def _type(obj: Any) -> TypeView:
+            return TypeView(type(obj))
+
+        def _enumerate(it: Any, start: int = 0) -> list[tuple[int, Any]]:
+            return list(enumerate(it, start))
+
+        def _zip(*its: Any) -> list[tuple[Any, ...]]:
+            return list(zip(*its))
+
+        def _reversed(it: Any) -> list[Any]:
+            return list(reversed(it))
+
+        table: dict[str, Any] = {
+            "print": SafeFunction("print", self._print),
+            "type": SafeFunction("type", _type),
+            "enumerate": SafeFunction("enumerate", _enumerate),
+            "zip": SafeFunction("zip", _zip),
+            "reversed": SafeFunction("reversed", _reversed),
+        }
+        for name in ("len", "abs", "min", "max", "sum", "round", "sorted", "any", "all", "isinstance"):
+            table[name] = SafeFunction(name, getattr(b, name))
+        for name in ("range", "float", "int", "bool", "str", "list", "tuple", "dict"):
+            table[name] = ClassProxy(name, getattr(b, name))
+        return table

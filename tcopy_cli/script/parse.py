@@ -1,0 +1,262 @@
+"""Parse a script and check it against the allow-list before anything runs."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from tcopy_cli.errors import ScriptRejected
+from tcopy_cli.limits import Limits
+from tcopy_cli.script import policy
+
+
+@dataclass(frozen=True)
+class Program:
+    """A validated script: its module AST, source lines and where it came from."""
+
+    tree: ast.Module
+    source: str
+    lines: list[str]
+    origin: str
+    comments: dict[int, str] = field(default_factory=dict)
+
+    def statement_source(self, node: ast.stmt) -> str:
+        """The source text of a simple statement, or the header line of a block."""
+        if isinstance(node, (ast.For, ast.If, ast.With, ast.While)):
+            return header_source(self.lines, node)
+        seg = ast.get_source_segment(self.source, node)
+        return seg if seg is not None else self.lines[node.lineno - 1].strip()
+
+
+def header_source(lines: list[str], node: ast.stmt) -> str:
+    """The text of a compound statement's header, e.g. ``for i in range(3):``."""
+    body = getattr(node, "body", None)
+    end = body[0].lineno - 1 if body else node.lineno
+    end = max(end, node.lineno)
+    text = " ".join(line.strip() for line in lines[node.lineno - 1 : end])
+    if isinstance(node, ast.If) and lines[node.lineno - 1].lstrip().startswith("elif"):
+        text = text.replace("elif", "if", 1)
+    # A one-line block (``for i in x: y``) keeps only the header.
+    if body and body[0].lineno == node.lineno:
+        col = body[0].col_offset
+        text = lines[node.lineno - 1][:col].strip()
+    return text
+
+
+_STMT_NODES: tuple[type, ...] = (
+    ast.Expr,
+    ast.Assign,
+    ast.AugAssign,
+    ast.AnnAssign,
+    ast.Delete,
+    ast.Pass,
+    ast.Import,
+    ast.ImportFrom,
+    ast.For,
+    ast.If,
+    ast.With,
+    ast.Break,
+    ast.Continue,
+)
+_EXPR_NODES: tuple[type, ...] = (
+    ast.BoolOp,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.IfExp,
+    ast.Dict,
+    ast.List,
+    ast.Tuple,
+    ast.Set,
+    ast.Compare,
+    ast.Call,
+    ast.keyword,
+    ast.JoinedStr,
+    ast.FormattedValue,
+    ast.Constant,
+    ast.Attribute,
+    ast.Subscript,
+    ast.Starred,
+    ast.Name,
+    ast.Slice,
+    ast.withitem,
+    ast.alias,
+    ast.Load,
+    ast.Store,
+    ast.Del,
+    ast.operator,
+    ast.unaryop,
+    ast.cmpop,
+    ast.boolop,
+)
+
+_REFUSED_WHY: dict[type, str] = {
+    ast.FunctionDef: "defining functions (def) is not supported",
+    ast.AsyncFunctionDef: "async code is not supported",
+    ast.ClassDef: "defining classes is not supported",
+    ast.Lambda: "lambda is not supported: functions can't be defined or passed",
+    ast.While: "while loops are not supported: use 'for i in range(n):'",
+    ast.Try: "try/except is not supported",
+    ast.Raise: "raise is not supported",
+    ast.Global: "global is not supported",
+    ast.Nonlocal: "nonlocal is not supported",
+    ast.AsyncFor: "async code is not supported",
+    ast.AsyncWith: "async code is not supported",
+    ast.Await: "async code is not supported",
+    ast.Yield: "generators are not supported",
+    ast.YieldFrom: "generators are not supported",
+    ast.Return: "return is only meaningful inside a function, which is not supported",
+    ast.ListComp: "comprehensions are not supported: use a for loop",
+    ast.SetComp: "comprehensions are not supported: use a for loop",
+    ast.DictComp: "comprehensions are not supported: use a for loop",
+    ast.GeneratorExp: "generator expressions are not supported: use a for loop",
+    ast.NamedExpr: "the walrus operator := is not supported",
+    ast.Assert: "assert is not supported",
+    ast.Match: "match statements are not supported",
+}
+
+
+def _allowed_import_names() -> str:
+    return "import torch, import torch as NAME, import copy, import math, from copy import deepcopy"
+
+
+class _Validator(ast.NodeVisitor):
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.depth = 0
+
+    def reject(self, node: ast.AST, message: str) -> ScriptRejected:
+        return ScriptRejected(message, getattr(node, "lineno", None), (getattr(node, "col_offset", -1) or 0) + 1)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Module):
+            super().generic_visit(node)
+            return
+        if type(node) in _REFUSED_WHY:
+            raise self.reject(node, _REFUSED_WHY[type(node)])
+        if not isinstance(node, _STMT_NODES + _EXPR_NODES + (ast.comprehension,)):
+            raise self.reject(node, f"{type(node).__name__} is not allowed here")
+        self.depth += 1
+        if self.depth > self.limits.max_depth:
+            raise self.reject(node, f"the script nests more than {self.limits.max_depth} levels deep (--max-depth)")
+        super().generic_visit(node)
+        self.depth -= 1
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.name not in policy.ALLOWED_IMPORTS:
+                raise self.reject(
+                    node,
+                    f"import of '{alias.name}' is not allowed; allowed: {_allowed_import_names()}",
+                )
+            self._check_bound_name(node, alias.asname or alias.name)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        mod = node.module or ""
+        if node.level or mod not in policy.ALLOWED_IMPORTS or mod == "torch":
+            raise self.reject(node, f"'from {mod} import ...' is not allowed; allowed: {_allowed_import_names()}")
+        allowed = policy.MATH_NAMES if mod == "math" else policy.ALLOWED_IMPORTS[mod]
+        for alias in node.names:
+            if alias.name not in allowed:
+                raise self.reject(node, f"'from {mod} import {alias.name}' is not allowed")
+            self._check_bound_name(node, alias.asname or alias.name)
+
+    def _check_bound_name(self, node: ast.AST, name: str) -> None:
+        if name.startswith("_"):
+            raise self.reject(node, f"names starting with '_' can't be bound: '{name}'")
+
+    def visit_Name(self, node: ast.Name) -> None:
+        name = node.id
+        if name in policy.FORBIDDEN_NAMES:
+            raise self.reject(node, f"'{name}' is not allowed: {policy.FORBIDDEN_NAMES[name]}")
+        if name.startswith("__") and name not in policy.ALLOWED_DUNDER_NAMES:
+            raise self.reject(node, f"names starting with '__' are not allowed: '{name}'")
+        if isinstance(node.ctx, (ast.Store, ast.Del)) and name.startswith("_"):
+            raise self.reject(node, f"names starting with '_' can't be assigned: '{name}'")
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        attr = node.attr
+        if attr.startswith("_") and attr not in policy.UNDERSCORE_ATTRS:
+            raise self.reject(node, f"attribute '{attr}' is not allowed: attributes starting with '_' are private")
+        if attr in policy.UNDERSCORE_ATTRS and not isinstance(node.ctx, ast.Load):
+            raise self.reject(node, f"'{attr}' is read-only")
+        if attr in policy.TORCH_FORBIDDEN and _is_module_base(node.value):
+            raise self.reject(node, f"'{attr}' is not allowed: {policy.TORCH_FORBIDDEN[attr]}")
+        if attr in ("format", "format_map"):
+            raise self.reject(node, "string formatting with .format is not allowed: use an f-string")
+        if attr not in policy.ALL_ATTRIBUTE_NAMES:
+            raise self.reject(node, f"'.{attr}' is not in tcopy's allow-list of attributes and methods")
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if not isinstance(node.func, (ast.Name, ast.Attribute)):
+            raise self.reject(node, "only named functions and methods can be called (e.g. torch.ones(2), a.clone())")
+        self.generic_visit(node)
+
+    def visit_FormattedValue(self, node: ast.FormattedValue) -> None:
+        if node.format_spec is not None:
+            for part in ast.walk(node.format_spec):
+                if isinstance(part, ast.FormattedValue):
+                    raise self.reject(part, "nested fields in an f-string format spec are not allowed")
+        self.generic_visit(node)
+
+    def visit_For(self, node: ast.For) -> None:
+        if not _simple_target(node.target):
+            raise self.reject(node, "a for loop may only bind names (for i in ..., for a, b in ...)")
+        self.generic_visit(node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Starred):
+                    raise self.reject(sub, "starred assignment (a, *b = ...) is not supported")
+        self.generic_visit(node)
+
+
+def _simple_target(node: ast.expr) -> bool:
+    if isinstance(node, ast.Name):
+        return True
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_simple_target(e) for e in node.elts)
+    return False
+
+
+def _is_module_base(node: ast.expr) -> bool:
+    # torch.load, T.load (T bound to torch), torch.utils.x ...: a plain name or a
+    # dotted chain. The runtime check catches the rest.
+    return isinstance(node, (ast.Name, ast.Attribute))
+
+
+def parse_script(source: str, origin: str = "<inline>", limits: Limits | None = None) -> Program:
+    """Parse and validate ``source``; raise ScriptRejected with line and column on refusal."""
+    limits = limits or Limits()
+    if len(source.encode("utf-8", "surrogatepass")) > limits.max_script_bytes:
+        raise ScriptRejected(f"the script is larger than {limits.max_script_bytes} bytes (--max-script-bytes)", 1, 1)
+    if source.startswith("\ufeff"):
+        source = source[1:]
+    source = source.replace("\r\n", "\n").replace("\r", "\n")
+    if "\x00" in source:
+        line = source[: source.index("\x00")].count("\n") + 1
+        raise ScriptRejected("the script contains a NUL byte", line, 1)
+    try:
+        tree = ast.parse(source, filename=origin)
+    except SyntaxError as exc:
+        raise ScriptRejected(f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1) from None
+    except (RecursionError, MemoryError, ValueError) as exc:
+        raise ScriptRejected(f"the script can't be parsed: {type(exc).__name__}", 1, 1) from None
+    try:
+        _Validator(limits).visit(tree)
+    except RecursionError:
+        raise ScriptRejected(f"the script nests more than {limits.max_depth} levels deep (--max-depth)", 1, 1) from None
+    lines = source.split("\n")
+    return Program(tree=tree, source=source, lines=lines, origin=origin, comments=_comments(lines))
+
+
+def _comments(lines: list[str]) -> dict[int, str]:
+    """Line number -> text of whole-line comments (for narration)."""
+    out: dict[int, str] = {}
+    for i, line in enumerate(lines, start=1):
+        s = line.strip()
+        if s.startswith("#"):
+            out[i] = s[1:].strip()
+    return out

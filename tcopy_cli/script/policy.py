@@ -1,0 +1,266 @@
+"""The allow-lists: which modules, functions, methods and attributes a script may use.
+
+Everything not named here is refused. The names are plain strings so that the
+static check (before anything runs) needs no torch import; the runtime tables in
+``sandbox.py`` resolve them against the installed torch and drop names that this
+torch version does not have.
+"""
+
+from __future__ import annotations
+
+# Modules a script may import, and what ``import X`` / ``from X import y`` may bind.
+ALLOWED_IMPORTS: dict[str, frozenset[str]] = {
+    "torch": frozenset(),
+    "copy": frozenset({"copy", "deepcopy"}),
+    "math": frozenset(),  # names checked against MATH_NAMES
+}
+
+# torch.* functions (called) -----------------------------------------------------
+TORCH_FACTORIES = frozenset(
+    """
+        tensor as_tensor from_numpy asarray zeros ones empty full rand randn randint
+        randperm zeros_like ones_like empty_like full_like rand_like randn_like randint_like
+        arange linspace logspace eye empty_strided tril_indices triu_indices manual_seed
+        seed initial_seed get_default_dtype set_default_dtype is_grad_enabled
+        is_inference_mode_enabled no_grad enable_grad inference_mode set_grad_enabled
+        is_tensor is_floating_point is_complex is_nonzero numel result_type promote_types
+        can_cast broadcast_shapes
+    """.split()
+)
+
+TORCH_OPS = frozenset(
+    """
+        abs absolute acos acosh add addbmm addcdiv addcmul addmm addmv addr adjoint all
+        allclose amax amin aminmax angle any arccos arccosh arcsin arcsinh arctan arctan2
+        arctanh argmax argmin argsort argwhere asin asinh atan atan2 atanh atleast_1d
+        atleast_2d atleast_3d baddbmm bernoulli bincount bitwise_and bitwise_not bitwise_or
+        bitwise_xor block_diag bmm broadcast_tensors broadcast_to bucketize cartesian_prod
+        cat concat concatenate cdist ceil chain_matmul cholesky chunk clamp clamp_max
+        clamp_min clip clone column_stack combinations complex conj conj_physical copysign
+        corrcoef cos cosh count_nonzero cov cross cummax cummin cumprod cumsum deg2rad det
+        detach diag diag_embed diagflat diagonal diff digamma dist div divide dot dsplit
+        dstack einsum eq equal erf erfc erfinv exp exp2 expm1 flatten flip fliplr flipud
+        float_power floor floor_divide fmax fmin fmod frac gather gcd ge greater
+        greater_equal gt heaviside histc hsplit hstack hypot index_add index_copy index_fill
+        index_put index_reduce index_select inner inverse isclose isfinite isin isinf isnan
+        isneginf isposinf isreal kron kthvalue lcm ldexp le lerp less less_equal lgamma log
+        log10 log1p log2 logaddexp logaddexp2 logcumsumexp logdet logical_and logical_not
+        logical_or logical_xor logit logsumexp lt masked_fill masked_scatter masked_select
+        matmul matrix_exp matrix_power max maximum mean median min minimum mm mode moveaxis
+        movedim msort mul multinomial multiply mv mvlgamma nan_to_num nanmean nanmedian
+        nanquantile nansum narrow narrow_copy ne neg negative nextafter nonzero norm normal
+        not_equal numel outer permute pinverse polar pow prod quantile rad2deg ravel real
+        reciprocal relu remainder renorm repeat_interleave reshape resolve_conj resolve_neg
+        roll rot90 round rsqrt scatter scatter_add scatter_reduce searchsorted select
+        select_scatter sgn sigmoid sign signbit sin sinc sinh slice_scatter softmax
+        log_softmax sort split sqrt square squeeze stack std std_mean sub subtract sum svd
+        swapaxes swapdims t take take_along_dim tan tanh tensor_split tensordot tile topk
+        trace transpose trapezoid trapz tril triu true_divide trunc unbind unflatten unique
+        unique_consecutive unravel_index unsqueeze vander var var_mean vdot view_as_complex
+        view_as_real vsplit vstack where xlogy dropout
+    """.split()
+)
+
+# torch.* classes that may be called (constructors) and used in isinstance().
+TORCH_CLASSES = frozenset(
+    """
+        Tensor device Size dtype FloatTensor DoubleTensor HalfTensor BFloat16Tensor
+        LongTensor IntTensor ShortTensor CharTensor ByteTensor BoolTensor
+    """.split()
+)
+
+TORCH_CONSTANTS = frozenset(
+    """
+        float32 float float64 double float16 half bfloat16 int8 int16 int32 int int64 long
+        uint8 bool complex64 cfloat complex128 cdouble pi e inf nan strided
+    """.split()
+)
+
+# torch submodules: name -> allowed function names in it.
+TORCH_SUBMODULES: dict[str, frozenset[str]] = {
+    "cuda": frozenset(["is_available", "device_count", "current_device", "synchronize", "memory_allocated"]),
+    "autograd": frozenset(["grad", "backward"]),
+    "linalg": frozenset(
+        """
+            norm vector_norm matrix_norm det inv solve svd qr eigh eigvalsh cholesky pinv
+            matrix_rank cross matmul vecdot
+        """.split()
+    ),
+}
+
+MATH_NAMES = frozenset(
+    """
+        pi e inf nan tau sqrt exp log log2 log10 log1p expm1 sin cos tan asin acos atan
+        atan2 sinh cosh tanh floor ceil trunc fabs isnan isinf isfinite isclose hypot
+        degrees radians copysign fmod erf erfc gamma lgamma
+    """.split()
+)
+
+# Tensor methods (called). In-place variants are listed explicitly.
+_TENSOR_OP_METHODS = TORCH_OPS - {"detach", "clone"}
+TENSOR_METHODS = frozenset(
+    set(_TENSOR_OP_METHODS)
+    | set(
+        """
+            clone detach detach_ copy_ new_tensor new_zeros new_ones new_empty new_full
+            requires_grad_ backward retain_grad zero_ fill_ normal_ uniform_ random_
+            bernoulli_ exponential_ geometric_ cauchy_ log_normal_ data_ptr untyped_storage
+            storage_offset stride size dim numel element_size nelement is_contiguous
+            contiguous is_set_to is_floating_point is_complex is_signed is_shared is_pinned
+            numpy tolist item cpu cuda to type type_as float double half bfloat16 int long
+            short char byte bool cfloat cdouble view view_as reshape_as expand expand_as
+            repeat unfold as_strided squeeze_ unsqueeze_ t_ transpose_ resize_ resize_as_
+            add_ sub_ mul_ div_ pow_ neg_ abs_ exp_ log_ sqrt_ sin_ cos_ tanh_ sigmoid_
+            relu_ clamp_ clamp_min_ clamp_max_ clip_ floor_ ceil_ round_ trunc_ frac_
+            reciprocal_ sign_ masked_fill_ index_fill_ index_add_ index_copy_ scatter_
+            scatter_add_ addcmul_ addcdiv_ lerp_ copysign_ fmod_ remainder_ square_ rsqrt_
+            exp2_ expm1_ log1p_ log2_ log10_ erf_ erfinv_ tril_ triu_ addmm_ baddbmm_ put_
+            index_put_ masked_scatter_ floor_divide_ true_divide_ multiply_ subtract_
+            divide_ logical_not_ logical_and_ logical_or_ nan_to_num_ sgn_ hypot_ atan2_
+            pin_memory share_memory is_inference requires_grad
+            register_post_accumulate_grad_hook masked_fill index_put diag_embed norm
+            dim_order
+        """.split()
+    )
+    # register_* hooks need callables: not offered until hooks are supported.
+    - {"register_post_accumulate_grad_hook", "share_memory", "requires_grad", "pin_memory"}
+)
+
+TENSOR_PROPERTIES = frozenset(
+    """
+        data grad grad_fn is_leaf requires_grad retains_grad shape dtype device ndim T mT H
+        mH real imag is_cuda is_cpu is_meta is_mps is_sparse layout itemsize nbytes _version
+        _base
+    """.split()
+)
+
+# Tensor attributes a script may assign to.
+TENSOR_SETTABLE = frozenset({"requires_grad", "grad", "data"})
+
+# Attributes of other values scripts see.
+SIZE_METHODS = frozenset({"numel", "index", "count"})
+DTYPE_ATTRS = frozenset({"is_floating_point", "is_complex", "is_signed", "itemsize"})
+DEVICE_ATTRS = frozenset({"type", "index"})
+STORAGE_METHODS = frozenset({"data_ptr", "nbytes", "size", "element_size"})
+STORAGE_ATTRS = frozenset({"device"})
+NODE_METHODS = frozenset({"name"})
+NODE_ATTRS = frozenset({"next_functions"})
+NDARRAY_METHODS = frozenset(
+    """
+        tolist item sum mean min max copy reshape astype flatten fill argmax argmin all any
+        transpose
+    """.split()
+)
+NDARRAY_ATTRS = frozenset(["shape", "dtype", "ndim", "size", "itemsize", "nbytes", "T"])
+NPDTYPE_ATTRS = frozenset({"name", "itemsize", "kind"})
+STR_METHODS = frozenset(
+    """
+        upper lower strip lstrip rstrip split rsplit join replace startswith endswith title
+        capitalize splitlines isdigit isalpha isspace find count
+    """.split()
+)
+LIST_METHODS = frozenset(
+    """
+    append extend pop insert index count reverse sort copy clear remove
+""".split()
+)
+DICT_METHODS = frozenset(["keys", "values", "items", "get", "pop", "update", "copy", "setdefault", "clear"])
+TUPLE_METHODS = frozenset({"index", "count"})
+NUMBER_ATTRS = frozenset({"real", "imag"})
+NUMBER_METHODS = frozenset({"is_integer", "bit_length", "conjugate"})
+RANGE_ATTRS = frozenset({"start", "stop", "step"})
+# Fields of torch.return_types named tuples (torch.max(x, 0).values ...).
+RETURN_TYPE_FIELDS = frozenset(
+    """
+        values indices U S V Q R L eigenvalues eigenvectors sign logabsdet solution mantissa
+        exponent output counts inverse_indices mean std var
+    """.split()
+)
+
+# Builtins a script may call.
+SAFE_BUILTINS = frozenset(
+    """
+        print len range abs min max sum float int bool str list tuple dict round isinstance
+        type enumerate zip sorted reversed any all
+    """.split()
+)
+
+# Names refused outright, with a reason, before the script runs.
+FORBIDDEN_NAMES: dict[str, str] = {
+    name: "it can run or load arbitrary code or reach Python internals"
+    for name in """
+        eval exec compile open getattr setattr delattr hasattr __import__ globals locals
+        vars breakpoint input exit quit help dir memoryview object super classmethod
+        staticmethod property id hash callable iter next format repr ascii chr ord bytes
+        bytearray __builtins__ __loader__ __spec__ __file__ map filter
+    """.split()
+}
+FORBIDDEN_NAMES.update(
+    {
+        "open": "scripts may not read or write files",
+        "input": "scripts may not read from the terminal",
+        "exit": "scripts may not end tcopy",
+        "quit": "scripts may not end tcopy",
+    }
+)
+
+# torch attributes refused with a specific reason (everything else not listed above
+# is refused as "not in tcopy's allow-list").
+TORCH_FORBIDDEN: dict[str, str] = {
+    "load": "torch.load reads files and can unpickle code",
+    "save": "torch.save writes files",
+    "from_file": "torch.from_file reads files",
+    "hub": "torch.hub downloads and runs code",
+    "jit": "torch.jit compiles and loads code",
+    "compile": "torch.compile generates and runs code",
+    "ops": "torch.ops reaches raw operator registrations",
+    "classes": "torch.classes reaches raw class registrations",
+    "utils": "torch.utils includes code loading and data loading",
+    "backends": "torch.backends changes process-wide settings",
+    "library": "torch.library registers operators",
+    "set_default_device": "the device is chosen with tcopy's --device option",
+}
+
+ALLOWED_DUNDER_NAMES = frozenset({"__name__"})
+UNDERSCORE_ATTRS = frozenset({"_version", "_base"})
+
+
+def all_attribute_names() -> frozenset[str]:
+    """Every attribute name any allowed value may expose (for the static check)."""
+    names: set[str] = set()
+    for group in (
+        TORCH_FACTORIES,
+        TORCH_OPS,
+        TORCH_CLASSES,
+        TORCH_CONSTANTS,
+        frozenset(TORCH_SUBMODULES),
+        MATH_NAMES,
+        TENSOR_METHODS,
+        TENSOR_PROPERTIES,
+        SIZE_METHODS,
+        DTYPE_ATTRS,
+        DEVICE_ATTRS,
+        STORAGE_METHODS,
+        STORAGE_ATTRS,
+        NODE_METHODS,
+        NODE_ATTRS,
+        NDARRAY_METHODS,
+        NDARRAY_ATTRS,
+        NPDTYPE_ATTRS,
+        STR_METHODS,
+        LIST_METHODS,
+        DICT_METHODS,
+        TUPLE_METHODS,
+        NUMBER_ATTRS,
+        NUMBER_METHODS,
+        RANGE_ATTRS,
+        RETURN_TYPE_FIELDS,
+        frozenset({"copy", "deepcopy"}),
+    ):
+        names |= group
+    for sub in TORCH_SUBMODULES.values():
+        names |= sub
+    return frozenset(names)
+
+
+ALL_ATTRIBUTE_NAMES = all_attribute_names()

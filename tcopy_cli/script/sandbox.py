@@ -1,0 +1,264 @@
+"""Runtime side of the allow-list: the values a script may hold and what they expose.
+
+A script never sees a Python module, function or class object. It sees tensors,
+NumPy arrays, plain data (numbers, strings, containers, dtypes, devices, sizes) and
+the proxies defined here. Attribute access and calls go through ``get_attribute`` and
+``resolve_method``, which consult the tables in ``policy.py`` by the value's type.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from tcopy_cli.errors import NotAllowedError
+from tcopy_cli.script import policy
+
+
+class ModuleProxy:
+    """What ``import torch`` (or copy, math, torch.cuda ...) binds in a script."""
+
+    def __init__(self, name: str, members: dict[str, Any]) -> None:
+        self.name = name
+        self.members = members
+
+    def __repr__(self) -> str:
+        return f"<module '{self.name}'>"
+
+
+class SafeFunction:
+    """A function a script may call (torch.ones, print, copy.deepcopy ...)."""
+
+    def __init__(self, qualname: str, fn: Callable[..., Any]) -> None:
+        self.qualname = qualname
+        self.fn = fn
+
+    def __repr__(self) -> str:
+        return f"<function {self.qualname}>"
+
+
+class ClassProxy:
+    """A class a script may call or use in isinstance (torch.Tensor, int, torch.device)."""
+
+    def __init__(self, qualname: str, cls: type, methods: frozenset[str] = frozenset()) -> None:
+        self.qualname = qualname
+        self.cls = cls
+        self.methods = methods
+
+    def __repr__(self) -> str:
+        return f"<class '{self.qualname}'>"
+
+
+class TypeView:
+    """What ``type(x)`` returns: printable and comparable, not callable."""
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+
+    def __repr__(self) -> str:
+        return repr(self.cls)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (TypeView, ClassProxy)):
+            return self.cls is other.cls
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.cls)
+
+
+_GRAD_MODE_TYPES: tuple[type, ...] = (
+    torch.no_grad,
+    torch.enable_grad,
+    torch.inference_mode,
+    torch.set_grad_enabled,
+)
+
+
+def is_context_manager(value: Any) -> bool:
+    """Only torch's grad-mode context managers may be used in ``with``."""
+    return isinstance(value, _GRAD_MODE_TYPES)
+
+
+def _members(mod: Any, names: frozenset[str], prefix: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in sorted(names):
+        obj = getattr(mod, name, None)
+        if obj is None:
+            continue
+        if callable(obj) and not isinstance(obj, torch.dtype):
+            out[name] = SafeFunction(f"{prefix}.{name}", obj)
+        else:
+            out[name] = obj
+    return out
+
+
+def build_torch_proxy() -> ModuleProxy:
+    """The ``torch`` a script sees: only the allow-listed names."""
+    members = _members(torch, policy.TORCH_FACTORIES | policy.TORCH_OPS, "torch")
+    for name in policy.TORCH_CONSTANTS:
+        if hasattr(torch, name):
+            members[name] = getattr(torch, name)
+    for name in policy.TORCH_CLASSES:
+        cls = getattr(torch, name, None)
+        if isinstance(cls, type):
+            methods = policy.TENSOR_METHODS if issubclass(cls, torch.Tensor) else frozenset()
+            members[name] = ClassProxy(f"torch.{name}", cls, methods)
+    for sub, names in policy.TORCH_SUBMODULES.items():
+        mod = getattr(torch, sub, None)
+        if mod is not None:
+            members[sub] = ModuleProxy(f"torch.{sub}", _members(mod, names, f"torch.{sub}"))
+    return ModuleProxy("torch", members)
+
+
+def build_modules() -> dict[str, ModuleProxy]:
+    """Importable modules by name."""
+    math_members: dict[str, Any] = {}
+    for name in policy.MATH_NAMES:
+        obj = getattr(math, name, None)
+        if obj is not None:
+            math_members[name] = SafeFunction(f"math.{name}", obj) if callable(obj) else obj
+    return {
+        "torch": build_torch_proxy(),
+        "copy": ModuleProxy(
+            "copy",
+            {"copy": SafeFunction("copy.copy", copy.copy), "deepcopy": SafeFunction("copy.deepcopy", copy.deepcopy)},
+        ),
+        "math": ModuleProxy("math", math_members),
+    }
+
+
+# --- attribute access by value type -------------------------------------------------
+
+_TYPE_TABLES: list[tuple[type | tuple[type, ...], frozenset[str], frozenset[str]]] = [
+    # (types, readable attributes, callable methods)
+    (torch.Size, frozenset(), policy.SIZE_METHODS),
+    (torch.dtype, policy.DTYPE_ATTRS, frozenset()),
+    (torch.device, policy.DEVICE_ATTRS, frozenset()),
+    (torch.UntypedStorage, policy.STORAGE_ATTRS, policy.STORAGE_METHODS),
+    (np.ndarray, policy.NDARRAY_ATTRS, policy.NDARRAY_METHODS),
+    (np.dtype, policy.NPDTYPE_ATTRS, frozenset()),
+    (str, frozenset(), policy.STR_METHODS),
+    (list, frozenset(), policy.LIST_METHODS),
+    (dict, frozenset(), policy.DICT_METHODS),
+    (bool, frozenset(), frozenset()),
+    ((int, float, complex, np.number), policy.NUMBER_ATTRS, policy.NUMBER_METHODS),
+    (range, policy.RANGE_ATTRS, frozenset()),
+]
+
+
+def _is_node(value: Any) -> bool:
+    return isinstance(value, torch.autograd.graph.Node)
+
+
+def _is_return_type(value: Any) -> bool:
+    return isinstance(value, tuple) and type(value).__module__ == "torch.return_types"
+
+
+def get_attribute(value: Any, attr: str) -> Any:
+    """``value.attr`` outside a call: data attributes and module members only."""
+    if isinstance(value, ModuleProxy):
+        if attr not in value.members:
+            raise NotAllowedError(f"'{value.name}.{attr}' is not in tcopy's allow-list")
+        member = value.members[attr]
+        if isinstance(member, (SafeFunction, ClassProxy)):
+            raise NotAllowedError(f"'{value.name}.{attr}' is a function: call it; functions can't be stored or passed")
+        return member
+    if isinstance(value, torch.Tensor):
+        if attr in policy.TENSOR_PROPERTIES:
+            return getattr(value, attr)
+        if attr in policy.TENSOR_METHODS:
+            raise NotAllowedError(f"'.{attr}' is a method: call it, e.g. x.{attr}()")
+        raise NotAllowedError(f"tensor attribute '.{attr}' is not in tcopy's allow-list")
+    if _is_return_type(value):
+        if attr in policy.RETURN_TYPE_FIELDS and attr in getattr(value, "_fields", ()):
+            return getattr(value, attr)
+        raise NotAllowedError(f"'{type(value).__name__}' has no allowed attribute '{attr}'")
+    if _is_node(value):
+        if attr in policy.NODE_ATTRS:
+            return getattr(value, attr)
+        raise NotAllowedError(f"graph node attribute '.{attr}' is not in tcopy's allow-list")
+    for types, attrs, methods in _TYPE_TABLES:
+        if isinstance(value, types):
+            if attr in attrs:
+                return getattr(value, attr)
+            if attr in methods:
+                raise NotAllowedError(f"'.{attr}' is a method: call it")
+            break
+    raise NotAllowedError(f"'{type_name(value)}' value has no allowed attribute '{attr}'")
+
+
+def resolve_method(value: Any, attr: str) -> Callable[..., Any]:
+    """The callable for ``value.attr(...)``, or NotAllowedError."""
+    if isinstance(value, ModuleProxy):
+        member = value.members.get(attr)
+        if isinstance(member, SafeFunction):
+            return member.fn
+        if isinstance(member, ClassProxy):
+            return member.cls
+        raise NotAllowedError(f"'{value.name}.{attr}' is not a function tcopy allows")
+    if isinstance(value, ClassProxy):
+        if attr in value.methods:
+            fn = getattr(value.cls, attr, None)
+            if fn is not None:
+                return fn  # type: ignore[no-any-return]
+        raise NotAllowedError(f"'{value.qualname}.{attr}' is not in tcopy's allow-list")
+    if isinstance(value, torch.Tensor):
+        if attr in policy.TENSOR_METHODS:
+            fn = getattr(value, attr, None)
+            if fn is not None:
+                return fn  # type: ignore[no-any-return]
+        raise NotAllowedError(f"tensor method '.{attr}()' is not in tcopy's allow-list")
+    if _is_node(value):
+        if attr in policy.NODE_METHODS:
+            return getattr(value, attr)  # type: ignore[no-any-return]
+        raise NotAllowedError(f"graph node method '.{attr}()' is not in tcopy's allow-list")
+    for types, _attrs, methods in _TYPE_TABLES:
+        if isinstance(value, types):
+            if attr in methods:
+                return getattr(value, attr)  # type: ignore[no-any-return]
+            break
+    if isinstance(value, tuple) and attr in policy.TUPLE_METHODS:
+        return getattr(value, attr)  # type: ignore[no-any-return]
+    raise NotAllowedError(f"'{type_name(value)}' value has no allowed method '{attr}'")
+
+
+def type_name(value: Any) -> str:
+    """A short readable type name for messages."""
+    if isinstance(value, (ModuleProxy, SafeFunction, ClassProxy)):
+        return repr(value)
+    t = type(value)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
+
+
+def set_attribute(target: Any, attr: str, value: Any) -> None:
+    """``target.attr = value``: only requires_grad, grad and data of tensors."""
+    if isinstance(target, torch.Tensor) and attr in policy.TENSOR_SETTABLE:
+        setattr(target, attr, value)
+        return
+    raise NotAllowedError(
+        f"assigning '.{attr}' is not allowed; tensors allow: " + ", ".join(sorted(policy.TENSOR_SETTABLE))
+    )
+
+
+def is_storable(value: Any) -> bool:
+    """True for values a script may hold in a variable or container.
+
+    Callables never are, except graph nodes (``b.grad_fn``) and torch's grad-mode
+    context managers, which scripts can only inspect or use in ``with``.
+    """
+    if isinstance(value, (ModuleProxy, SafeFunction, ClassProxy)):
+        return False
+    if callable(value) and not isinstance(value, (torch.Tensor, np.ndarray)):
+        return _is_node(value) or is_context_manager(value)
+    return True
+
+
+def is_passable(value: Any) -> bool:
+    """True for values that may be passed to torch and to builtins that could call them."""
+    return is_storable(value) and not (callable(value) and not isinstance(value, (torch.Tensor, np.ndarray)))

@@ -1,0 +1,42 @@
+"""Run statements, observe tensors and autograd, build Step records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tcopy_cli.limits import Limits
+from tcopy_cli.trace.records import RunInfo, RunSummary, Step
+
+
+@dataclass
+class Trace:
+    """A finished run: start facts, every step, and how it ended."""
+
+    info: RunInfo
+    steps: list[Step] = field(default_factory=list)
+    summary: RunSummary | None = None
+
+
+def run_source(
+    source: str,
+    device: str = "cpu",
+    keep_going: bool = False,
+    max_values: int = 100,
+    limits: Limits | None = None,
+    origin: str = "<inline>",
+) -> Trace:
+    """Parse, validate and run ``source``; collect the steps. Raises ScriptRejected."""
+    from tcopy_cli.script.parse import parse_script
+    from tcopy_cli.trace.runner import Runner, RunOptions, resolve_device
+
+    limits = limits or Limits()
+    program = parse_script(source, origin, limits)
+    options = RunOptions(device=resolve_device(device), limits=limits, keep_going=keep_going, max_values=max_values)
+    steps: list[Step] = []
+    runner = Runner(program, options, steps.append)
+    trace = Trace(info=runner.info(origin), steps=steps)
+    trace.summary = runner.run()
+    return trace
+
+
+__all__ = ["Trace", "run_source"]

@@ -1,0 +1,320 @@
+"""Turn the script's namespace into records without changing what the script computes.
+
+Rules: read under ``torch.no_grad()`` from ``detach()``ed aliases (no autograd
+history, no version bumps); read ``.grad`` only where torch would not warn; copy to
+the host only small tensors or a bounded slice (large tensors are summarised with
+reductions on their device); keep no strong reference to any tensor or storage.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import torch
+
+from tcopy_cli.trace.records import ArrayRecord, TensorRecord
+
+PREVIEW_ITEMS = 6
+_MAX_CONTAINER_ITEMS = 1000
+_MAX_CONTAINER_DEPTH = 3
+
+
+class StorageLabels:
+    """Stable labels S1, S2 ... for storages, in order of first appearance in a run.
+
+    A storage's Python object lives exactly as long as the storage itself (torch
+    preserves it), so a weak reference tells when a storage is freed; its label is then
+    retired and a new storage at the same address gets a new label.
+    """
+
+    def __init__(self) -> None:
+        self._labels: dict[int, str] = {}
+        self._count = 0
+
+    def label(self, storage: Any) -> str:
+        """The label of ``storage`` (a torch.UntypedStorage)."""
+        key = id(storage)
+        found = self._labels.get(key)
+        if found is not None:
+            return found
+        self._count += 1
+        label = f"S{self._count}"
+        self._labels[key] = label
+        try:
+            weakref.finalize(storage, self._labels.pop, key, None)
+        except TypeError:  # pragma: no cover - storages without weakref support
+            pass
+        return label
+
+
+def json_number(x: Any) -> Any:
+    """A JSON-safe scalar: non-finite floats as strings, complex as text."""
+    if isinstance(x, bool) or x is None:
+        return x
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "nan"
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        return x
+    if isinstance(x, complex):
+        return str(x)
+    return x
+
+
+def json_values(v: Any) -> Any:
+    """Apply json_number through nested lists."""
+    if isinstance(v, list):
+        return [json_values(x) for x in v]
+    return json_number(v)
+
+
+def format_number(x: Any) -> str:
+    """Compact rendering of one value, in the spirit of torch's printing."""
+    if isinstance(x, bool):
+        return "True" if x else "False"
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "nan"
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        text = format(x, ".4g")
+        if not any(c in text for c in ".en"):
+            text += "."
+        return text
+    if isinstance(x, complex):
+        return f"{format_number(x.real)}{'+' if x.imag >= 0 else '-'}{format_number(abs(x.imag))}j"
+    return str(x)
+
+
+def format_nested(v: Any) -> str:
+    """``[[1., 2.], [3., 4.]]`` for nested lists of numbers."""
+    if isinstance(v, list):
+        return "[" + ", ".join(format_nested(x) for x in v) + "]"
+    return format_number(v)
+
+
+def _head(d: torch.Tensor, k: int) -> list[Any]:
+    """The first k values in row-major order without copying the tensor."""
+    if d.is_contiguous():
+        return d.view(-1)[:k].tolist()  # type: ignore[no-any-return]
+    row = d
+    while row.dim() > 1:
+        row = row[0]
+    return row[:k].tolist()  # type: ignore[no-any-return]
+
+
+def summarize(d: torch.Tensor) -> str:
+    """Preview of a tensor too large to list: first values and statistics on its device."""
+    n = d.numel()
+    head = ", ".join(format_number(x) for x in _head(d, PREVIEW_ITEMS))
+    parts = [f"[{head}, …]"]
+    try:
+        if d.dtype == torch.bool:
+            parts.append(f"{int(d.count_nonzero().item()):,} True of {n:,}")
+        elif d.is_floating_point() or d.dtype in (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8):
+            mn, mx = torch.aminmax(d)
+            mean = (
+                d.sum(dtype=torch.float64).item() / n
+                if not d.is_floating_point()
+                else d.mean(dtype=torch.float32 if d.dtype in (torch.float16, torch.bfloat16) else None).item()
+            )
+            parts.append(
+                f"min {format_number(mn.item())} max {format_number(mx.item())} mean {format_number(float(mean))}"
+            )
+    except (RuntimeError, TypeError):  # some dtypes/devices lack a reduction
+        pass
+    return " ".join(parts)
+
+
+def tensor_values(d: torch.Tensor, max_values: int) -> tuple[Any, str]:
+    """(values for JSON or None, preview text)."""
+    n = d.numel()
+    if n <= max_values:
+        try:
+            raw = d.tolist()
+        except (RuntimeError, TypeError):
+            return None, f"<{d.dtype} values unavailable>"
+        return json_values(raw), format_nested(raw)
+    return None, summarize(d)
+
+
+def tensor_span(t: torch.Tensor) -> tuple[int, int]:
+    """[start, end) byte addresses a tensor's elements cover (start == end if empty)."""
+    es = t.element_size()
+    ptr = t.data_ptr()
+    if t.numel() == 0:
+        return ptr, ptr
+    lo = sum(min(0, (s - 1) * st) for s, st in zip(t.shape, t.stride()))
+    hi = sum(max(0, (s - 1) * st) for s, st in zip(t.shape, t.stride()))
+    return ptr + lo * es, ptr + (hi + 1) * es
+
+
+def _array_span(a: np.ndarray) -> tuple[int, int]:
+    try:
+        from numpy.lib.array_utils import byte_bounds
+    except ImportError:  # numpy < 2
+        byte_bounds = np.byte_bounds  # type: ignore[attr-defined]
+    if a.size == 0:
+        p = int(a.__array_interface__["data"][0])
+        return p, p
+    lo, hi = byte_bounds(a)
+    return int(lo), int(hi)
+
+
+def iter_named(ns: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """(display name, value) for tensors and arrays reachable from script names."""
+    for name, value in ns.items():
+        yield from _walk(name, value, 0)
+
+
+def _walk(name: str, value: Any, depth: int) -> Iterator[tuple[str, Any]]:
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        yield name, value
+    elif depth < _MAX_CONTAINER_DEPTH and isinstance(value, (list, tuple)) and not isinstance(value, torch.Size):
+        for i, item in enumerate(value[:_MAX_CONTAINER_ITEMS]):
+            yield from _walk(f"{name}[{i}]", item, depth + 1)
+    elif depth < _MAX_CONTAINER_DEPTH and isinstance(value, dict):
+        for i, (k, item) in enumerate(value.items()):
+            if i >= _MAX_CONTAINER_ITEMS:
+                break
+            key = f'"{k}"' if isinstance(k, str) else repr(k)
+            yield from _walk(f"{name}[{key}]", item, depth + 1)
+
+
+class Observer:
+    """Builds tensor and array records for a namespace after each step."""
+
+    def __init__(self, max_values: int = 100) -> None:
+        self.max_values = max_values
+        self.labels = StorageLabels()
+
+    def snapshot(self, ns: dict[str, Any]) -> tuple[dict[str, TensorRecord], dict[str, ArrayRecord], int]:
+        """Records for every tensor and array name, and total bytes of their storages."""
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            return self._snapshot(ns)
+
+    def _snapshot(self, ns: dict[str, Any]) -> tuple[dict[str, TensorRecord], dict[str, ArrayRecord], int]:
+        tensors: list[tuple[str, torch.Tensor]] = []
+        arrays: list[tuple[str, np.ndarray]] = []
+        for name, value in iter_named(ns):
+            if isinstance(value, torch.Tensor):
+                tensors.append((name, value))
+            else:
+                arrays.append((name, value))
+        # Gradients take part in storage sharing as "name.grad".
+        grads: dict[str, torch.Tensor] = {}
+        for name, t in tensors:
+            g = _grad_of(t)
+            if g is not None:
+                grads[name] = g
+        members: list[tuple[str, torch.Tensor]] = tensors + [(f"{n}.grad", g) for n, g in grads.items()]
+        storage_of: dict[str, str] = {}
+        nbytes_of: dict[str, int] = {}
+        storage_span: dict[str, tuple[int, int]] = {}
+        for name, t in members:
+            label, nbytes, base = self._storage(t)
+            storage_of[name] = label
+            nbytes_of[label] = nbytes
+            if t.device.type == "cpu":
+                storage_span[label] = (base, base + nbytes)
+        by_label: dict[str, list[str]] = {}
+        for name, label in storage_of.items():
+            by_label.setdefault(label, []).append(name)
+
+        def sharing(name: str) -> list[str]:
+            return [n for n in by_label.get(storage_of[name], []) if n != name]
+
+        records: dict[str, TensorRecord] = {}
+        for name, t in tensors:
+            grad_rec = None
+            if name in grads:
+                grad_rec = self._record(grads[name], storage_of[f"{name}.grad"], sharing(f"{name}.grad"), None)
+            records[name] = self._record(t, storage_of[name], sharing(name), grad_rec)
+        spans = {name: tensor_span(t) for name, t in members if t.device.type != "meta"}
+        array_records: dict[str, ArrayRecord] = {}
+        array_spans = {name: _array_span(a) for name, a in arrays}
+        for name, a in arrays:
+            lo, hi = array_spans[name]
+            overlap = [
+                n
+                for n, (l2, h2) in list(spans.items()) + list(array_spans.items())
+                if n != name and lo < h2 and l2 < hi
+            ]
+            if a.size <= self.max_values:
+                raw = a.tolist()
+                values, preview = json_values(raw), format_nested(raw)
+            else:
+                flat = (
+                    a.reshape(-1)[:PREVIEW_ITEMS].tolist() if a.flags.c_contiguous else a.flat[:PREVIEW_ITEMS].tolist()
+                )
+                values, preview = None, "[" + ", ".join(format_number(x) for x in flat) + ", …]"
+            inside = [label for label, (s0, s1) in storage_span.items() if s0 <= lo and hi <= s1 and s0 < s1]
+            array_records[name] = ArrayRecord(
+                shape=list(a.shape),
+                dtype=str(a.dtype),
+                values=values,
+                preview=preview,
+                data_ptr=int(a.__array_interface__["data"][0]),
+                shares_memory_with=overlap,
+                storage=inside[0] if inside else None,
+            )
+        total = sum(nbytes_of.values())
+        return records, array_records, total
+
+    def _storage(self, t: torch.Tensor) -> tuple[str, int, int]:
+        """(label, bytes, base address) of a tensor's storage."""
+        try:
+            st = t.untyped_storage()
+        except (RuntimeError, NotImplementedError):
+            return f"no-storage:{id(t)}", 0, 0
+        return self.labels.label(st), int(st.nbytes()), int(st.data_ptr())
+
+    def _record(self, t: torch.Tensor, storage: str, shares: list[str], grad: TensorRecord | None) -> TensorRecord:
+        d = t.detach()
+        values, preview = tensor_values(d, self.max_values)
+        try:
+            version = int(t._version)
+        except RuntimeError:  # inference tensors have no version counter
+            version = -1
+        try:
+            ptr = int(t.data_ptr())
+        except RuntimeError:
+            ptr = 0
+        try:
+            nbytes = int(t.untyped_storage().nbytes())
+        except (RuntimeError, NotImplementedError):
+            nbytes = 0
+        return TensorRecord(
+            shape=list(t.shape),
+            dtype=str(t.dtype).removeprefix("torch."),
+            device=str(t.device),
+            values=values,
+            preview=preview,
+            data_ptr=ptr,
+            storage=storage,
+            storage_offset=int(t.storage_offset()),
+            shares_memory_with=shares,
+            requires_grad=bool(t.requires_grad),
+            is_leaf=bool(t.is_leaf),
+            grad_fn=type(t.grad_fn).__name__ if t.grad_fn is not None else None,
+            grad=grad,
+            version=version,
+            stride=list(t.stride()),
+            element_size=int(t.element_size()),
+            storage_nbytes=nbytes,
+            object_id=id(t),
+        )
+
+
+def _grad_of(t: torch.Tensor) -> torch.Tensor | None:
+    """``t.grad`` where reading it is silent in torch (leaves and retain_grad tensors)."""
+    if t.is_leaf or t.retains_grad:
+        return t.grad
+    return None

@@ -1,0 +1,165 @@
+"""Step records: plain data about a run. They never hold a live tensor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TensorRecord:
+    """What one named tensor looked like after a step (spec: jsonl-v1 tensor record)."""
+
+    shape: list[int]
+    dtype: str
+    device: str
+    values: Any
+    preview: str
+    data_ptr: int
+    storage: str
+    storage_offset: int
+    shares_memory_with: list[str]
+    requires_grad: bool
+    is_leaf: bool
+    grad_fn: str | None
+    grad: TensorRecord | None
+    version: int
+    # Facts beyond the v1 fields (also written to JSON as additional fields).
+    stride: list[int] = field(default_factory=list)
+    element_size: int = 0
+    storage_nbytes: int = 0
+    object_id: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object for this record (spec field names, grads nested)."""
+        return {
+            "shape": self.shape,
+            "dtype": self.dtype,
+            "device": self.device,
+            "values": self.values,
+            "preview": self.preview,
+            "data_ptr": self.data_ptr,
+            "storage": self.storage,
+            "storage_offset": self.storage_offset,
+            "shares_memory_with": self.shares_memory_with,
+            "requires_grad": self.requires_grad,
+            "is_leaf": self.is_leaf,
+            "grad_fn": self.grad_fn,
+            "grad": self.grad.to_json() if self.grad is not None else None,
+            "version": self.version,
+            "stride": self.stride,
+            "element_size": self.element_size,
+            "storage_nbytes": self.storage_nbytes,
+        }
+
+
+@dataclass(frozen=True)
+class ArrayRecord:
+    """A NumPy array bound to a name."""
+
+    shape: list[int]
+    dtype: str
+    values: Any
+    preview: str
+    data_ptr: int
+    shares_memory_with: list[str]
+    storage: str | None = None
+    """Label of the tensor storage the array's memory lies in, if any."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object for this record."""
+        return {
+            "shape": self.shape,
+            "dtype": self.dtype,
+            "values": self.values,
+            "preview": self.preview,
+            "data_ptr": self.data_ptr,
+            "shares_memory_with": self.shares_memory_with,
+            "storage": self.storage,
+        }
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """A failing statement: exception class name, message and a plain explanation."""
+
+    type: str
+    message: str
+    explanation: str
+
+    def to_json(self) -> dict[str, str]:
+        """The JSON object for this error."""
+        return {"type": self.type, "message": self.message, "explanation": self.explanation}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One executed statement and the state after it."""
+
+    index: int
+    line: int
+    source: str
+    status: str
+    error: ErrorInfo | None
+    stdout: str
+    warnings: list[str]
+    notes: list[str]
+    tensors: dict[str, TensorRecord]
+    arrays: dict[str, ArrayRecord]
+    narration: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``step`` event of the JSON Lines format."""
+        return {
+            "event": "step",
+            "index": self.index,
+            "line": self.line,
+            "source": self.source,
+            "status": self.status,
+            "error": self.error.to_json() if self.error else None,
+            "stdout": self.stdout,
+            "warnings": self.warnings,
+            "notes": self.notes,
+            "tensors": {k: v.to_json() for k, v in self.tensors.items()},
+            "arrays": {k: v.to_json() for k, v in self.arrays.items()},
+        }
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """Facts about a run, known before its first step."""
+
+    tcopy: str
+    torch: str
+    device: str
+    source: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``start`` event."""
+        return {
+            "event": "start",
+            "format": "tcopy.jsonl/1",
+            "tcopy": self.tcopy,
+            "torch": self.torch,
+            "device": self.device,
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """How a run ended."""
+
+    steps: int
+    errors: int
+    stopped_by: str | None = None
+    rejected: bool = False
+
+    @property
+    def status(self) -> str:
+        """``ok`` when no step failed and the script was not refused."""
+        return "ok" if self.errors == 0 and not self.rejected else "error"
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``end`` event."""
+        return {"event": "end", "status": self.status, "steps": self.steps, "errors": self.errors}

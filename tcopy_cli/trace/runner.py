@@ -1,0 +1,273 @@
+"""Run a Program statement by statement and turn each statement into a Step record."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import os
+import signal
+import sys
+import threading
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from tcopy_cli import __version__
+from tcopy_cli.errors import LimitExceeded, StopRun, TimeoutExceeded, UsageError
+from tcopy_cli.explain import explain_error, step_notes
+from tcopy_cli.limits import Limits
+from tcopy_cli.script.interp import Interpreter
+from tcopy_cli.script.parse import Program
+from tcopy_cli.trace.observe import Observer
+from tcopy_cli.trace.records import ErrorInfo, RunInfo, RunSummary, Step, TensorRecord
+
+# Seconds the hard watchdog waits past --timeout for a single C operation to return
+# before it ends the process (Python cannot interrupt code running inside torch).
+HARD_TIMEOUT_GRACE = 5.0
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run a script."""
+
+    device: str = "cpu"
+    limits: Limits = field(default_factory=Limits)
+    keep_going: bool = False
+    max_values: int = 100
+
+
+def available_devices() -> list[str]:
+    """Devices this machine can run on, e.g. ['cpu', 'cuda:0']."""
+    devices = ["cpu"]
+    if torch.cuda.is_available():
+        devices += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        devices.append("mps")
+    return devices
+
+
+def resolve_device(spec: str) -> str:
+    """Normalise --device (cpu, cuda, cuda:N, mps, auto); UsageError if unavailable."""
+    spec = spec.strip().lower()
+    available = available_devices()
+    if spec == "auto":
+        for prefix in ("cuda", "mps"):
+            for dev in available:
+                if dev.startswith(prefix):
+                    return dev
+        return "cpu"
+    if spec == "cuda":
+        spec = f"cuda:{torch.cuda.current_device()}" if torch.cuda.is_available() else "cuda:0"
+    if spec == "mps:0":
+        spec = "mps"
+    if spec not in available:
+        try:
+            torch.device(spec)
+        except RuntimeError:
+            raise UsageError(f"'{spec}' is not a device name; use cpu, cuda, cuda:N, mps or auto") from None
+        raise UsageError(f"device '{spec}' is not available on this machine; available: {', '.join(available)}")
+    return spec
+
+
+@contextlib.contextmanager
+def torch_session(device: str) -> Iterator[None]:
+    """Make ``device`` the default for tensor creation; restore torch's global state after."""
+    grad = torch.is_grad_enabled()
+    dtype = torch.get_default_dtype()
+    if device != "cpu":
+        torch.set_default_device(device)
+    try:
+        yield
+    finally:
+        if device != "cpu":
+            torch.set_default_device(None)
+        torch.set_grad_enabled(grad)
+        torch.set_default_dtype(dtype)
+
+
+@contextlib.contextmanager
+def watchdog(seconds: float, describe: Callable[[], str]) -> Iterator[None]:
+    """--timeout: an interval timer interrupts Python code; a thread ends a stuck C call.
+
+    SIGALRM raises TimeoutExceeded between Python bytecodes, which covers loops and
+    everything tcopy itself does. A single torch operation running in C can't be
+    interrupted; if the process is still busy ``HARD_TIMEOUT_GRACE`` seconds later,
+    the watchdog thread writes a message to stderr and exits with status 1.
+    """
+    if seconds <= 0:
+        yield
+        return
+    use_signal = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    done = threading.Event()
+
+    def hard_stop() -> None:
+        if not done.wait(seconds + HARD_TIMEOUT_GRACE):
+            sys.stderr.write(
+                f"tcopy: timed out after {seconds:g} s (--timeout) in {describe()}; a single "
+                "operation did not return, so tcopy stopped the process.\n"
+            )
+            sys.stderr.flush()
+            os._exit(1)
+
+    thread = threading.Thread(target=hard_stop, name="tcopy-watchdog", daemon=True)
+    thread.start()
+    previous: Any = None
+    if use_signal:
+
+        def on_alarm(_sig: int, _frame: Any) -> None:
+            raise TimeoutExceeded(f"the run took longer than {seconds:g} s (limit --timeout)", "timeout")
+
+        previous = signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        done.set()
+        if use_signal:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+
+class Runner:
+    """Executes a Program and emits a Step after every statement.
+
+    It is the interpreter's StepHook: the interpreter walks blocks and loops, and
+    hands each simple statement here to be captured, observed and explained.
+    """
+
+    def __init__(self, program: Program, options: RunOptions, emit: Callable[[Step], None]) -> None:
+        self.program = program
+        self.options = options
+        self.emit = emit
+        self.observer = Observer(options.max_values)
+        self.interp = Interpreter(program, options.limits, self)
+        self.count = 0
+        self.errors = 0
+        self.previous: dict[str, TensorRecord] = {}
+        self.current_node: ast.stmt | None = None
+        self.stopped_by: str | None = None
+
+    def info(self, origin: str) -> RunInfo:
+        """The facts for the ``start`` event."""
+        return RunInfo(tcopy=__version__, torch=torch.__version__, device=self.options.device, source=origin)
+
+    def run(self) -> RunSummary:
+        """Run the whole script."""
+        with torch_session(self.options.device), watchdog(self.options.limits.timeout, self._where):
+            try:
+                self.interp.run()
+            except StopRun:
+                pass
+            except TimeoutExceeded as exc:
+                # Raised outside a statement (between steps): report on the current one.
+                if self.current_node is not None:
+                    self._emit_error(self.current_node, exc)
+                self.stopped_by = "timeout"
+        return RunSummary(steps=self.count, errors=self.errors, stopped_by=self.stopped_by)
+
+    def _where(self) -> str:
+        node = self.current_node
+        return f"line {node.lineno}" if node is not None else "the script"
+
+    # --- StepHook --------------------------------------------------------------------
+
+    def step(self, node: ast.stmt, action: Callable[[], None]) -> bool:
+        """Run one statement as a step."""
+        self._check_step_budget(node)
+        self.current_node = node
+        self.interp.out = out = io.StringIO()
+        error: BaseException | None = None
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                action()
+            except (StopRun, KeyboardInterrupt):
+                raise
+            except Exception as exc:  # the script's error becomes the step's error
+                error = exc
+        warned = [str(w.message) for w in caught]
+        return self._finish(node, out.getvalue(), warned, error)
+
+    def header(self, node: ast.stmt, action: Callable[[], Any]) -> tuple[bool, Any]:
+        """Evaluate a block header; only a failure becomes a step."""
+        self.current_node = node
+        self.interp.out = out = io.StringIO()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                return True, action()
+            except (StopRun, KeyboardInterrupt):
+                raise
+            except Exception as exc:
+                error: BaseException = exc
+        self._check_step_budget(node)
+        self._finish(node, out.getvalue(), [str(w.message) for w in caught], error)
+        return False, None
+
+    # --- internals -------------------------------------------------------------------
+
+    def _check_step_budget(self, node: ast.stmt) -> None:
+        if self.count >= self.options.limits.max_steps:
+            exc = LimitExceeded(
+                f"the script ran more than {self.options.limits.max_steps:,} steps (raise it with --max-steps)",
+                "max_steps",
+            )
+            self._emit_error(node, exc)
+            self.stopped_by = "max_steps"
+            raise StopRun()
+
+    def _emit_error(self, node: ast.stmt, exc: BaseException) -> None:
+        self._finish(node, "", [], exc, stop=False)
+
+    def _finish(
+        self, node: ast.stmt, stdout: str, warned: list[str], error: BaseException | None, stop: bool = True
+    ) -> bool:
+        tensors, arrays, total = self.observer.snapshot(self.interp.ns)
+        limits = self.options.limits
+        if error is None and total > limits.max_bytes:
+            error = LimitExceeded(
+                f"tensors now use {total:,} bytes, more than {limits.max_bytes:,} (raise it with --max-bytes)",
+                "max_bytes",
+            )
+        info = None
+        if error is not None:
+            type_name = type(error).__name__
+            message = str(error) if not isinstance(error, KeyError) else repr(error.args[0]) if error.args else ""
+            info = ErrorInfo(type=type_name, message=message, explanation=explain_error(type_name, message))
+        self.count += 1
+        record = Step(
+            index=self.count,
+            line=node.lineno,
+            source=self.program.statement_source(node),
+            status="error" if info else "ok",
+            error=info,
+            stdout=stdout,
+            warnings=warned,
+            notes=step_notes(self.previous, tensors, warned),
+            tensors=tensors,
+            arrays=arrays,
+            narration=_narration(self.program, node),
+        )
+        self.previous = tensors
+        self.emit(record)
+        if info is not None:
+            self.errors += 1
+            if stop and (not self.options.keep_going or isinstance(error, TimeoutExceeded)):
+                raise StopRun()
+            return False
+        return True
+
+
+def _narration(program: Program, node: ast.stmt) -> list[str]:
+    """Whole-line comments directly above a statement."""
+    lines: list[str] = []
+    n = node.lineno - 1
+    while n >= 1 and n in program.comments:
+        lines.append(program.comments[n])
+        n -= 1
+    return list(reversed(lines))
