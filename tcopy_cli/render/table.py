@@ -12,6 +12,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from tcopy_cli.explain.errors import UNKNOWN
 from tcopy_cli.render.cells import COLUMNS, Row, removed_names, step_rows
 from tcopy_cli.trace.records import RunInfo, RunSummary, Step
 
@@ -95,7 +96,7 @@ class TableRenderer:
             parts.append(
                 Padding(Text.assemble(("✗ " + err.type + ": ", "bold red"), (err.message, "red")), (0, 0, 0, 2))
             )
-            if self.options.explain:
+            if self.options.explain and err.explanation != UNKNOWN:
                 parts.append(Padding(Text("why: " + err.explanation, style="magenta"), (0, 0, 0, 4)))
         parts.append(Text(""))
         return Group(*parts)
