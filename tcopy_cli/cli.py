@@ -166,6 +166,12 @@ def run(
             "-e", "--exec", help="Run CODE given inline (statements separated by ';' or newlines).", show_default=False
         ),
     ] = None,
+    example: Annotated[
+        Optional[str],
+        typer.Option(
+            "--example", "-x", help="Run a shipped example by name (see 'tcopy examples').", show_default=False
+        ),
+    ] = None,
     device: Annotated[
         str,
         typer.Option(
@@ -279,10 +285,16 @@ def run(
         timeout=timeout,
     )
     watch_list = [w.strip() for w in watch.split(",") if w.strip()] if watch else None
+    origin: Optional[str] = None
+    if example is not None:
+        if script is not None or code is not None:
+            _fail("give only one of SCRIPT, -e CODE or --example NAME", EXIT_USAGE)
+        code, origin = _example_source(example), f"example:{example}"
     try:
         _run(
             script,
             code,
+            origin,
             device,
             fmt,
             keep_going,
@@ -315,6 +327,7 @@ def _quiet_stdout() -> None:
 def _run(
     script: Optional[str],
     code: Optional[str],
+    example_origin: Optional[str],
     device: str,
     fmt: OutputFormat,
     keep_going: bool,
@@ -330,6 +343,7 @@ def _run(
     origin = script or ("<inline>" if code is not None else "-")
     try:
         source, origin = read_source(script, code, limits)
+        origin = example_origin or origin
         from tcopy_cli.script.parse import parse_script
 
         try:
@@ -417,6 +431,83 @@ def _renderer(
     return TableRenderer(
         _make_console(no_color, width), TableOptions(explain=explain, only_changed=only_changed, watch=watch)
     )
+
+
+def _example_source(name: str) -> str:
+    from tcopy_cli import examples
+
+    try:
+        return examples.source(name)
+    except KeyError:
+        _fail(f"no example named '{name}'; available: {', '.join(examples.names())}", EXIT_USAGE)
+
+
+class ListFormat(str, Enum):
+    """--format choices for listings."""
+
+    table = "table"
+    json = "json"
+
+
+@app.command("examples")
+def examples_cmd(
+    name: Annotated[Optional[str], typer.Argument(help="Show this example's script.", show_default=False)] = None,
+    fmt: Annotated[
+        ListFormat, typer.Option("--format", "-f", help="table or json (one object per line).")
+    ] = ListFormat.table,
+    run_it: Annotated[bool, typer.Option("--run", help="Run the example (same as tcopy run --example NAME).")] = False,
+    no_color: NoColorOpt = False,
+    width: WidthOpt = None,
+) -> None:
+    """List the shipped examples, show one, or run one."""
+    from tcopy_cli import examples
+    from tcopy_cli.render.jsonl import dumps
+
+    console = _make_console(no_color, width)
+    if name is None:
+        if fmt is ListFormat.json:
+            for ex_name, ex_title in examples.catalogue():
+                sys.stdout.write(dumps({"name": ex_name, "title": ex_title}) + "\n")
+            return
+        from rich.table import Table
+
+        table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
+        table.add_column("name", style="bold cyan", no_wrap=True)
+        table.add_column("what it shows")
+        for ex_name, ex_title in examples.catalogue():
+            table.add_row(ex_name, ex_title)
+        console.print(table)
+        console.print(Text("Run one with: tcopy run --example NAME", style="dim"))
+        return
+    text = _example_source(name)
+    if run_it:
+        limits = Limits()
+        try:
+            _run(
+                None,
+                text,
+                f"example:{name}",
+                "cpu",
+                OutputFormat.table,
+                False,
+                False,
+                None,
+                100,
+                True,
+                no_color,
+                width,
+                limits,
+            )
+        except KeyboardInterrupt:
+            _quiet_stdout()
+            raise typer.Exit(EXIT_INTERRUPT) from None
+        return
+    if fmt is ListFormat.json:
+        sys.stdout.write(dumps({"name": name, "title": examples.title(text), "source": text}) + "\n")
+        return
+    from rich.syntax import Syntax
+
+    console.print(Syntax(text, "python", theme="ansi_dark", background_color="default"))
 
 
 def _first_line(text: str) -> str:

@@ -29,7 +29,8 @@ _RULES: list[_Rule] = [
         ("RuntimeError",),
         re.compile(
             r"one of the variables needed for gradient computation has been modified by an inplace "
-            r"operation: \[(?P<what>[^\]]*)\].*?is at version (?P<actual>\d+); expected version (?P<expected>\d+)",
+            r"operation: \[(?P<what>.+?)\](?:, which is output \d+ of (?P<node>\w+))?, "
+            r"is at version (?P<actual>\d+); expected version (?P<expected>\d+)",
             re.S,
         ),
         lambda m: (

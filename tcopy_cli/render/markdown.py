@@ -28,8 +28,9 @@ class MarkdownRenderer:
     def start(self, info: RunInfo) -> None:
         """Title and run facts."""
         self.device = info.device
+        heading = info.title or f"tcopy: `{info.source}`"
         self.out.write(
-            f"# tcopy: `{info.source}`\n\ntcopy {info.tcopy} · torch {info.torch} · device `{info.device}`\n\n"
+            f"# {heading}\n\ntcopy {info.tcopy} · torch {info.torch} · device `{info.device}` · `{info.source}`\n\n"
         )
 
     def step(self, step: Step) -> None:

@@ -52,6 +52,8 @@ class TableRenderer:
                 (info.source, "italic"),
             )
         )
+        if info.title:
+            self.console.print(Text(info.title, style="bold"))
 
     def step(self, step: Step) -> None:
         """Render one step."""

@@ -19,6 +19,7 @@ class Program:
     lines: list[str]
     origin: str
     comments: dict[int, str] = field(default_factory=dict)
+    title: str = ""
 
     def statement_source(self, node: ast.stmt) -> str:
         """The source text of a simple statement, or the header line of a block."""
@@ -249,7 +250,10 @@ def parse_script(source: str, origin: str = "<inline>", limits: Limits | None = 
     except RecursionError:
         raise ScriptRejected(f"the script nests more than {limits.max_depth} levels deep (--max-depth)", 1, 1) from None
     lines = source.split("\n")
-    return Program(tree=tree, source=source, lines=lines, origin=origin, comments=_comments(lines))
+    comments = _comments(lines)
+    title, after = _title(comments)
+    narration = {n: c for n, c in comments.items() if n >= after}
+    return Program(tree=tree, source=source, lines=lines, origin=origin, comments=narration, title=title)
 
 
 def _comments(lines: list[str]) -> dict[int, str]:
@@ -257,6 +261,16 @@ def _comments(lines: list[str]) -> dict[int, str]:
     out: dict[int, str] = {}
     for i, line in enumerate(lines, start=1):
         s = line.strip()
-        if s.startswith("#"):
+        if s.startswith("#") and not s.startswith("#!"):
             out[i] = s[1:].strip()
     return out
+
+
+def _title(comments: dict[int, str]) -> tuple[str, int]:
+    """The comment block that opens the script (its title) and the line after it."""
+    parts: list[str] = []
+    n = 1
+    while n in comments:
+        parts.append(comments[n])
+        n += 1
+    return " ".join(p for p in parts if p), n

@@ -133,6 +133,7 @@ class RunInfo:
     torch: str
     device: str
     source: str
+    title: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The ``start`` event."""
@@ -143,6 +144,7 @@ class RunInfo:
             "torch": self.torch,
             "device": self.device,
             "source": self.source,
+            "title": self.title,
         }
 
 

@@ -154,7 +154,13 @@ class Runner:
 
     def info(self, origin: str) -> RunInfo:
         """The facts for the ``start`` event."""
-        return RunInfo(tcopy=__version__, torch=torch.__version__, device=self.options.device, source=origin)
+        return RunInfo(
+            tcopy=__version__,
+            torch=torch.__version__,
+            device=self.options.device,
+            source=origin,
+            title=self.program.title,
+        )
 
     def run(self) -> RunSummary:
         """Run the whole script."""

@@ -1,0 +1,308 @@
+"""The plain-Python reference for the differential tests (tests/test_differential.py).
+
+``run_reference({name: source, ...})`` starts one fresh process of the same
+interpreter (``sys.executable``) that runs this file as a script. That process runs
+every script in turn with ordinary Python: it parses the script with ``ast``,
+``exec``s one top-level statement at a time (compiled from the original AST, so
+line numbers are the script's), captures what the statements print and the warnings
+they raise, stops at the first exception, and dumps the final state as JSON. Nothing
+of tcopy is imported there: the reference is independent of the tool it checks.
+
+How the reference counts steps, to compare with tcopy's step count: every simple
+statement that runs is one step (each loop iteration counts again); ``pass``,
+``break`` and ``continue`` are not steps; block headers (``for``/``if``/``with``) are
+not steps unless evaluating them fails, in which case the failure is one step.
+
+The error line is the line where the failing statement starts: the innermost simple
+statement that contains the line of the script frame of the traceback, or the header
+of the ``for``/``if``/``with`` whose header failed.
+
+Only the standard library is imported at module level; torch and numpy are imported
+inside the child process.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+SCRIPT_FILENAME = "<script>"
+STEP_HOOK = "__tcopy_reference_step__"
+MAX_VALUES = 100  # tcopy's default --max-values: above it, "values" is null
+_NOT_STEPS = (ast.Pass, ast.Break, ast.Continue)
+_BLOCKS = (ast.For, ast.If, ast.With)
+
+
+# --- parent side ---------------------------------------------------------------------
+
+
+def run_reference(sources: dict[str, str], timeout: float = 240.0) -> dict[str, dict[str, Any]]:
+    """Run each script under plain Python in one fresh subprocess; name -> result.
+
+    A result is ``{"stdout", "warnings", "error", "steps", "statements_total",
+    "completed", "state"}`` where ``error`` is null or ``{"type", "line",
+    "message"}`` and ``state`` is the final state (see ``final_state``).
+    """
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve())],
+        input=json.dumps(sources),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"the reference process failed ({proc.returncode}):\n{proc.stderr}")
+    results: dict[str, dict[str, Any]] = json.loads(proc.stdout)
+    return results
+
+
+# --- child side: running a script ----------------------------------------------------
+
+
+def _step_call(node: ast.stmt) -> ast.stmt:
+    call = ast.Expr(ast.Call(ast.Name(STEP_HOOK, ast.Load()), [], []))
+    return ast.copy_location(call, node)
+
+
+def instrument(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Put a step-counting call before every statement that tcopy reports as a step."""
+    out: list[ast.stmt] = []
+    for stmt in body:
+        if isinstance(stmt, _BLOCKS):
+            stmt.body = instrument(stmt.body)
+            if isinstance(stmt, (ast.For, ast.If)):
+                stmt.orelse = instrument(stmt.orelse)
+            out.append(stmt)
+        elif isinstance(stmt, _NOT_STEPS):
+            out.append(stmt)
+        else:
+            out.extend([_step_call(stmt), stmt])
+    return out
+
+
+def locate(body: list[ast.stmt], line: int) -> tuple[ast.stmt, bool] | None:
+    """The innermost statement that contains ``line``, and whether it is a block header."""
+    for stmt in body:
+        end = stmt.end_lineno or stmt.lineno
+        if not stmt.lineno <= line <= end:
+            continue
+        if isinstance(stmt, _BLOCKS):
+            if line < stmt.body[0].lineno:
+                return stmt, True
+            found = locate(stmt.body, line)
+            if found is None and isinstance(stmt, (ast.For, ast.If)):
+                found = locate(stmt.orelse, line)
+            return found if found is not None else (stmt, True)
+        return stmt, False
+    return None
+
+
+def _script_line(exc: BaseException) -> int | None:
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == SCRIPT_FILENAME:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def run_one(source: str) -> dict[str, Any]:
+    """Run one script statement by statement; its output, error, step count and final state."""
+    import builtins
+    import contextlib
+    import io
+    import warnings
+
+    tree = ast.parse(source, filename=SCRIPT_FILENAME)
+    original = ast.parse(source, filename=SCRIPT_FILENAME)
+    steps = 0
+
+    def count_step() -> None:
+        nonlocal steps
+        steps += 1
+
+    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins, STEP_HOOK: count_step}
+    stdout = io.StringIO()
+    warned: list[str] = []
+    error: dict[str, Any] | None = None
+    completed = 0
+    for stmt in tree.body:
+        module = ast.Module(body=instrument([stmt]), type_ignores=[])
+        code = compile(module, SCRIPT_FILENAME, "exec")
+        with contextlib.redirect_stdout(stdout), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                exec(code, namespace)
+            except Exception as exc:
+                line = _script_line(exc)
+                found = locate(original.body, line) if line is not None else None
+                header = found is not None and found[1]
+                if header:
+                    steps += 1  # a failing block header is reported as one step
+                error = {
+                    "type": type(exc).__name__,
+                    "line": found[0].lineno if found is not None else line,
+                    "message": str(exc),
+                }
+        warned.extend(str(w.message) for w in caught)
+        if error is not None:
+            break
+        completed += 1
+    return {
+        "stdout": stdout.getvalue(),
+        "warnings": warned,
+        "error": error,
+        "steps": steps,
+        "statements_total": len(tree.body),
+        "completed": completed,
+        "state": final_state(namespace),
+    }
+
+
+# --- child side: the final state -----------------------------------------------------
+
+
+def json_values(v: Any) -> Any:
+    """tolist() output with non-finite floats as "nan"/"inf"/"-inf" and complex as text."""
+    import math
+
+    if isinstance(v, list):
+        return [json_values(x) for x in v]
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+    if isinstance(v, complex):
+        return str(v)
+    return v
+
+
+def named_values(namespace: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(display name, tensor or array) for every global name, looking into lists, tuples and dicts."""
+    import numpy as np
+    import torch
+
+    out: list[tuple[str, Any]] = []
+
+    def walk(name: str, value: Any, depth: int) -> None:
+        if isinstance(value, (torch.Tensor, np.ndarray)):
+            out.append((name, value))
+        elif depth < 3 and isinstance(value, (list, tuple)) and not isinstance(value, torch.Size):
+            for i, item in enumerate(value):
+                walk(f"{name}[{i}]", item, depth + 1)
+        elif depth < 3 and isinstance(value, dict):
+            for k, item in value.items():
+                key = f'"{k}"' if isinstance(k, str) else repr(k)
+                walk(f"{name}[{key}]", item, depth + 1)
+
+    for name, value in namespace.items():
+        if not name.startswith("__"):
+            walk(name, value, 0)
+    return out
+
+
+def _tensor_facts(t: Any) -> dict[str, Any]:
+    return {
+        "shape": list(t.shape),
+        "dtype": str(t.dtype).removeprefix("torch."),
+        "values": json_values(t.detach().tolist()) if t.numel() <= MAX_VALUES else None,
+    }
+
+
+def _pairs(names_by_key: dict[Any, list[str]]) -> list[list[str]]:
+    pairs = set()
+    for names in names_by_key.values():
+        for i, a in enumerate(names):
+            for b in names[i + 1 :]:
+                pairs.add(tuple(sorted((a, b))))
+    return sorted(list(p) for p in pairs)
+
+
+def final_state(namespace: dict[str, Any]) -> dict[str, Any]:
+    """Every tensor's and array's facts, and which of them share memory.
+
+    ``tensors``: name -> shape, dtype, values, requires_grad, is_leaf, grad_fn,
+    version, storage_offset and grad (shape, dtype, values; read only where torch
+    reads it silently: leaves and tensors that retain their grad).
+    ``arrays``: name -> shape, dtype, values.
+    ``storage_pairs``: pairs of names (gradients as ``name.grad``) whose untyped
+    storages start at the same address. ``data_ptr_pairs``: pairs with equal
+    ``data_ptr()``. ``array_pairs``: an array name with each tensor or array name
+    whose memory overlaps it.
+    """
+    import numpy as np
+    import torch
+
+    tensors: dict[str, Any] = {}
+    arrays: dict[str, Any] = {}
+    members: list[tuple[str, Any]] = []
+    array_items: list[tuple[str, Any]] = []
+    for name, value in named_values(namespace):
+        if isinstance(value, np.ndarray):
+            arrays[name] = {
+                "shape": list(value.shape),
+                "dtype": str(value.dtype),
+                "values": json_values(value.tolist()) if value.size <= MAX_VALUES else None,
+            }
+            array_items.append((name, value))
+            continue
+        grad = value.grad if (value.is_leaf or value.retains_grad) else None
+        facts = _tensor_facts(value)
+        facts.update(
+            requires_grad=bool(value.requires_grad),
+            is_leaf=bool(value.is_leaf),
+            grad_fn=type(value.grad_fn).__name__ if value.grad_fn is not None else None,
+            version=int(value._version),
+            storage_offset=int(value.storage_offset()),
+            grad=_tensor_facts(grad) if grad is not None else None,
+        )
+        tensors[name] = facts
+        members.append((name, value))
+        if grad is not None:
+            members.append((f"{name}.grad", grad))
+
+    by_storage: dict[int, list[str]] = {}
+    by_ptr: dict[int, list[str]] = {}
+    for name, t in members:
+        by_storage.setdefault(t.untyped_storage().data_ptr(), []).append(name)
+        by_ptr.setdefault(t.data_ptr(), []).append(name)
+
+    def as_array(t: Any) -> Any:
+        try:
+            return t.detach().numpy()
+        except (RuntimeError, TypeError):
+            return None
+
+    overlaps = set()
+    others = [(n, as_array(t)) for n, t in members] + array_items
+    for name, arr in array_items:
+        for other, oarr in others:
+            if other != name and oarr is not None and np.shares_memory(arr, oarr):
+                overlaps.add(tuple(sorted((name, other))))
+    return {
+        "tensors": tensors,
+        "arrays": arrays,
+        "storage_pairs": _pairs(by_storage),
+        "data_ptr_pairs": _pairs(by_ptr),
+        "array_pairs": sorted(list(p) for p in overlaps),
+    }
+
+
+def main() -> None:
+    """Child process: read {name: source} as JSON on stdin, write {name: result} on stdout."""
+    sources: dict[str, str] = json.loads(sys.stdin.read())
+    results: dict[str, Any] = {}
+    for name, source in sources.items():
+        results[name] = run_one(source)
+    sys.stdout.write(json.dumps(results, allow_nan=False))
+
+
+if __name__ == "__main__":
+    main()
