@@ -27,6 +27,7 @@ import ast
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,37 @@ _BLOCKS = (ast.For, ast.If, ast.With)
 # --- parent side ---------------------------------------------------------------------
 
 
+def start_reference(sources: dict[str, str], workdir: Path) -> subprocess.Popen[str]:
+    """Start the reference process for ``sources`` ({name: source}); see ``collect_reference``.
+
+    The sources go to the child in a file under ``workdir``, so that the caller can do
+    other work (start tcopy processes) while the child runs.
+    """
+    request = workdir / "reference-sources.json"
+    request.write_text(json.dumps(sources), encoding="utf-8")
+    return subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), str(request)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def collect_reference(proc: subprocess.Popen[str], timeout: float = 240.0) -> dict[str, dict[str, Any]]:
+    """Wait for a process from ``start_reference``; name -> result (see ``run_reference``)."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if proc.returncode != 0:
+        raise RuntimeError(f"the reference process failed ({proc.returncode}):\n{err}")
+    results: dict[str, dict[str, Any]] = json.loads(out)
+    return results
+
+
 def run_reference(sources: dict[str, str], timeout: float = 240.0) -> dict[str, dict[str, Any]]:
     """Run each script under plain Python in one fresh subprocess; name -> result.
 
@@ -47,18 +79,8 @@ def run_reference(sources: dict[str, str], timeout: float = 240.0) -> dict[str, 
     "completed", "state"}`` where ``error`` is null or ``{"type", "line",
     "message"}`` and ``state`` is the final state (see ``final_state``).
     """
-    proc = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve())],
-        input=json.dumps(sources),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"the reference process failed ({proc.returncode}):\n{proc.stderr}")
-    results: dict[str, dict[str, Any]] = json.loads(proc.stdout)
-    return results
+    with tempfile.TemporaryDirectory() as tmp:
+        return collect_reference(start_reference(sources, Path(tmp)), timeout)
 
 
 # --- child side: running a script ----------------------------------------------------
@@ -133,7 +155,7 @@ def run_one(source: str) -> dict[str, Any]:
     error: dict[str, Any] | None = None
     completed = 0
     for stmt in tree.body:
-        module = ast.Module(body=instrument([stmt]), type_ignores=[])
+        module = ast.fix_missing_locations(ast.Module(body=instrument([stmt]), type_ignores=[]))
         code = compile(module, SCRIPT_FILENAME, "exec")
         with contextlib.redirect_stdout(stdout), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -296,8 +318,8 @@ def final_state(namespace: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
-    """Child process: read {name: source} as JSON on stdin, write {name: result} on stdout."""
-    sources: dict[str, str] = json.loads(sys.stdin.read())
+    """Child process: read {name: source} from the JSON file named by argv[1]; {name: result} to stdout."""
+    sources: dict[str, str] = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
     results: dict[str, Any] = {}
     for name, source in sources.items():
         results[name] = run_one(source)
