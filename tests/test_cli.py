@@ -213,7 +213,7 @@ def test_max_values_summarises(tmp_path: Path) -> None:
     rec = events(out)[1]["tensors"]["a"]
     assert rec["values"] is None and "min 0." in rec["preview"] and "max 9." in rec["preview"]
     code, out, _ = invoke("run", "-e", "a = torch.arange(10.0)", "-f", "json")
-    assert events(out)[1]["tensors"]["a"]["values"] == [float(i) for i in range(10)]
+    assert code == 0 and events(out)[1]["tensors"]["a"]["values"] == [float(i) for i in range(10)]
 
 
 def test_no_explain_hides_notes() -> None:
