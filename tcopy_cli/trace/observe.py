@@ -8,16 +8,18 @@ reductions on their device); keep no strong reference to any tensor or storage.
 
 from __future__ import annotations
 
-import math
 import warnings
 import weakref
 from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import torch
 
+from tcopy_cli.trace.graph import GraphWalk, SavedEvent, SavedTensorTracker, node_id, version_groups
 from tcopy_cli.trace.records import ArrayRecord, TensorRecord
+from tcopy_cli.trace.values import format_nested, format_number, json_values
 
 PREVIEW_ITEMS = 6
 _MAX_CONTAINER_ITEMS = 1000
@@ -50,53 +52,6 @@ class StorageLabels:
         except TypeError:  # pragma: no cover - storages without weakref support
             pass
         return label
-
-
-def json_number(x: Any) -> Any:
-    """A JSON-safe scalar: non-finite floats as strings, complex as text."""
-    if isinstance(x, bool) or x is None:
-        return x
-    if isinstance(x, float):
-        if math.isnan(x):
-            return "nan"
-        if math.isinf(x):
-            return "inf" if x > 0 else "-inf"
-        return x
-    if isinstance(x, complex):
-        return str(x)
-    return x
-
-
-def json_values(v: Any) -> Any:
-    """Apply json_number through nested lists."""
-    if isinstance(v, list):
-        return [json_values(x) for x in v]
-    return json_number(v)
-
-
-def format_number(x: Any) -> str:
-    """Compact rendering of one value, in the spirit of torch's printing."""
-    if isinstance(x, bool):
-        return "True" if x else "False"
-    if isinstance(x, float):
-        if math.isnan(x):
-            return "nan"
-        if math.isinf(x):
-            return "inf" if x > 0 else "-inf"
-        text = format(x, ".4g")
-        if not any(c in text for c in ".en"):
-            text += "."
-        return text
-    if isinstance(x, complex):
-        return f"{format_number(x.real)}{'+' if x.imag >= 0 else '-'}{format_number(abs(x.imag))}j"
-    return str(x)
-
-
-def format_nested(v: Any) -> str:
-    """``[[1., 2.], [3., 4.]]`` for nested lists of numbers."""
-    if isinstance(v, list):
-        return "[" + ", ".join(format_nested(x) for x in v) + "]"
-    return format_number(v)
 
 
 def _head(d: torch.Tensor, k: int) -> list[Any]:
@@ -187,20 +142,31 @@ def _walk(name: str, value: Any, depth: int) -> Iterator[tuple[str, Any]]:
             yield from _walk(f"{name}[{key}]", item, depth + 1)
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """The state after a step, as plain data."""
+
+    tensors: dict[str, TensorRecord]
+    arrays: dict[str, ArrayRecord]
+    total_bytes: int
+    saved_events: list[SavedEvent]
+
+
 class Observer:
     """Builds tensor and array records for a namespace after each step."""
 
     def __init__(self, max_values: int = 100) -> None:
         self.max_values = max_values
         self.labels = StorageLabels()
+        self.saved = SavedTensorTracker()
 
-    def snapshot(self, ns: dict[str, Any]) -> tuple[dict[str, TensorRecord], dict[str, ArrayRecord], int]:
-        """Records for every tensor and array name, and total bytes of their storages."""
+    def snapshot(self, ns: dict[str, Any]) -> Snapshot:
+        """Records for every tensor and array name, total bytes, and saved-tensor events."""
         with warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")
             return self._snapshot(ns)
 
-    def _snapshot(self, ns: dict[str, Any]) -> tuple[dict[str, TensorRecord], dict[str, ArrayRecord], int]:
+    def _snapshot(self, ns: dict[str, Any]) -> Snapshot:
         tensors: list[tuple[str, torch.Tensor]] = []
         arrays: list[tuple[str, np.ndarray]] = []
         for name, value in iter_named(ns):
@@ -231,12 +197,41 @@ class Observer:
         def sharing(name: str) -> list[str]:
             return [n for n in by_label.get(storage_of[name], []) if n != name]
 
+        # Graph facts: what each tensor's backward reaches, shared version counters,
+        # and changes to tensors the graph saved.
+        walk = GraphWalk()
+        reach = {name: walk.reach_from(t) for name, t in tensors}
+        names_of_node: dict[int, list[str]] = {}
+        for name, t in tensors:
+            names_of_node.setdefault(node_id(t), []).append(name)
+        groups: dict[str, list[tuple[str, torch.Tensor]]] = {}
+        for name, t in tensors:
+            groups.setdefault(storage_of[name], []).append((name, t))
+        shares_version = version_groups(groups.values())
+        describe: dict[int, str] = {}
+        for name, t in tensors:
+            try:
+                ptr = t.untyped_storage().data_ptr()
+            except (RuntimeError, NotImplementedError):
+                continue
+            describe.setdefault(ptr, name)
+        leaf_names = {node_id(t): names_of_node[node_id(t)] for _, t in tensors if t.grad_fn is None}
+        events = self.saved.update(walk, describe, lambda nid: walk.leaves_behind(nid, leaf_names))
+
         records: dict[str, TensorRecord] = {}
         for name, t in tensors:
             grad_rec = None
             if name in grads:
                 grad_rec = self._record(grads[name], storage_of[f"{name}.grad"], sharing(f"{name}.grad"), None)
-            records[name] = self._record(t, storage_of[name], sharing(name), grad_rec)
+            rec = self._record(t, storage_of[name], sharing(name), grad_rec)
+            reached = [n for nid in reach[name] for n in names_of_node.get(nid, []) if n != name]
+            records[name] = replace(
+                rec,
+                shares_version_with=shares_version.get(name, []),
+                reaches=list(dict.fromkeys(reached)),
+                node_id=node_id(t),
+                reach_ids=reach[name],
+            )
         spans = {name: tensor_span(t) for name, t in members if t.device.type != "meta"}
         array_records: dict[str, ArrayRecord] = {}
         array_spans = {name: _array_span(a) for name, a in arrays}
@@ -266,7 +261,7 @@ class Observer:
                 storage=inside[0] if inside else None,
             )
         total = sum(nbytes_of.values())
-        return records, array_records, total
+        return Snapshot(records, array_records, total, events)
 
     def _storage(self, t: torch.Tensor) -> tuple[str, int, int]:
         """(label, bytes, base address) of a tensor's storage."""

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tcopy_cli.trace.graph import SavedEvent
 
 
 @dataclass(frozen=True)
@@ -28,7 +31,12 @@ class TensorRecord:
     stride: list[int] = field(default_factory=list)
     element_size: int = 0
     storage_nbytes: int = 0
+    shares_version_with: list[str] = field(default_factory=list)
+    reaches: list[str] = field(default_factory=list)
+    # Identities for relating records of one run (never serialised, never references).
     object_id: int = 0
+    node_id: int = 0
+    reach_ids: frozenset[int] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object for this record (spec field names, grads nested)."""
@@ -50,6 +58,8 @@ class TensorRecord:
             "stride": self.stride,
             "element_size": self.element_size,
             "storage_nbytes": self.storage_nbytes,
+            "shares_version_with": self.shares_version_with,
+            "reaches": self.reaches,
         }
 
 
@@ -107,6 +117,8 @@ class Step:
     tensors: dict[str, TensorRecord]
     arrays: dict[str, ArrayRecord]
     narration: list[str] = field(default_factory=list)
+    grad_enabled: bool = True
+    saved_events: list[SavedEvent] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The ``step`` event of the JSON Lines format."""

@@ -18,12 +18,12 @@ import torch
 
 from tcopy_cli import __version__
 from tcopy_cli.errors import LimitExceeded, StopRun, TimeoutExceeded, UsageError
-from tcopy_cli.explain import explain_error, step_notes
+from tcopy_cli.explain import Explainer
 from tcopy_cli.limits import Limits
 from tcopy_cli.script.interp import Interpreter
 from tcopy_cli.script.parse import Program
 from tcopy_cli.trace.observe import Observer
-from tcopy_cli.trace.records import ErrorInfo, RunInfo, RunSummary, Step, TensorRecord
+from tcopy_cli.trace.records import ErrorInfo, RunInfo, RunSummary, Step
 
 # Seconds the hard watchdog waits past --timeout for a single C operation to return
 # before it ends the process (Python cannot interrupt code running inside torch).
@@ -148,9 +148,10 @@ class Runner:
         self.interp = Interpreter(program, options.limits, self)
         self.count = 0
         self.errors = 0
-        self.previous: dict[str, TensorRecord] = {}
+        self.explainer = Explainer()
         self.current_node: ast.stmt | None = None
         self.stopped_by: str | None = None
+        self.grad_enabled = True
 
     def info(self, origin: str) -> RunInfo:
         """The facts for the ``start`` event."""
@@ -187,6 +188,7 @@ class Runner:
         self._check_step_budget(node)
         self.current_node = node
         self.interp.out = out = io.StringIO()
+        self.grad_enabled = torch.is_grad_enabled()
         error: BaseException | None = None
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -233,33 +235,43 @@ class Runner:
     def _finish(
         self, node: ast.stmt, stdout: str, warned: list[str], error: BaseException | None, stop: bool = True
     ) -> bool:
-        tensors, arrays, total = self.observer.snapshot(self.interp.ns)
+        snap = self.observer.snapshot(self.interp.ns)
+        tensors, arrays, total = snap.tensors, snap.arrays, snap.total_bytes
         limits = self.options.limits
         if error is None and total > limits.max_bytes:
             error = LimitExceeded(
                 f"tensors now use {total:,} bytes, more than {limits.max_bytes:,} (raise it with --max-bytes)",
                 "max_bytes",
             )
-        info = None
+        error_pair = None
         if error is not None:
-            type_name = type(error).__name__
-            message = str(error) if not isinstance(error, KeyError) else repr(error.args[0]) if error.args else ""
-            info = ErrorInfo(type=type_name, message=message, explanation=explain_error(type_name, message))
+            message = str(error)
+            if isinstance(error, KeyError):
+                message = repr(error.args[0]) if error.args else ""
+            error_pair = (type(error).__name__, message)
         self.count += 1
+        source = self.program.statement_source(node)
+        notes, explanation = self.explainer.explain(
+            self.count, node.lineno, source, tensors, arrays, warned, self.grad_enabled, snap.saved_events, error_pair
+        )
+        info = None
+        if error_pair is not None:
+            info = ErrorInfo(type=error_pair[0], message=error_pair[1], explanation=explanation or "")
         record = Step(
             index=self.count,
             line=node.lineno,
-            source=self.program.statement_source(node),
+            source=source,
             status="error" if info else "ok",
             error=info,
             stdout=stdout,
             warnings=warned,
-            notes=step_notes(self.previous, tensors, warned),
+            notes=notes,
             tensors=tensors,
             arrays=arrays,
             narration=_narration(self.program, node),
+            grad_enabled=self.grad_enabled,
+            saved_events=snap.saved_events,
         )
-        self.previous = tensors
         self.emit(record)
         if info is not None:
             self.errors += 1

@@ -1,0 +1,252 @@
+"""Autograd facts the records carry: graph reach, shared version counters, saved tensors.
+
+Everything here reads torch state and returns plain data. Nothing keeps a reference to
+a tensor or graph node beyond the call, except the small copies of saved tensors the
+tracker keeps to notice silent changes (bounded by a budget).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+MAX_GRAPH_NODES = 5_000
+# Saved tensors larger than this are not copied; changes to them can't be checked.
+MAX_FINGERPRINT_ELEMENTS = 1_000_000
+MAX_FINGERPRINT_TOTAL = 20_000_000
+
+_set_version = getattr(getattr(torch._C, "_autograd", None), "_unsafe_set_version_counter", None)
+# A version no real tensor reaches in a short script.
+_PROBE = 987_654_321
+
+
+def node_id(t: torch.Tensor) -> int:
+    """Identity of a tensor's place in the graph: its grad_fn, or itself for a leaf."""
+    fn = t.grad_fn
+    return id(fn) if fn is not None else id(t)
+
+
+@dataclass
+class GraphWalk:
+    """Nodes reachable from a set of tensors, found in one pass."""
+
+    nodes: dict[int, Any] = field(default_factory=dict)
+    reach: dict[int, frozenset[int]] = field(default_factory=dict)
+
+    def reach_from(self, t: torch.Tensor) -> frozenset[int]:
+        """ids of nodes and leaf tensors strictly behind ``t`` in the graph."""
+        fn = t.grad_fn
+        if fn is None:
+            return frozenset()
+        key = id(fn)
+        if key in self.reach:
+            return self.reach[key]
+        seen: set[int] = set()
+        found: set[int] = set()
+        stack = [fn]
+        while stack and len(seen) < MAX_GRAPH_NODES:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            self.nodes[id(node)] = node
+            if node is not fn:
+                found.add(id(node))
+            variable = getattr(node, "variable", None)
+            if isinstance(variable, torch.Tensor):
+                found.add(id(variable))
+            for nxt, _ in getattr(node, "next_functions", ()):
+                if nxt is not None:
+                    stack.append(nxt)
+        result = frozenset(found)
+        self.reach[key] = result
+        return result
+
+    def leaves_behind(self, nid: int, leaf_names: dict[int, list[str]]) -> tuple[str, ...]:
+        """Names of the leaf tensors a node's gradient flows into."""
+        node = self.nodes.get(nid)
+        if node is None:
+            return ()
+        names: list[str] = []
+        seen: set[int] = set()
+        stack = [node]
+        while stack and len(seen) < MAX_GRAPH_NODES:
+            cur = stack.pop()
+            if id(cur) in seen:
+                continue
+            seen.add(id(cur))
+            variable = getattr(cur, "variable", None)
+            if isinstance(variable, torch.Tensor):
+                names.extend(n for n in leaf_names.get(id(variable), []) if n not in names)
+            for nxt, _ in getattr(cur, "next_functions", ()):
+                if nxt is not None:
+                    stack.append(nxt)
+        return tuple(names)
+
+
+def version_groups(groups: Iterable[list[tuple[str, torch.Tensor]]]) -> dict[str, list[str]]:
+    """name -> other names whose tensor shares its version counter.
+
+    Only tensors on one storage can share a counter. The probe sets one tensor's counter
+    to an unusual value, reads the others, and restores it, so nothing observable
+    changes. Without the probe (older torch), the result is empty.
+    """
+    out: dict[str, list[str]] = {}
+    if _set_version is None:
+        return out
+    for members in groups:
+        if len(members) < 2:
+            continue
+        for i, (name, t) in enumerate(members):
+            try:
+                original = t._version
+            except RuntimeError:  # inference tensors have no counter
+                continue
+            _set_version((t,), (_PROBE,))
+            try:
+                shared = []
+                for j, (other, u) in enumerate(members):
+                    if i != j:
+                        try:
+                            if u._version == _PROBE:
+                                shared.append(other)
+                        except RuntimeError:
+                            pass
+            finally:
+                _set_version((t,), (original,))
+            out[name] = shared
+    return out
+
+
+@dataclass(frozen=True)
+class SavedEvent:
+    """Something that happened to a tensor autograd saved for backward."""
+
+    kind: str  # "bumped": in-place change torch will catch; "silent": changed, no version bump; "unchecked": too large
+    node: str
+    attr: str
+    tensor: str
+    saved_version: int
+    affects: tuple[str, ...] = ()
+
+
+@dataclass
+class _Entry:
+    node_type: str
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    version: int
+    copy: torch.Tensor | None
+    tensor: str
+    status: str = "ok"
+
+
+def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point() or a.is_complex():
+        return bool(((a == b) | (a.isnan() & b.isnan())).all().item())
+    return bool(torch.equal(a, b))
+
+
+class SavedTensorTracker:
+    """Notices changes to tensors that graph nodes saved for backward.
+
+    After each step it reads every ``_saved_*`` tensor of the nodes reachable from named
+    tensors. A read that torch refuses because of a version mismatch means an in-place
+    change torch will catch at backward ("bumped"). A read that succeeds with values
+    different from the copy taken when the tensor was first seen means a change that
+    bumped no version — the ``.data`` route — and backward will silently use the new
+    values ("silent").
+    """
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[int, str, int], _Entry] = {}
+        self.copied = 0
+        self._attrs: dict[type, list[str]] = {}
+
+    def _saved_attrs(self, node: Any) -> list[str]:
+        cls = type(node)
+        if cls not in self._attrs:
+            self._attrs[cls] = [a for a in dir(node) if a.startswith("_saved_")]
+        return self._attrs[cls]
+
+    def update(
+        self, walk: GraphWalk, describe: dict[int, str], leaves_behind: Callable[[int], tuple[str, ...]]
+    ) -> list[SavedEvent]:
+        """Check every saved tensor of the walked nodes; return what changed this step.
+
+        ``describe`` maps a storage data pointer to the names of tensors on it, for
+        naming saved tensors; ``leaves_behind`` gives the named leaves behind a node.
+        """
+        events: list[SavedEvent] = []
+        alive: set[tuple[int, str, int]] = set()
+        for nid, node in walk.nodes.items():
+            node_type = type(node).__name__
+            for attr in self._saved_attrs(node):
+                try:
+                    value = getattr(node, attr)
+                    error = None
+                except RuntimeError as exc:
+                    value, error = None, str(exc)
+                items = value if isinstance(value, (list, tuple)) else [value]
+                for idx, item in enumerate(items):
+                    key = (nid, attr, idx)
+                    entry = self.entries.get(key)
+                    if error is not None:
+                        # A version mismatch keeps the entry; freed buffers (after
+                        # backward) end it.
+                        if entry is not None and entry.node_type == node_type and "inplace operation" in error:
+                            alive.add(key)
+                            if entry.status == "ok":
+                                entry.status = "bumped"
+                                events.append(
+                                    SavedEvent(
+                                        "bumped", node_type, attr, entry.tensor, entry.version, leaves_behind(nid)
+                                    )
+                                )
+                        continue
+                    if not isinstance(item, torch.Tensor):
+                        continue
+                    alive.add(key)
+                    if entry is None or entry.node_type != node_type or entry.shape != tuple(item.shape):
+                        self._remember(key, node_type, item, describe)
+                        entry = self.entries[key]
+                        if entry.copy is None and entry.status == "ok":
+                            entry.status = "unchecked"
+                            events.append(SavedEvent("unchecked", node_type, attr, entry.tensor, entry.version))
+                        continue
+                    if entry.status == "ok" and entry.copy is not None and not _same_values(item.detach(), entry.copy):
+                        entry.status = "silent"
+                        events.append(
+                            SavedEvent("silent", node_type, attr, entry.tensor, entry.version, leaves_behind(nid))
+                        )
+        for key in [k for k in self.entries if k not in alive]:
+            entry = self.entries.pop(key)
+            if entry.copy is not None:
+                self.copied -= entry.copy.numel()
+        return events
+
+    def _remember(self, key: tuple[int, str, int], node_type: str, t: torch.Tensor, describe: dict[int, str]) -> None:
+        old = self.entries.get(key)
+        if old is not None and old.copy is not None:
+            self.copied -= old.copy.numel()
+        n = t.numel()
+        copy = None
+        if n <= MAX_FINGERPRINT_ELEMENTS and self.copied + n <= MAX_FINGERPRINT_TOTAL:
+            copy = t.detach().clone()
+            self.copied += n
+        try:
+            version = int(t._version)
+        except RuntimeError:
+            version = -1
+        try:
+            ptr = t.untyped_storage().data_ptr()
+        except (RuntimeError, NotImplementedError):
+            ptr = 0
+        shape = "×".join(str(d) for d in t.shape) or "scalar"
+        name = describe.get(ptr) or f"a {shape} {str(t.dtype).removeprefix('torch.')} tensor"
+        self.entries[key] = _Entry(node_type, tuple(t.shape), t.dtype, version, copy, name)

@@ -1,0 +1,53 @@
+"""Formatting of tensor values as JSON and text (no torch needed)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def json_number(x: Any) -> Any:
+    """A JSON-safe scalar: non-finite floats as strings, complex as text."""
+    if isinstance(x, bool) or x is None:
+        return x
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "nan"
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        return x
+    if isinstance(x, complex):
+        return str(x)
+    return x
+
+
+def json_values(v: Any) -> Any:
+    """Apply json_number through nested lists."""
+    if isinstance(v, list):
+        return [json_values(x) for x in v]
+    return json_number(v)
+
+
+def format_number(x: Any) -> str:
+    """Compact rendering of one value, in the spirit of torch's printing."""
+    if isinstance(x, bool):
+        return "True" if x else "False"
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "nan"
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        text = format(x, ".4g")
+        if not any(c in text for c in ".en"):
+            text += "."
+        return text
+    if isinstance(x, complex):
+        return f"{format_number(x.real)}{'+' if x.imag >= 0 else '-'}{format_number(abs(x.imag))}j"
+    return str(x)
+
+
+def format_nested(v: Any) -> str:
+    """``[[1., 2.], [3., 4.]]`` for nested lists of numbers."""
+    if isinstance(v, list):
+        return "[" + ", ".join(format_nested(x) for x in v) + "]"
+    return format_number(v)
