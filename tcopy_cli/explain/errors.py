@@ -89,7 +89,7 @@ _RULES: list[_Rule] = [
     ),
     _Rule(
         ("RuntimeError",),
-        re.compile(r"Expected all tensors to be on the same device|expected .*device|same device", re.I),
+        re.compile(r"Expected all tensors to be on the same device|expected device|same device", re.I),
         _fixed(
             "The operation mixes tensors on different devices. Torch never moves data between "
             "devices implicitly. Fix: move one side with .to(other.device) (copy_ is the "
@@ -110,7 +110,7 @@ _RULES: list[_Rule] = [
     ),
     _Rule(
         ("RuntimeError",),
-        re.compile(r"Only Tensors of floating point( and complex)? dtype can require gradients"),
+        re.compile(r"only Tensors of floating point( and complex)? dtype can require gradients", re.I),
         _fixed(
             "Gradients are defined only for floating-point (and complex) tensors; this tensor has "
             "an integer or bool dtype. Fix: create it as float (dtype=torch.float32, or 1.0 "

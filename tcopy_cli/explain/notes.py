@@ -290,13 +290,20 @@ class Explainer:
                 groups.setdefault((r.storage, old.version, r.version), []).append(name)
         out = []
         for (storage, v0, v1), names in groups.items():
-            if len(names) == 1:
-                out.append(f"{names[0]} was changed in place (version {v0} → {v1}).")
-            else:
-                out.append(
-                    f"{_names(names)} were changed in place together (version {v0} → {v1}): they share memory "
-                    f"({storage}) and one version counter."
+            # Names on the storage whose own bytes were not written (values equal) only
+            # share the counter: say so, rather than claim they changed.
+            untouched = [n for n in names if tensors[n].values is not None and tensors[n].values == before[n].values]
+            written = [n for n in names if n not in untouched] or names
+            verb = "was" if len(written) == 1 else "were"
+            together = f" together: they share memory ({storage}) and one version counter" if len(written) > 1 else ""
+            sentence = f"{_names(written)} {verb} changed in place (version {v0} → {v1}){together}."
+            if untouched and untouched != names:
+                sentence += (
+                    f" {_names(untouched)} {'shares' if len(untouched) == 1 else 'share'} that version counter, so "
+                    f"{'its' if len(untouched) == 1 else 'their'} version moved too, but "
+                    f"{'its' if len(untouched) == 1 else 'their'} own bytes were not written."
                 )
+            out.append(sentence)
         return out
 
     def _arrays(self, arrays: dict[str, ArrayRecord], before: dict[str, ArrayRecord]) -> list[str]:

@@ -310,7 +310,7 @@ class Interpreter:
         handler = getattr(self, "_eval_" + type(node).__name__, None)
         if handler is None:
             raise NotAllowedError(f"{type(node).__name__} is not allowed here")
-        value = handler(node)
+        value = self._eval_Attribute(node, allow_proxy) if isinstance(node, ast.Attribute) else handler(node)
         if not allow_proxy and not is_storable(value):
             raise NotAllowedError(f"{type_name(value)} can only be called or used with '.', not used as a value")
         return value
@@ -332,11 +332,11 @@ class Interpreter:
     def _eval_Name(self, node: ast.Name) -> Any:
         return self._lookup(node.id)
 
-    def _eval_Attribute(self, node: ast.Attribute) -> Any:
+    def _eval_Attribute(self, node: ast.Attribute, allow_proxy: bool = False) -> Any:
         base = self.eval(node.value, allow_proxy=True)
         if isinstance(base, (SafeFunction,)):
             raise NotAllowedError(f"attributes of {base!r} are not allowed")
-        return get_attribute(base, node.attr)
+        return get_attribute(base, node.attr, allow_proxy)
 
     def _eval_Subscript(self, node: ast.Subscript) -> Any:
         base = self.eval(node.value)

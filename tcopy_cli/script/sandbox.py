@@ -160,12 +160,18 @@ def _is_return_type(value: Any) -> bool:
     return isinstance(value, tuple) and type(value).__module__ == "torch.return_types"
 
 
-def get_attribute(value: Any, attr: str) -> Any:
-    """``value.attr`` outside a call: data attributes and module members only."""
+def get_attribute(value: Any, attr: str, allow_proxy: bool = False) -> Any:
+    """``value.attr`` outside a call: data attributes and module members only.
+
+    With ``allow_proxy`` (the attribute is itself the base of another attribute, as
+    ``torch.Tensor`` in ``torch.Tensor.detach(a)``) a class or module member is returned.
+    """
     if isinstance(value, ModuleProxy):
         if attr not in value.members:
             raise NotAllowedError(f"'{value.name}.{attr}' is not in tcopy's allow-list")
         member = value.members[attr]
+        if isinstance(member, ClassProxy) and allow_proxy:
+            return member
         if isinstance(member, (SafeFunction, ClassProxy)):
             raise NotAllowedError(f"'{value.name}.{attr}' is a function: call it; functions can't be stored or passed")
         return member
