@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import sys
+import time
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
@@ -19,6 +21,7 @@ from rich.text import Text
 from tcopy_cli import __version__
 from tcopy_cli.errors import ScriptRejected, TcopyError, UsageError
 from tcopy_cli.limits import Limits
+from tcopy_cli.trace.records import RunSummary
 
 if TYPE_CHECKING:
     from tcopy_cli.render import Renderer
@@ -206,6 +209,72 @@ def run(
     ] = True,
     no_color: NoColorOpt = False,
     width: WidthOpt = None,
+    pause: Annotated[
+        bool,
+        typer.Option(
+            "--pause",
+            help="In a terminal, wait after each step: Enter/Space next, b shows the script so far, q quits.",
+            rich_help_panel="Presenting",
+        ),
+    ] = False,
+    delay: Annotated[
+        float,
+        typer.Option(
+            "--delay",
+            min=0,
+            help="Seconds to wait after each shown step (recorded demos).",
+            rich_help_panel="Presenting",
+        ),
+    ] = 0.0,
+    step: Annotated[
+        Optional[int],
+        typer.Option(
+            "--step",
+            min=1,
+            help="Show only step N (the whole script still runs).",
+            show_default=False,
+            rich_help_panel="Presenting",
+        ),
+    ] = None,
+    from_step: Annotated[
+        Optional[int],
+        typer.Option("--from", min=1, help="Show steps from N on.", show_default=False, rich_help_panel="Presenting"),
+    ] = None,
+    to_step: Annotated[
+        Optional[int],
+        typer.Option("--to", min=1, help="Show steps up to M.", show_default=False, rich_help_panel="Presenting"),
+    ] = None,
+    export: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--export",
+            help="Also record the table view to FILE (.svg, .html or .txt).",
+            show_default=False,
+            rich_help_panel="Presenting",
+        ),
+    ] = None,
+    title: Annotated[
+        Optional[str],
+        typer.Option(
+            "--title", help="Title of an exported SVG/HTML.", show_default=False, rich_help_panel="Presenting"
+        ),
+    ] = None,
+    graph: Annotated[
+        bool,
+        typer.Option(
+            "--graph",
+            help="After steps that change the autograd graph, draw it as a tree.",
+            rich_help_panel="Presenting",
+        ),
+    ] = False,
+    memory: Annotated[
+        bool,
+        typer.Option(
+            "--memory",
+            help="After each step, draw the storages and the bytes each name covers.",
+            rich_help_panel="Presenting",
+        ),
+    ] = False,
     max_elements: Annotated[
         int, typer.Option("--max-elements", min=1, help="Limit: elements in any one tensor.", rich_help_panel="Limits")
     ] = Limits.max_elements,
@@ -285,27 +354,33 @@ def run(
         timeout=timeout,
     )
     watch_list = [w.strip() for w in watch.split(",") if w.strip()] if watch else None
+    if step is not None and (from_step is not None or to_step is not None):
+        _fail("give either --step N or --from/--to, not both", EXIT_USAGE)
+    if export is not None and export.suffix.lower() not in (".svg", ".html", ".htm", ".txt"):
+        _fail(f"--export needs a .svg, .html or .txt file name, not '{export.name}'", EXIT_USAGE)
+    display = Display(
+        fmt=fmt,
+        only_changed=only_changed,
+        watch=watch_list,
+        explain=explain,
+        no_color=no_color,
+        width=width,
+        first=step if step is not None else from_step,
+        last=step if step is not None else to_step,
+        pause=pause,
+        delay=delay,
+        export=export,
+        title=title,
+        graph=graph,
+        memory=memory,
+    )
     origin: Optional[str] = None
     if example is not None:
         if script is not None or code is not None:
             _fail("give only one of SCRIPT, -e CODE or --example NAME", EXIT_USAGE)
         code, origin = _example_source(example), f"example:{example}"
     try:
-        _run(
-            script,
-            code,
-            origin,
-            device,
-            fmt,
-            keep_going,
-            only_changed,
-            watch_list,
-            max_values,
-            explain,
-            no_color,
-            width,
-            limits,
-        )
+        _run(script, code, origin, device, keep_going, max_values, limits, display)
     except KeyboardInterrupt:
         _quiet_stdout()
         _stderr().print("tcopy: interrupted")
@@ -324,21 +399,45 @@ def _quiet_stdout() -> None:
         pass
 
 
+@dataclass
+class Display:
+    """How a run is shown (shared by every command that renders a run)."""
+
+    fmt: OutputFormat = OutputFormat.table
+    only_changed: bool = False
+    watch: Optional[list[str]] = None
+    explain: bool = True
+    no_color: bool = False
+    width: Optional[int] = None
+    first: Optional[int] = None
+    last: Optional[int] = None
+    pause: bool = False
+    delay: float = 0.0
+    export: Optional[Path] = None
+    title: Optional[str] = None
+    graph: bool = False
+    memory: bool = False
+
+    def shows(self, index: int) -> bool:
+        """Whether step ``index`` is in the --step/--from/--to range."""
+        return (self.first is None or index >= self.first) and (self.last is None or index <= self.last)
+
+
+class _Quit(Exception):
+    """The presenter pressed q."""
+
+
 def _run(
     script: Optional[str],
     code: Optional[str],
     example_origin: Optional[str],
     device: str,
-    fmt: OutputFormat,
     keep_going: bool,
-    only_changed: bool,
-    watch: Optional[list[str]],
     max_values: int,
-    explain: bool,
-    no_color: bool,
-    width: Optional[int],
     limits: Limits,
+    display: Display,
 ) -> None:
+    fmt = display.fmt
     source = ""
     origin = script or ("<inline>" if code is not None else "-")
     try:
@@ -358,19 +457,34 @@ def _run(
     except UsageError as exc:
         _fail(exc.message, EXIT_USAGE)
 
-    renderer = _renderer(fmt, no_color, width, explain, only_changed, watch)
-    options = RunOptions(device=dev, limits=limits, keep_going=keep_going, max_values=max_values)
-    steps: list[Step] = []
+    interactive = display.pause and fmt is OutputFormat.table and sys.stdin.isatty() and sys.stdout.isatty()
+    if display.pause and not interactive:
+        _stderr().print("tcopy: --pause needs a terminal (and --format table); running without pausing")
+    console = _make_console(display.no_color, display.width, record=display.export is not None)
+    renderer = _renderer(display, console)
+    options = RunOptions(device=dev, limits=limits, keep_going=keep_going, max_values=max_values, graph=display.graph)
+    errors: list[Step] = []
+    lines = program.lines
 
     def emit(step: Step) -> None:
-        renderer.step(step)
+        shown = display.shows(step.index) or fmt is OutputFormat.json
+        renderer.step(step, shown)
         if step.error is not None:
-            steps.append(step)
+            errors.append(step)
+        if shown and fmt is not OutputFormat.json:
+            if interactive:
+                _wait_for_key(console, lines, step.line)
+            elif display.delay:
+                time.sleep(display.delay)
 
+    quit_early = False
     try:
         runner = Runner(program, options, emit)
         renderer.start(runner.info(origin))
         summary = runner.run()
+    except _Quit:
+        quit_early = True
+        summary = RunSummary(steps=runner.count, errors=runner.errors, stopped_by="quit")
     except TcopyError as exc:  # e.g. a limit hit between statements
         _fail(exc.message, EXIT_SCRIPT)
     except (KeyboardInterrupt, BrokenPipeError):
@@ -381,14 +495,69 @@ def _run(
             EXIT_SCRIPT,
         )
     renderer.end(summary)
+    if display.export is not None:
+        _export(console, display.export, display.title or program.title or origin)
+    if quit_early:
+        _stderr().print(f"tcopy: stopped after step {summary.steps} (q)")
+        return
     if summary.errors:
-        first = steps[0]
+        first = errors[0]
         assert first.error is not None
         more = f" ({summary.errors} error steps)" if summary.errors > 1 else ""
         _fail(
             f"line {first.line}: {first.error.type}: {_first_line(first.error.message)}{more}",
             EXIT_SCRIPT,
         )
+
+
+def _export(console: Console, path: Path, title: str) -> None:
+    """Save what the console recorded, by file type."""
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".svg":
+            console.save_svg(str(path), title=title)
+        elif suffix in (".html", ".htm"):
+            console.save_html(str(path))
+        else:
+            console.save_text(str(path))
+    except OSError as exc:
+        _fail(f"can't write '{path}': {exc.strerror or exc}", EXIT_USAGE)
+    _stderr().print(f"tcopy: wrote {path}")
+
+
+def _read_key() -> str:
+    """One key press from the terminal, without echo."""
+    import termios
+    import tty
+
+    fd = sys.stdin.fileno()
+    old = termios.tcgetattr(fd)
+    try:
+        tty.setcbreak(fd)
+        return sys.stdin.read(1)
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, old)
+
+
+def _wait_for_key(console: Console, lines: list[str], upto: int) -> None:
+    """--pause: Enter/Space next, b shows the script so far, q quits."""
+    from rich.syntax import Syntax
+
+    while True:
+        console.print(Text("── Enter/Space: next · b: script so far · q: quit", style="dim"), end="")
+        console.file.flush()
+        key = _read_key()
+        console.print()
+        if key in ("\n", "\r", " ", ""):
+            return
+        if key in ("q", "Q", "\x1b"):
+            raise _Quit()
+        if key in ("b", "B"):
+            console.print(
+                Syntax(
+                    "\n".join(lines[:upto]), "python", theme="ansi_dark", background_color="default", line_numbers=True
+                )
+            )
 
 
 def _reject(exc: ScriptRejected, source: str, origin: str, fmt: OutputFormat, device: str) -> NoReturn:
@@ -410,26 +579,28 @@ def _reject(exc: ScriptRejected, source: str, origin: str, fmt: OutputFormat, de
     raise typer.Exit(EXIT_SCRIPT)
 
 
-def _renderer(
-    fmt: OutputFormat,
-    no_color: bool,
-    width: Optional[int],
-    explain: bool,
-    only_changed: bool,
-    watch: Optional[list[str]],
-) -> Renderer:
-    if fmt is OutputFormat.json:
+def _renderer(display: Display, console: Console) -> Renderer:
+    if display.fmt is OutputFormat.json:
         from tcopy_cli.render.jsonl import JsonRenderer
 
-        return JsonRenderer(sys.stdout)
-    if fmt is OutputFormat.markdown:
+        return JsonRenderer(sys.stdout, graph=display.graph)
+    if display.fmt is OutputFormat.markdown:
         from tcopy_cli.render.markdown import MarkdownRenderer
 
-        return MarkdownRenderer(sys.stdout, explain=explain, only_changed=only_changed, watch=watch)
+        return MarkdownRenderer(
+            sys.stdout, explain=display.explain, only_changed=display.only_changed, watch=display.watch
+        )
     from tcopy_cli.render.table import TableOptions, TableRenderer
 
     return TableRenderer(
-        _make_console(no_color, width), TableOptions(explain=explain, only_changed=only_changed, watch=watch)
+        console,
+        TableOptions(
+            explain=display.explain,
+            only_changed=display.only_changed,
+            watch=display.watch,
+            graph=display.graph,
+            memory=display.memory,
+        ),
     )
 
 
@@ -483,21 +654,7 @@ def examples_cmd(
     if run_it:
         limits = Limits()
         try:
-            _run(
-                None,
-                text,
-                f"example:{name}",
-                "cpu",
-                OutputFormat.table,
-                False,
-                False,
-                None,
-                100,
-                True,
-                no_color,
-                width,
-                limits,
-            )
+            _run(None, text, f"example:{name}", "cpu", False, 100, limits, Display(no_color=no_color, width=width))
         except KeyboardInterrupt:
             _quiet_stdout()
             raise typer.Exit(EXIT_INTERRUPT) from None
@@ -569,6 +726,103 @@ def compare(
         rc.render_markdown(sys.stdout, rows, setup, dev)
     else:
         rc.render_table(_make_console(no_color, width), rows, setup, dev)
+
+
+class GraphFormat(str, Enum):
+    """--format choices for tcopy graph."""
+
+    text = "text"
+    dot = "dot"
+    mermaid = "mermaid"
+    tree = "tree"
+
+
+@app.command("graph")
+def graph_cmd(
+    script: Annotated[Optional[str], typer.Argument(help="Script path, or '-' for stdin.", show_default=False)] = None,
+    code: Annotated[Optional[str], typer.Option("-e", "--exec", help="Inline code.", show_default=False)] = None,
+    example: Annotated[
+        Optional[str], typer.Option("--example", "-x", help="A shipped example.", show_default=False)
+    ] = None,
+    fmt: Annotated[
+        GraphFormat, typer.Option("--format", "-f", help="text, dot (Graphviz), mermaid (Markdown) or tree (Rich).")
+    ] = GraphFormat.text,
+    device: Annotated[str, typer.Option("--device", "-d", help="cpu, cuda, cuda:N, mps or auto.")] = "cpu",
+    no_color: NoColorOpt = False,
+    width: WidthOpt = None,
+) -> None:
+    """Write the autograd graph behind the script's named tensors after its last statement.
+
+    Graphviz DOT needs no Graphviz installed: render it with 'dot -Tsvg' wherever you have it.
+    A script that ends in an error still shows the graph as it was then (exit status 1).
+
+    Examples:
+
+      tcopy graph demo.py --format dot > graph.dot
+
+      tcopy graph --example clone --format mermaid
+    """
+    from tcopy_cli.render import graph as rg
+
+    limits = Limits()
+    try:
+        if example is not None:
+            if script is not None or code is not None:
+                raise UsageError("give only one of SCRIPT, -e CODE or --example NAME")
+            source, origin = _example_source(example), f"example:{example}"
+        else:
+            source, origin = read_source(script, code, limits)
+        from tcopy_cli.trace import run_source
+
+        trace = run_source(source, device=device, keep_going=False, limits=limits, origin=origin, graph=True)
+    except ScriptRejected as exc:
+        _show_rejection(exc, source if "source" in locals() else "", "")
+        raise typer.Exit(EXIT_SCRIPT) from None
+    except UsageError as exc:
+        _fail(exc.message, EXIT_USAGE)
+    except KeyboardInterrupt:
+        raise typer.Exit(EXIT_INTERRUPT) from None
+    last = trace.steps[-1] if trace.steps else None
+    graph = last.graph if last is not None else None
+    if graph is None or not graph.roots:
+        _stderr().print("tcopy: no named tensor has a grad_fn at the end of the script: the graph is empty")
+    elif fmt is GraphFormat.dot:
+        sys.stdout.write(rg.to_dot(graph))
+    elif fmt is GraphFormat.mermaid:
+        sys.stdout.write(rg.to_mermaid(graph))
+    elif fmt is GraphFormat.tree:
+        console = _make_console(no_color, width)
+        for tree in rg.graph_tree(graph):
+            console.print(tree)
+    else:
+        sys.stdout.write(rg.to_text(graph))
+    if trace.summary is not None and trace.summary.errors:
+        raise typer.Exit(EXIT_SCRIPT)
+
+
+@app.command("repl")
+def repl_cmd(
+    device: Annotated[str, typer.Option("--device", "-d", help="cpu, cuda, cuda:N, mps or auto.")] = "cpu",
+    max_values: Annotated[
+        int, typer.Option("--max-values", min=0, help="List values of tensors up to N elements.")
+    ] = 100,
+    no_color: NoColorOpt = False,
+    width: WidthOpt = None,
+    timeout: Annotated[float, typer.Option("--timeout", min=0, help="Limit: seconds per entered statement.")] = 120.0,
+) -> None:
+    """An interactive prompt: each statement you type is a step, shown at once.
+
+    Commands: :vars, :graph, :reset, :export FILE, :help, :quit. Same sandbox and limits as 'run'.
+    """
+    from tcopy_cli.repl import repl
+    from tcopy_cli.trace.runner import resolve_device
+
+    try:
+        dev = resolve_device(device)
+    except UsageError as exc:
+        _fail(exc.message, EXIT_USAGE)
+    console = _make_console(no_color, width, record=True)
+    raise typer.Exit(repl(console, dev, Limits(timeout=timeout), max_values))
 
 
 def _first_line(text: str) -> str:

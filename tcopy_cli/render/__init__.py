@@ -14,8 +14,8 @@ class Renderer(Protocol):
     def start(self, info: RunInfo) -> None:
         """Before the first step."""
 
-    def step(self, step: Step) -> None:
-        """After each step."""
+    def step(self, step: Step, shown: bool = True) -> None:
+        """After each step; ``shown`` is False for steps outside --step/--from/--to."""
 
     def end(self, summary: RunSummary) -> None:
         """After the last step."""

@@ -16,8 +16,9 @@ def dumps(obj: dict[str, Any]) -> str:
 class JsonRenderer:
     """Writes events to a text stream, flushing each line so pipes see steps as they run."""
 
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: TextIO, graph: bool = False) -> None:
         self.out = out
+        self.graph = graph
 
     def _write(self, obj: dict[str, Any]) -> None:
         self.out.write(dumps(obj) + "\n")
@@ -27,9 +28,12 @@ class JsonRenderer:
         """The ``start`` event."""
         self._write(info.to_json())
 
-    def step(self, step: Step) -> None:
-        """A ``step`` event."""
-        self._write(step.to_json())
+    def step(self, step: Step, shown: bool = True) -> None:
+        """A ``step`` event (every step: JSON consumers filter themselves)."""
+        event = step.to_json()
+        if self.graph and step.graph is not None:
+            event["graph"] = step.graph.to_json()
+        self._write(event)
 
     def rejected(self, line: int, column: int, message: str) -> None:
         """The ``rejected`` event for a script refused before running."""

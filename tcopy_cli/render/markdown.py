@@ -33,8 +33,11 @@ class MarkdownRenderer:
             f"# {heading}\n\ntcopy {info.tcopy} · torch {info.torch} · device `{info.device}` · `{info.source}`\n\n"
         )
 
-    def step(self, step: Step) -> None:
-        """One step section."""
+    def step(self, step: Step, shown: bool = True) -> None:
+        """One step section (a hidden step still counts for change marks)."""
+        if not shown:
+            self.previous = step
+            return
         w = self.out.write
         status = " · **error**" if step.status == "error" else ""
         w(f"### Step {step.index} · line {step.line}{status}\n\n")

@@ -14,6 +14,8 @@ from rich.text import Text
 
 from tcopy_cli.explain.errors import UNKNOWN
 from tcopy_cli.render.cells import COLUMNS, Row, removed_names, step_rows
+from tcopy_cli.render.graph import graph_tree
+from tcopy_cli.render.memory import memory_map
 from tcopy_cli.trace.records import RunInfo, RunSummary, Step
 
 WIDE = 120
@@ -26,6 +28,8 @@ class TableOptions:
     explain: bool = True
     only_changed: bool = False
     watch: list[str] | None = None
+    graph: bool = False
+    memory: bool = False
 
 
 class TableRenderer:
@@ -36,6 +40,7 @@ class TableRenderer:
         self.options = options or TableOptions()
         self.previous: Step | None = None
         self.device = "cpu"
+        self.graph_signature: tuple[object, ...] | None = None
 
     def start(self, info: RunInfo) -> None:
         """The line above the first step."""
@@ -55,9 +60,10 @@ class TableRenderer:
         if info.title:
             self.console.print(Text(info.title, style="bold"))
 
-    def step(self, step: Step) -> None:
-        """Render one step."""
-        self.console.print(self.render_step(step))
+    def step(self, step: Step, shown: bool = True) -> None:
+        """Render one step (a hidden step still counts for change marks)."""
+        if shown:
+            self.console.print(self.render_step(step))
         self.previous = step
 
     def render_step(self, step: Step) -> RenderableType:
@@ -93,6 +99,15 @@ class TableRenderer:
         if self.options.explain:
             for note in step.notes:
                 parts.append(Padding(Text("• " + note, style="cyan"), (0, 0, 0, 2)))
+        if self.options.memory:
+            parts.append(memory_map(step, self.console.width))
+        if self.options.graph and step.graph is not None and step.graph.roots:
+            sig = step.graph.signature()
+            if sig != self.graph_signature:
+                parts.append(Text("  autograd graph:", style="bold"))
+                for tree in graph_tree(step.graph):
+                    parts.append(Padding(tree, (0, 0, 0, 2)))
+            self.graph_signature = sig
         if step.error is not None:
             err = step.error
             parts.append(

@@ -24,6 +24,7 @@ def run_source(
     max_values: int = 100,
     limits: Limits | None = None,
     origin: str = "<inline>",
+    graph: bool = False,
 ) -> Trace:
     """Parse, validate and run ``source``; collect the steps. Raises ScriptRejected."""
     from tcopy_cli.script.parse import parse_script
@@ -31,7 +32,9 @@ def run_source(
 
     limits = limits or Limits()
     program = parse_script(source, origin, limits)
-    options = RunOptions(device=resolve_device(device), limits=limits, keep_going=keep_going, max_values=max_values)
+    options = RunOptions(
+        device=resolve_device(device), limits=limits, keep_going=keep_going, max_values=max_values, graph=graph
+    )
     steps: list[Step] = []
     runner = Runner(program, options, steps.append)
     trace = Trace(info=runner.info(origin), steps=steps)

@@ -13,6 +13,8 @@ from typing import Any
 
 import torch
 
+from tcopy_cli.trace.records import GraphNode, GraphRecord, SavedInfo
+
 MAX_GRAPH_NODES = 5_000
 # Saved tensors larger than this are not copied; changes to them can't be checked.
 MAX_FINGERPRINT_ELEMENTS = 1_000_000
@@ -250,3 +252,60 @@ class SavedTensorTracker:
         shape = "×".join(str(d) for d in t.shape) or "scalar"
         name = describe.get(ptr) or f"a {shape} {str(t.dtype).removeprefix('torch.')} tensor"
         self.entries[key] = _Entry(node_type, tuple(t.shape), t.dtype, version, copy, name)
+
+
+def build_graph(
+    walk: GraphWalk,
+    tensors: list[tuple[str, torch.Tensor]],
+    tracker: SavedTensorTracker,
+) -> GraphRecord:
+    """Label the walked nodes N1, N2 ... from the named tensors down, with names attached."""
+    by_id: dict[int, list[str]] = {}
+    leaf_names: dict[int, list[str]] = {}
+    for name, t in tensors:
+        if t.grad_fn is not None:
+            by_id.setdefault(id(t.grad_fn), []).append(name)
+        else:
+            leaf_names.setdefault(id(t), []).append(name)
+    labels: dict[int, str] = {}
+    order: list[Any] = []
+    queue = [t.grad_fn for _, t in tensors if t.grad_fn is not None]
+    while queue and len(order) < MAX_GRAPH_NODES:
+        node = queue.pop(0)
+        if id(node) in labels:
+            continue
+        labels[id(node)] = f"N{len(labels) + 1}"
+        order.append(node)
+        queue.extend(nxt for nxt, _ in getattr(node, "next_functions", ()) if nxt is not None)
+    nodes: dict[str, GraphNode] = {}
+    for node in order:
+        variable = getattr(node, "variable", None)
+        saved = [
+            SavedInfo(
+                attr=attr if idx == 0 else f"{attr}[{idx}]",
+                tensor=entry.tensor,
+                saved_version=entry.version,
+                stale=entry.status in ("bumped", "silent"),
+            )
+            for (nid, attr, idx), entry in tracker.entries.items()
+            if nid == id(node)
+        ]
+        label = labels[id(node)]
+        nodes[label] = GraphNode(
+            label=label,
+            op=type(node).__name__,
+            next=[labels.get(id(nxt)) if nxt is not None else None for nxt, _ in node.next_functions],
+            variable=list(leaf_names.get(id(variable), ["(unnamed leaf)"]))
+            if isinstance(variable, torch.Tensor)
+            else [],
+            tensors=by_id.get(id(node), []),
+            saved=saved,
+        )
+    roots = {name: labels[id(t.grad_fn)] for name, t in tensors if t.grad_fn is not None and id(t.grad_fn) in labels}
+    ids = {id(t): name for name, t in tensors}
+    views: dict[str, str] = {}
+    for name, t in tensors:
+        base = t._base
+        if base is not None:
+            views[name] = ids.get(id(base), "(unnamed base)")
+    return GraphRecord(roots=roots, nodes=nodes, views=views)

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from tcopy_cli.trace.graph import GraphWalk, SavedEvent, SavedTensorTracker, node_id, version_groups
-from tcopy_cli.trace.records import ArrayRecord, TensorRecord
+from tcopy_cli.trace.graph import GraphWalk, SavedEvent, SavedTensorTracker, build_graph, node_id, version_groups
+from tcopy_cli.trace.records import ArrayRecord, GraphRecord, TensorRecord
 from tcopy_cli.trace.values import format_nested, format_number, json_values
 
 PREVIEW_ITEMS = 6
@@ -150,13 +150,15 @@ class Snapshot:
     arrays: dict[str, ArrayRecord]
     total_bytes: int
     saved_events: list[SavedEvent]
+    graph: GraphRecord | None = None
 
 
 class Observer:
     """Builds tensor and array records for a namespace after each step."""
 
-    def __init__(self, max_values: int = 100) -> None:
+    def __init__(self, max_values: int = 100, graph: bool = False) -> None:
         self.max_values = max_values
+        self.graph = graph
         self.labels = StorageLabels()
         self.saved = SavedTensorTracker()
 
@@ -261,7 +263,8 @@ class Observer:
                 storage=inside[0] if inside else None,
             )
         total = sum(nbytes_of.values())
-        return Snapshot(records, array_records, total, events)
+        graph = build_graph(walk, tensors, self.saved) if self.graph else None
+        return Snapshot(records, array_records, total, events, graph)
 
     def _storage(self, t: torch.Tensor) -> tuple[str, int, int]:
         """(label, bytes, base address) of a tensor's storage."""

@@ -90,6 +90,71 @@ class ArrayRecord:
 
 
 @dataclass(frozen=True)
+class SavedInfo:
+    """A tensor a graph node saved for backward."""
+
+    attr: str
+    tensor: str
+    saved_version: int
+    stale: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON object."""
+        return {"attr": self.attr, "tensor": self.tensor, "saved_version": self.saved_version, "stale": self.stale}
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    """One autograd node: its class name and where its gradients go next."""
+
+    label: str
+    op: str
+    next: list[str | None]
+    variable: list[str] = field(default_factory=list)
+    tensors: list[str] = field(default_factory=list)
+    saved: list[SavedInfo] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON object."""
+        return {
+            "label": self.label,
+            "op": self.op,
+            "next": self.next,
+            "variable": self.variable,
+            "tensors": self.tensors,
+            "saved": [s.to_json() for s in self.saved],
+        }
+
+
+@dataclass(frozen=True)
+class GraphRecord:
+    """The autograd graph behind the named tensors after a step."""
+
+    roots: dict[str, str]
+    nodes: dict[str, GraphNode]
+    views: dict[str, str]
+
+    def signature(self) -> tuple[Any, ...]:
+        """What identifies the structure (for 'did this step change the graph?')."""
+        return (
+            tuple(sorted(self.roots.items())),
+            tuple(
+                (n.label, n.op, tuple(n.next), tuple(n.variable), tuple((s.attr, s.stale) for s in n.saved))
+                for n in self.nodes.values()
+            ),
+            tuple(sorted(self.views.items())),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON object."""
+        return {
+            "roots": self.roots,
+            "nodes": {k: v.to_json() for k, v in self.nodes.items()},
+            "views": self.views,
+        }
+
+
+@dataclass(frozen=True)
 class ErrorInfo:
     """A failing statement: exception class name, message and a plain explanation."""
 
@@ -119,6 +184,7 @@ class Step:
     narration: list[str] = field(default_factory=list)
     grad_enabled: bool = True
     saved_events: list[SavedEvent] = field(default_factory=list)
+    graph: GraphRecord | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The ``step`` event of the JSON Lines format."""

@@ -38,6 +38,7 @@ class RunOptions:
     limits: Limits = field(default_factory=Limits)
     keep_going: bool = False
     max_values: int = 100
+    graph: bool = False
 
 
 def available_devices() -> list[str]:
@@ -144,7 +145,7 @@ class Runner:
         self.program = program
         self.options = options
         self.emit = emit
-        self.observer = Observer(options.max_values)
+        self.observer = Observer(options.max_values, graph=options.graph)
         self.interp = Interpreter(program, options.limits, self)
         self.count = 0
         self.errors = 0
@@ -165,7 +166,12 @@ class Runner:
 
     def run(self) -> RunSummary:
         """Run the whole script."""
-        with torch_session(self.options.device), watchdog(self.options.limits.timeout, self._where):
+        with torch_session(self.options.device):
+            self._run_body()
+        return RunSummary(steps=self.count, errors=self.errors, stopped_by=self.stopped_by)
+
+    def _run_body(self) -> None:
+        with watchdog(self.options.limits.timeout, self._where):
             try:
                 self.interp.run()
             except StopRun:
@@ -175,7 +181,18 @@ class Runner:
                 if self.current_node is not None:
                     self._emit_error(self.current_node, exc)
                 self.stopped_by = "timeout"
-        return RunSummary(steps=self.count, errors=self.errors, stopped_by=self.stopped_by)
+
+    def run_more(self, program: Program) -> int:
+        """Run another piece of code in the same namespace (the REPL); returns its error count.
+
+        The caller holds ``torch_session`` open for the whole session.
+        """
+        errors = self.errors
+        self.program = program
+        self.interp.program = program
+        self.stopped_by = None
+        self._run_body()
+        return self.errors - errors
 
     def _where(self) -> str:
         node = self.current_node
@@ -271,6 +288,7 @@ class Runner:
             narration=_narration(self.program, node),
             grad_enabled=self.grad_enabled,
             saved_events=snap.saved_events,
+            graph=snap.graph,
         )
         self.emit(record)
         if info is not None:

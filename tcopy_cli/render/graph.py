@@ -1,0 +1,130 @@
+"""The autograd graph: a Rich tree for the terminal, and DOT / Mermaid / text for docs.
+
+Nodes and edges come from the step's GraphRecord, which lists each node's
+``next_functions`` in order, so what is drawn is exactly torch's graph.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from rich.tree import Tree
+
+from tcopy_cli.trace.records import GraphNode, GraphRecord
+
+MAX_DEPTH = 25
+
+
+def node_label(node: GraphNode) -> Text:
+    """``MulBackward0 [y]  saved: self (a, v0)``; ``AccumulateGrad → a``."""
+    text = Text(node.op, style="bold magenta" if node.op != "AccumulateGrad" else "bold green")
+    if node.variable:
+        text.append(" → " + ", ".join(node.variable), style="bold green")
+    if node.tensors:
+        text.append(f"  [{', '.join(node.tensors)}]", style="cyan")
+    for s in node.saved:
+        label = s.attr.removeprefix("_saved_")
+        style = "bold red" if s.stale else "dim"
+        state = "STALE: changed since saved" if s.stale else "ok"
+        text.append(f"  saved {label}={s.tensor} @v{s.saved_version} ({state})", style=style)
+    return text
+
+
+def graph_tree(graph: GraphRecord) -> list[Tree]:
+    """One tree per named non-leaf tensor, through next_functions down to the leaves."""
+    trees: list[Tree] = []
+    drawn: set[str] = set()
+    for name, root in graph.roots.items():
+        base = graph.views.get(name)
+        head = Text(name, style="bold cyan")
+        if base is not None:
+            head.append(f" (view of {base})", style="yellow")
+        tree = Tree(head)
+        if root in drawn:
+            tree.add(Text(f"{graph.nodes[root].op} (shown above)", style="dim"))
+        else:
+            _grow(tree, graph, root, drawn, 0)
+        trees.append(tree)
+    return trees
+
+
+def _grow(tree: Tree, graph: GraphRecord, label: str, drawn: set[str], depth: int) -> None:
+    node = graph.nodes[label]
+    branch = tree.add(node_label(node))
+    drawn.add(label)
+    if depth >= MAX_DEPTH:
+        branch.add(Text("…", style="dim"))
+        return
+    for nxt in node.next:
+        if nxt is None:
+            branch.add(Text("None (no gradient to this input)", style="dim"))
+        elif nxt in drawn:
+            branch.add(Text(f"{graph.nodes[nxt].op}{_names(graph.nodes[nxt])} (shown above)", style="dim"))
+        else:
+            _grow(branch, graph, nxt, drawn, depth + 1)
+
+
+def _names(node: GraphNode) -> str:
+    names = node.variable or node.tensors
+    return f" → {', '.join(names)}" if node.variable else (f" [{', '.join(names)}]" if names else "")
+
+
+def to_text(graph: GraphRecord) -> str:
+    """Plain indented text of every node and edge."""
+    lines: list[str] = []
+    for name, root in graph.roots.items():
+        lines.append(f"{name} = {graph.nodes[root].op} ({root})")
+    lines.append("")
+    for node in graph.nodes.values():
+        extra = f" → {', '.join(node.variable)}" if node.variable else ""
+        names = f" [{', '.join(node.tensors)}]" if node.tensors else ""
+        lines.append(f"{node.label} {node.op}{extra}{names}")
+        for i, nxt in enumerate(node.next):
+            lines.append(f"  next[{i}] -> {nxt if nxt is not None else 'None'}")
+        for s in node.saved:
+            lines.append(f"  saved {s.attr} = {s.tensor} @v{s.saved_version}{' STALE' if s.stale else ''}")
+    return "\n".join(lines) + "\n"
+
+
+def _quote(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def to_dot(graph: GraphRecord) -> str:
+    """Graphviz DOT (edges point the way gradients flow)."""
+    out = ["digraph autograd {", "  rankdir=TB;", '  node [shape=box, fontname="monospace"];']
+    for name, root in graph.roots.items():
+        out.append(f'  "t:{_quote(name)}" [label="{_quote(name)}", shape=ellipse, style=filled, fillcolor="#d0e8ff"];')
+        out.append(f'  "t:{_quote(name)}" -> {root};')
+    for node in graph.nodes.values():
+        label = node.op + ("\n→ " + ", ".join(node.variable) if node.variable else "")
+        for s in node.saved:
+            label += f"\nsaved {s.attr.removeprefix('_saved_')}={s.tensor} v{s.saved_version}"
+            label += " STALE" if s.stale else ""
+        color = ', style=filled, fillcolor="#d8f5d0"' if node.variable else ""
+        out.append(f'  {node.label} [label="{_quote(label)}"{color}];')
+        for i, nxt in enumerate(node.next):
+            if nxt is not None:
+                out.append(f'  {node.label} -> {nxt} [label="{i}"];')
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def to_mermaid(graph: GraphRecord) -> str:
+    """A Mermaid flowchart for Markdown."""
+    out = ["flowchart TD"]
+    for i, (name, root) in enumerate(graph.roots.items()):
+        out.append(f'  T{i}(["{_mq(name)}"]) --> {root}')
+    for node in graph.nodes.values():
+        label = node.op + ("<br/>→ " + ", ".join(node.variable) if node.variable else "")
+        for s in node.saved:
+            label += f"<br/>saved {s.attr.removeprefix('_saved_')}={s.tensor} v{s.saved_version}"
+            label += " STALE" if s.stale else ""
+        out.append(f'  {node.label}["{_mq(label)}"]')
+        for i, nxt in enumerate(node.next):
+            if nxt is not None:
+                out.append(f"  {node.label} -->|{i}| {nxt}")
+    return "\n".join(out) + "\n"
+
+
+def _mq(text: str) -> str:
+    return text.replace('"', "#quot;")
