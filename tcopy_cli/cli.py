@@ -481,7 +481,10 @@ def _run(
     try:
         runner = Runner(program, options, emit)
         renderer.start(runner.info(origin))
-        summary = runner.run()
+        try:
+            summary = runner.run()
+        finally:
+            runner.close()
     except _Quit:
         quit_early = True
         summary = RunSummary(steps=runner.count, errors=runner.errors, stopped_by="quit")

@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 _SIZE_FACTORIES = frozenset(
@@ -148,6 +149,32 @@ def estimate_numel(
         if isinstance(src, torch.Tensor) and r is not None:
             return src.numel() * max(r, 0)
         return None
+    src = self_tensor if self_tensor is not None else (args[0] if args and isinstance(args[0], torch.Tensor) else None)
+    rest = args if self_tensor is not None else args[1:]
+    if name in ("diag", "diagflat", "diag_embed") and src is not None:
+        n = src.numel() if name == "diagflat" or src.dim() <= 1 else None
+        if name == "diag_embed":
+            last = src.shape[-1] if src.dim() else 1
+            return src.numel() * last
+        return None if n is None else n * n
+    if name == "vander" and src is not None:
+        cols = _as_int(rest[0]) if rest else _as_int(kwargs.get("N"))
+        n = src.numel()
+        return n * (cols if cols is not None else n)
+    if name == "histc":
+        bins = _as_int(rest[0]) if rest else _as_int(kwargs.get("bins", 100))
+        return bins
+    if name == "bincount" and src is not None:
+        minlength = _as_int(kwargs.get("minlength", rest[1] if len(rest) > 1 else 0)) or 0
+        top = int(src.max().item()) + 1 if src.numel() and not src.is_floating_point() else 0
+        return max(minlength, top)
+    if name == "combinations" and src is not None:
+        r = _as_int(kwargs.get("r", rest[0] if rest else 2)) or 2
+        return math.comb(src.numel(), r) * r if r >= 0 else None
+    if name == "multinomial" and src is not None:
+        k = _as_int(rest[0]) if rest else _as_int(kwargs.get("num_samples"))
+        rows = src.shape[0] if src.dim() == 2 else 1
+        return None if k is None else k * rows
     tensors = _tensors(list(args) + list(kwargs.values()))
     if self_tensor is not None:
         tensors.insert(0, self_tensor)
@@ -172,3 +199,27 @@ def estimate_numel(
         except RuntimeError:
             return None
     return None
+
+
+def estimate_index_numel(shape: tuple[int, ...], index: Any) -> int | None:
+    """Elements of ``t[index]`` when advanced (tensor or list) indexing can blow it up."""
+    parts = index if isinstance(index, tuple) else (index,)
+    picked: list[int] = []
+    dims_used = 0
+    for part in parts:
+        if isinstance(part, torch.Tensor) and part.dtype != torch.bool:
+            picked.append(part.numel())
+            dims_used += 1
+        elif isinstance(part, list) and len(part) and all(isinstance(x, int) and not isinstance(x, bool) for x in part):
+            picked.append(len(part))
+            dims_used += 1
+        elif isinstance(part, (torch.Tensor, np.ndarray, list)):
+            return None  # masks and nested lists select at most what exists
+        elif part is None or part is Ellipsis:
+            continue
+        else:
+            dims_used += 1
+    if not picked:
+        return None
+    rest = math.prod(shape[dims_used:]) if dims_used <= len(shape) else 1
+    return max(picked) * rest

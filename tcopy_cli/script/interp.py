@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import io
+import math
 import operator
 import re
 from collections.abc import Callable, Iterable
@@ -257,6 +258,10 @@ class Interpreter:
             raise NotAllowedError(f"can't assign to {type(target).__name__}")
 
     def _unpack(self, value: Any, n: int) -> list[Any]:
+        try:
+            iter(value)
+        except TypeError:
+            raise TypeError(f"cannot unpack non-iterable {type(value).__name__} object") from None
         self._check_size(value)
         items = list(value)
         if len(items) > n:
@@ -341,7 +346,13 @@ class Interpreter:
     def _eval_Subscript(self, node: ast.Subscript) -> Any:
         base = self.eval(node.value)
         index = self.eval(node.slice)
-        return base[index]
+        if isinstance(base, (torch.Tensor, np.ndarray)):
+            numel = alloc.estimate_index_numel(tuple(base.shape), index)
+            if numel is not None and numel > self.limits.max_elements:
+                self._raise_limit(f"this indexing would create {numel:,} elements", "max_elements")
+        result = base[index]
+        self._check_result(result)
+        return result
 
     def _eval_Slice(self, node: ast.Slice) -> slice:
         return slice(
@@ -407,12 +418,20 @@ class Interpreter:
         return self._apply_binop(node.op, left, right, _BINOPS[type(node.op)])
 
     def _eval_Compare(self, node: ast.Compare) -> Any:
-        left = self.eval(node.left)
+        # Classes may be compared (type(x) == torch.Tensor), nothing else about them.
+        left = self.eval(node.left, allow_proxy=True)
         result: Any = True
-        for op, comp in zip(node.ops, node.comparators):
-            right = self.eval(comp)
+        last = len(node.ops) - 1
+        for i, (op, comp) in enumerate(zip(node.ops, node.comparators)):
+            right = self.eval(comp, allow_proxy=True)
+            for operand in (left, right):
+                if not is_storable(operand) and not (
+                    isinstance(operand, ClassProxy) and isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot))
+                ):
+                    raise NotAllowedError(f"{type_name(operand)} can't be compared")
             result = _CMPOPS[type(op)](left, right)
-            if not self._truth(result):
+            # Python tests the truth of every result of a chain but the last.
+            if i < last and not self._truth(result):
                 return result
             left = right
         return result
@@ -434,6 +453,8 @@ class Interpreter:
 
     def _format_value(self, node: ast.FormattedValue) -> str:
         value = self.eval(node.value)
+        if self._repr_size(value) > self.limits.max_str_len:
+            self._raise_limit("the formatted value would be too long", "max_str_len")
         if node.conversion == ord("r"):
             value = repr(value)
         elif node.conversion == ord("a"):
@@ -486,7 +507,17 @@ class Interpreter:
         if builtin and name in _SIZED_BUILTINS:
             for value in args:
                 self._check_size(value)
-        self._check_call(name, args, kwargs, self_tensor)
+        size_args = args
+        if isinstance(func, ast.Attribute) and isinstance(base, ClassProxy) and args:
+            # torch.Tensor.method(t, ...) is t.method(...): check it the same way.
+            if isinstance(args[0], torch.Tensor):
+                self_tensor, size_args = args[0], args[1:]
+            base = args[0]
+        self._check_call(name, size_args, kwargs, self_tensor)
+        if builtin:
+            self._check_builtin(name, args, kwargs)
+        elif isinstance(func, ast.Attribute):
+            self._check_method(name, base, size_args)
         result = fn(*args, **kwargs)
         self._check_result(result)
         return result
@@ -495,7 +526,11 @@ class Interpreter:
         if len(node.args) != 2 or node.keywords:
             raise TypeError(f"isinstance expected 2 arguments, got {len(node.args)}")
         obj = self.eval(node.args[0])
-        spec = self.eval(node.args[1], allow_proxy=True)
+        arg = node.args[1]
+        if isinstance(arg, ast.Tuple):
+            spec: Any = tuple(self.eval(e, allow_proxy=True) for e in arg.elts)
+        else:
+            spec = self.eval(arg, allow_proxy=True)
         classes = spec if isinstance(spec, tuple) else (spec,)
         resolved: list[type] = []
         for c in classes:
@@ -536,10 +571,81 @@ class Interpreter:
         if numel is not None and numel > self.limits.max_elements:
             self._raise_limit(f"{name}() would create a tensor of {numel:,} elements", "max_elements")
 
+    def _check_builtin(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
+        """Builtins whose result could outgrow the limits before any check sees it."""
+        lim = self.limits
+        if name in ("str", "print"):
+            total = sum(self._repr_size(a) for a in args)
+            if total > lim.max_str_len:
+                self._raise_limit(f"{name}() would build about {total:,} characters", "max_str_len")
+        elif name == "round":
+            digits = args[1] if len(args) > 1 else kwargs.get("ndigits")
+            if isinstance(digits, int) and abs(digits) * 3.33 > lim.max_int_bits:
+                self._raise_limit("round() with so many digits needs a huge integer", "max_int_bits")
+        elif name == "sum":
+            start = args[1] if len(args) > 1 else kwargs.get("start")
+            if isinstance(start, (list, tuple, str)) and args:
+                total = len(start) + sum(len(x) for x in args[0] if isinstance(x, (list, tuple, str)))
+                if total > lim.max_str_len:
+                    self._raise_limit(f"sum() would build {total:,} items", "max_str_len")
+
+    def _check_method(self, name: str, base: Any, args: list[Any]) -> None:
+        """Methods of strings, lists and arrays whose results are sized before they are built."""
+        lim = self.limits
+        if isinstance(base, str):
+            size = None
+            if name == "replace" and len(args) >= 2 and isinstance(args[0], str) and isinstance(args[1], str):
+                count = base.count(args[0]) if args[0] else len(base) + 1
+                size = len(base) + count * (len(args[1]) - len(args[0]))
+            elif name == "join" and args:
+                items = args[0]
+                if isinstance(items, (list, tuple)):
+                    size = sum(len(x) for x in items if isinstance(x, str)) + len(base) * max(len(items) - 1, 0)
+            if size is not None and size > lim.max_str_len:
+                self._raise_limit(f"{name}() would build {size:,} characters", "max_str_len")
+        elif isinstance(base, list) and name in ("extend", "append", "insert"):
+            added = 1
+            if name == "extend" and args:
+                try:
+                    added = len(args[0])
+                except TypeError:
+                    added = 0
+            if len(base) + added > lim.max_str_len:
+                self._raise_limit(f"the list would grow to {len(base) + added:,} items", "max_str_len")
+        elif isinstance(base, np.ndarray) and name == "tolist" and base.size > lim.max_iterations:
+            self._raise_limit(f"tolist() of {base.size:,} elements", "max_iterations")
+
+    def _repr_size(self, value: Any, depth: int = 0) -> int:
+        """A cheap upper estimate of len(str(value)), stopping once over the limit."""
+        if isinstance(value, str):
+            return len(value) + 2
+        if isinstance(value, torch.Tensor):
+            return min(value.numel(), 1000) * 16 + 200
+        if isinstance(value, np.ndarray):
+            return min(value.size, 1000) * 16 + 200
+        if isinstance(value, (list, tuple, set, dict)) and depth < 20:
+            items = list(value.items()) if isinstance(value, dict) else list(value)
+            total = 2
+            for item in items:
+                total += 2 + (
+                    self._repr_size(item[0], depth + 1) + self._repr_size(item[1], depth + 1)
+                    if isinstance(value, dict)
+                    else self._repr_size(item, depth + 1)
+                )
+                if total > self.limits.max_str_len:
+                    return total
+            return total
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value.bit_length() // 3 + 2
+        return 64
+
     def _check_result(self, result: Any) -> None:
         if isinstance(result, torch.Tensor):
             if result.numel() > self.limits.max_elements:
                 self._raise_limit(f"the result has {result.numel():,} elements", "max_elements")
+        elif isinstance(result, np.ndarray):
+            if result.size > self.limits.max_elements:
+                self._raise_limit(f"the result has {result.size:,} elements", "max_elements")
         elif isinstance(result, str) and len(result) > self.limits.max_str_len:
             self._raise_limit("the resulting string is too long", "max_str_len")
         elif isinstance(result, (list, tuple)) and len(result) <= 10_000:
@@ -573,6 +679,29 @@ class Interpreter:
             items = right if isinstance(right, tuple) else (right,)
             if not all(isinstance(i, (int, float, str, bool)) or i is None for i in items):
                 raise NotAllowedError("'%' formatting is allowed with numbers and strings only; use an f-string")
+            widths = [int(n) for n in re.findall(r"%[-#0 +]*(\d+)", left) if len(n) < 12]
+            if "*" in left:
+                widths += [abs(i) for i in items if isinstance(i, int)]
+            widths += [len(i) for i in items if isinstance(i, str)]
+            if sum(widths) + len(left) > lim.max_str_len:
+                self._raise_limit("the formatted string would be too long", "max_str_len")
+        if isinstance(left, list) and isinstance(op, ast.Add) and not isinstance(right, list):
+            try:
+                if len(left) + len(right) > lim.max_str_len:
+                    self._raise_limit("the list would grow too long", "max_str_len")
+            except TypeError:
+                pass
+        arrays = [v for v in (left, right) if isinstance(v, np.ndarray)]
+        if arrays:
+            shapes = [v.shape for v in (left, right) if isinstance(v, (np.ndarray, torch.Tensor))]
+            try:
+                numel = math.prod(np.broadcast_shapes(*[tuple(sh) for sh in shapes]))
+            except ValueError:
+                numel = None
+            if isinstance(op, ast.MatMult):
+                numel = None
+            if numel is not None and numel > lim.max_elements:
+                self._raise_limit(f"the result would have {numel:,} elements", "max_elements")
         if isinstance(left, torch.Tensor) or isinstance(right, torch.Tensor):
             name = "__matmul__" if isinstance(op, ast.MatMult) else "binary"
             tensors = [v for v in (left, right) if isinstance(v, torch.Tensor)]
@@ -593,7 +722,17 @@ class Interpreter:
 
     # --- builtins --------------------------------------------------------------------
 
-    def _print(self, *args: Any, sep: str | None = " ", end: str | None = "\n") -> None:
+    def _print(self, *args: Any, **kwargs: Any) -> None:
+        unknown = set(kwargs) - {"sep", "end", "flush"}
+        if unknown:
+            name = sorted(unknown)[0]
+            if name == "file":
+                raise NotAllowedError("print(file=...) is not allowed: scripts print to tcopy's capture only")
+            raise TypeError(f"'{name}' is an invalid keyword argument for print()")
+        sep, end = kwargs.get("sep", " "), kwargs.get("end", "\n")
+        for value in (sep, end):
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"sep and end must be None or a string, not {type(value).__name__}")
         text = (" " if sep is None else str(sep)).join(str(a) for a in args) + ("\n" if end is None else str(end))
         self.printed += len(text)
         if self.printed > self.limits.max_output:

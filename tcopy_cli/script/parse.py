@@ -124,14 +124,20 @@ class _Validator(ast.NodeVisitor):
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self.depth = 0
+        self.where: tuple[int, int] = (1, 0)
 
     def reject(self, node: ast.AST, message: str) -> ScriptRejected:
-        return ScriptRejected(message, getattr(node, "lineno", None), (getattr(node, "col_offset", -1) or 0) + 1)
+        # Operator and context nodes have no position: use the nearest node that has one.
+        line = getattr(node, "lineno", None) or self.where[0]
+        col = getattr(node, "col_offset", None)
+        return ScriptRejected(message, line, (col if col is not None else self.where[1]) + 1)
 
     def generic_visit(self, node: ast.AST) -> None:
         if isinstance(node, ast.Module):
             super().generic_visit(node)
             return
+        if getattr(node, "lineno", None) is not None:
+            self.where = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
         if type(node) in _REFUSED_WHY:
             raise self.reject(node, _REFUSED_WHY[type(node)])
         if not isinstance(node, _STMT_NODES + _EXPR_NODES + (ast.comprehension,)):
@@ -171,7 +177,8 @@ class _Validator(ast.NodeVisitor):
             raise self.reject(node, f"'{name}' is not allowed: {policy.FORBIDDEN_NAMES[name]}")
         if name.startswith("__") and name not in policy.ALLOWED_DUNDER_NAMES:
             raise self.reject(node, f"names starting with '__' are not allowed: '{name}'")
-        if isinstance(node.ctx, (ast.Store, ast.Del)) and name.startswith("_"):
+        # A lone '_' is the usual throwaway name (for _ in range(3)); other '_' names are refused.
+        if isinstance(node.ctx, (ast.Store, ast.Del)) and name.startswith("_") and name != "_":
             raise self.reject(node, f"names starting with '_' can't be assigned: '{name}'")
         self.generic_visit(node)
 

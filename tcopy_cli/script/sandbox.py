@@ -182,7 +182,7 @@ def get_attribute(value: Any, attr: str, allow_proxy: bool = False) -> Any:
             raise NotAllowedError(f"'.{attr}' is a method: call it, e.g. x.{attr}()")
         raise NotAllowedError(f"tensor attribute '.{attr}' is not in tcopy's allow-list")
     if _is_return_type(value):
-        if attr in policy.RETURN_TYPE_FIELDS and attr in getattr(value, "_fields", ()):
+        if attr in policy.RETURN_TYPE_FIELDS and hasattr(value, attr):
             return getattr(value, attr)
         raise NotAllowedError(f"'{type(value).__name__}' has no allowed attribute '{attr}'")
     if _is_node(value):

@@ -38,7 +38,10 @@ def run_source(
     steps: list[Step] = []
     runner = Runner(program, options, steps.append)
     trace = Trace(info=runner.info(origin), steps=steps)
-    trace.summary = runner.run()
+    try:
+        trace.summary = runner.run()
+    finally:
+        runner.close()
     return trace
 
 

@@ -24,6 +24,7 @@ from tcopy_cli.trace.values import format_nested, format_number, json_values
 PREVIEW_ITEMS = 6
 _MAX_CONTAINER_ITEMS = 1000
 _MAX_CONTAINER_DEPTH = 3
+_VISIT_BUDGET = 5_000
 
 
 class StorageLabels:
@@ -123,23 +124,37 @@ def _array_span(a: np.ndarray) -> tuple[int, int]:
 
 
 def iter_named(ns: dict[str, Any]) -> Iterator[tuple[str, Any]]:
-    """(display name, value) for tensors and arrays reachable from script names."""
+    """(display name, value) for tensors and arrays reachable from script names.
+
+    Containers are searched at most ``_MAX_CONTAINER_DEPTH`` deep, and at most
+    ``_VISIT_BUDGET`` items in all per step, so nested lists can't make observing slow.
+    """
+    budget = [_VISIT_BUDGET]
     for name, value in ns.items():
-        yield from _walk(name, value, 0)
+        yield from _walk(name, value, 0, budget)
 
 
-def _walk(name: str, value: Any, depth: int) -> Iterator[tuple[str, Any]]:
+def _walk(name: str, value: Any, depth: int, budget: list[int]) -> Iterator[tuple[str, Any]]:
     if isinstance(value, (torch.Tensor, np.ndarray)):
         yield name, value
-    elif depth < _MAX_CONTAINER_DEPTH and isinstance(value, (list, tuple)) and not isinstance(value, torch.Size):
+        return
+    if depth >= _MAX_CONTAINER_DEPTH or budget[0] <= 0:
+        return
+    if isinstance(value, (list, tuple)) and not isinstance(value, torch.Size):
         for i, item in enumerate(value[:_MAX_CONTAINER_ITEMS]):
-            yield from _walk(f"{name}[{i}]", item, depth + 1)
-    elif depth < _MAX_CONTAINER_DEPTH and isinstance(value, dict):
+            budget[0] -= 1
+            if budget[0] <= 0:
+                return
+            if isinstance(item, (torch.Tensor, np.ndarray, list, tuple, dict)):
+                yield from _walk(f"{name}[{i}]", item, depth + 1, budget)
+    elif isinstance(value, dict):
         for i, (k, item) in enumerate(value.items()):
-            if i >= _MAX_CONTAINER_ITEMS:
-                break
-            key = f'"{k}"' if isinstance(k, str) else repr(k)
-            yield from _walk(f"{name}[{key}]", item, depth + 1)
+            budget[0] -= 1
+            if i >= _MAX_CONTAINER_ITEMS or budget[0] <= 0:
+                return
+            if isinstance(item, (torch.Tensor, np.ndarray, list, tuple, dict)):
+                key = f'"{k}"' if isinstance(k, str) else repr(k)
+                yield from _walk(f"{name}[{key}]", item, depth + 1, budget)
 
 
 @dataclass(frozen=True)
@@ -262,7 +277,9 @@ class Observer:
                 shares_memory_with=overlap,
                 storage=inside[0] if inside else None,
             )
-        total = sum(nbytes_of.values())
+        total = sum(nbytes_of.values()) + sum(
+            a.nbytes for name, a in arrays if array_records[name].storage is None and a.base is None
+        )
         graph = build_graph(walk, tensors, self.saved) if self.graph else None
         return Snapshot(records, array_records, total, events, graph)
 
@@ -276,7 +293,15 @@ class Observer:
 
     def _record(self, t: torch.Tensor, storage: str, shares: list[str], grad: TensorRecord | None) -> TensorRecord:
         d = t.detach()
-        values, preview = tensor_values(d, self.max_values)
+        if _fits_storage(t):
+            try:
+                values, preview = tensor_values(d, self.max_values)
+            except (RuntimeError, ValueError, TypeError, IndexError) as exc:
+                values, preview = None, f"<values unreadable: {type(exc).__name__}>"
+        else:
+            # A failed resize_ can leave sizes larger than the memory behind them; torch
+            # itself would read past the end here, so tcopy does not read at all.
+            values, preview = None, "<not read: the tensor's sizes exceed its storage>"
         try:
             version = int(t._version)
         except RuntimeError:  # inference tensors have no version counter
@@ -309,6 +334,19 @@ class Observer:
             storage_nbytes=nbytes,
             object_id=id(t),
         )
+
+
+def _fits_storage(t: torch.Tensor) -> bool:
+    """True when every element of ``t`` lies inside its storage."""
+    try:
+        nbytes = t.untyped_storage().nbytes()
+    except (RuntimeError, NotImplementedError):
+        return t.device.type == "meta"
+    if t.numel() == 0:
+        return True
+    hi = sum(max(0, (s - 1) * st) for s, st in zip(t.shape, t.stride()))
+    lo = sum(min(0, (s - 1) * st) for s, st in zip(t.shape, t.stride()))
+    return t.storage_offset() + lo >= 0 and (t.storage_offset() + hi + 1) * t.element_size() <= nbytes
 
 
 def _grad_of(t: torch.Tensor) -> torch.Tensor | None:

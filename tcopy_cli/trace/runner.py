@@ -194,6 +194,10 @@ class Runner:
         self._run_body()
         return self.errors - errors
 
+    def close(self) -> None:
+        """Drop the script's names so its tensors are freed now, not at the next GC."""
+        self.interp.ns.clear()
+
     def _where(self) -> str:
         node = self.current_node
         return f"line {node.lineno}" if node is not None else "the script"
