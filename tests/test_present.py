@@ -55,7 +55,7 @@ def test_narration_and_title() -> None:
 
 def test_export_svg_html_txt(tmp_path: Path) -> None:
     svg = tmp_path / "demo.svg"
-    code, out, err = run("run", "-e", SCRIPT, "--export", str(svg), "--title", "My demo")
+    code, _out, err = run("run", "-e", SCRIPT, "--export", str(svg), "--title", "My demo")
     assert code == 0 and "wrote" in err
     root = ET.parse(svg).getroot()
     assert root.tag.endswith("svg")
