@@ -8,6 +8,7 @@ through ``sandbox.py``'s attribute and call checks, and sizes through ``alloc.py
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import math
 import operator
@@ -174,7 +175,9 @@ class Interpreter:
                     ),
                 )
                 return
-            self._assign(stmt.target, item)
+            ok, _ = self.hook.header(stmt, functools.partial(self._assign, stmt.target, item))
+            if not ok:
+                return
             try:
                 self._exec_block(stmt.body)
             except _Break:

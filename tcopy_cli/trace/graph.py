@@ -25,10 +25,27 @@ _set_version = getattr(getattr(torch._C, "_autograd", None), "_unsafe_set_versio
 _PROBE = 987_654_321
 
 
+def node_key(node: Any) -> int:
+    """A stable identity for a graph node while it lives.
+
+    The Python wrapper of a node is not always the same object on each access (it is
+    in recent torch, not in older releases), so ids of wrappers can't be compared.
+    An AccumulateGrad node is identified by its leaf tensor; every other node by its
+    class and its sequence number, which torch assigns uniquely as nodes are created.
+    """
+    variable = getattr(node, "variable", None)
+    if isinstance(variable, torch.Tensor):
+        return id(variable)
+    seq = getattr(node, "_sequence_nr", None)
+    if seq is None:  # pragma: no cover - every torch node has it
+        return id(node)
+    return hash((type(node).__name__, seq()))
+
+
 def node_id(t: torch.Tensor) -> int:
     """Identity of a tensor's place in the graph: its grad_fn, or itself for a leaf."""
     fn = t.grad_fn
-    return id(fn) if fn is not None else id(t)
+    return node_key(fn) if fn is not None else id(t)
 
 
 @dataclass
@@ -43,7 +60,7 @@ class GraphWalk:
         fn = t.grad_fn
         if fn is None:
             return frozenset()
-        key = id(fn)
+        key = node_key(fn)
         if key in self.reach:
             return self.reach[key]
         seen: set[int] = set()
@@ -51,12 +68,13 @@ class GraphWalk:
         stack = [fn]
         while stack and len(seen) < MAX_GRAPH_NODES:
             node = stack.pop()
-            if id(node) in seen:
+            nk = node_key(node)
+            if nk in seen:
                 continue
-            seen.add(id(node))
-            self.nodes[id(node)] = node
-            if node is not fn:
-                found.add(id(node))
+            seen.add(nk)
+            self.nodes[nk] = node
+            if nk != key:
+                found.add(nk)
             variable = getattr(node, "variable", None)
             if isinstance(variable, torch.Tensor):
                 found.add(id(variable))
@@ -77,9 +95,10 @@ class GraphWalk:
         stack = [node]
         while stack and len(seen) < MAX_GRAPH_NODES:
             cur = stack.pop()
-            if id(cur) in seen:
+            ck = node_key(cur)
+            if ck in seen:
                 continue
-            seen.add(id(cur))
+            seen.add(ck)
             variable = getattr(cur, "variable", None)
             if isinstance(variable, torch.Tensor):
                 names.extend(n for n in leaf_names.get(id(variable), []) if n not in names)
@@ -264,7 +283,7 @@ def build_graph(
     leaf_names: dict[int, list[str]] = {}
     for name, t in tensors:
         if t.grad_fn is not None:
-            by_id.setdefault(id(t.grad_fn), []).append(name)
+            by_id.setdefault(node_key(t.grad_fn), []).append(name)
         else:
             leaf_names.setdefault(id(t), []).append(name)
     labels: dict[int, str] = {}
@@ -272,9 +291,10 @@ def build_graph(
     queue = [t.grad_fn for _, t in tensors if t.grad_fn is not None]
     while queue and len(order) < MAX_GRAPH_NODES:
         node = queue.pop(0)
-        if id(node) in labels:
+        nk = node_key(node)
+        if nk in labels:
             continue
-        labels[id(node)] = f"N{len(labels) + 1}"
+        labels[nk] = f"N{len(labels) + 1}"
         order.append(node)
         queue.extend(nxt for nxt, _ in getattr(node, "next_functions", ()) if nxt is not None)
     nodes: dict[str, GraphNode] = {}
@@ -288,20 +308,24 @@ def build_graph(
                 stale=entry.status in ("bumped", "silent"),
             )
             for (nid, attr, idx), entry in tracker.entries.items()
-            if nid == id(node)
+            if nid == node_key(node)
         ]
-        label = labels[id(node)]
+        label = labels[node_key(node)]
         nodes[label] = GraphNode(
             label=label,
             op=type(node).__name__,
-            next=[labels.get(id(nxt)) if nxt is not None else None for nxt, _ in node.next_functions],
+            next=[labels.get(node_key(nxt)) if nxt is not None else None for nxt, _ in node.next_functions],
             variable=list(leaf_names.get(id(variable), ["(unnamed leaf)"]))
             if isinstance(variable, torch.Tensor)
             else [],
-            tensors=by_id.get(id(node), []),
+            tensors=by_id.get(node_key(node), []),
             saved=saved,
         )
-    roots = {name: labels[id(t.grad_fn)] for name, t in tensors if t.grad_fn is not None and id(t.grad_fn) in labels}
+    roots = {
+        name: labels[node_key(t.grad_fn)]
+        for name, t in tensors
+        if t.grad_fn is not None and node_key(t.grad_fn) in labels
+    }
     ids = {id(t): name for name, t in tensors}
     views: dict[str, str] = {}
     for name, t in tensors:
