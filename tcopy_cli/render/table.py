@@ -98,7 +98,8 @@ class TableRenderer:
             parts.append(Padding(Text("⚠ warning: " + w, style="yellow"), (0, 0, 0, 2)))
         if self.options.explain:
             for note in step.notes:
-                parts.append(Padding(Text("• " + note, style="cyan"), (0, 0, 0, 2)))
+                style = "bold yellow" if note.startswith("⚠") else "cyan"
+                parts.append(Padding(Text("• " + note, style=style), (0, 0, 0, 2)))
         if self.options.memory:
             parts.append(memory_map(step, self.console.width))
         if self.options.graph and step.graph is not None and step.graph.roots:
