@@ -44,13 +44,14 @@ _BLOCKS = (ast.For, ast.If, ast.With)
 def start_reference(sources: dict[str, str], workdir: Path) -> subprocess.Popen[str]:
     """Start the reference process for ``sources`` ({name: source}); see ``collect_reference``.
 
-    The sources go to the child in a file under ``workdir``, so that the caller can do
-    other work (start tcopy processes) while the child runs.
+    The sources go to the child in a file under ``workdir`` and the results come back in
+    another (the scripts' own output can't mix with them), so the caller can do other
+    work (start tcopy processes) while the child runs.
     """
     request = workdir / "reference-sources.json"
     request.write_text(json.dumps(sources), encoding="utf-8")
     return subprocess.Popen(
-        [sys.executable, str(Path(__file__).resolve()), str(request)],
+        [sys.executable, str(Path(__file__).resolve()), str(request), str(workdir / "reference-results.json")],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -67,17 +68,21 @@ def collect_reference(proc: subprocess.Popen[str], timeout: float = 240.0) -> di
             proc.kill()
             proc.wait()
     if proc.returncode != 0:
-        raise RuntimeError(f"the reference process failed ({proc.returncode}):\n{err}")
-    results: dict[str, dict[str, Any]] = json.loads(out)
+        raise RuntimeError(f"the reference process failed ({proc.returncode}):\n{out}\n{err}")
+    args = proc.args
+    assert isinstance(args, list)
+    results: dict[str, dict[str, Any]] = json.loads(Path(args[-1]).read_text(encoding="utf-8"))
     return results
 
 
 def run_reference(sources: dict[str, str], timeout: float = 240.0) -> dict[str, dict[str, Any]]:
     """Run each script under plain Python in one fresh subprocess; name -> result.
 
-    A result is ``{"stdout", "warnings", "error", "steps", "statements_total",
-    "completed", "state"}`` where ``error`` is null or ``{"type", "line",
-    "message"}`` and ``state`` is the final state (see ``final_state``).
+    A result is ``{"stdout", "warnings", "error", "steps", "step_lines",
+    "statements_total", "completed", "state"}``: ``step_lines`` is the line of every
+    step in execution order, ``completed`` the number of top-level statements that
+    finished, ``error`` null or ``{"type", "line", "message"}``, and ``state`` the
+    final state (see ``final_state``).
     """
     with tempfile.TemporaryDirectory() as tmp:
         return collect_reference(start_reference(sources, Path(tmp)), timeout)
@@ -87,12 +92,12 @@ def run_reference(sources: dict[str, str], timeout: float = 240.0) -> dict[str, 
 
 
 def _step_call(node: ast.stmt) -> ast.stmt:
-    call = ast.Expr(ast.Call(ast.Name(STEP_HOOK, ast.Load()), [], []))
+    call = ast.Expr(ast.Call(ast.Name(STEP_HOOK, ast.Load()), [ast.Constant(node.lineno)], []))
     return ast.copy_location(call, node)
 
 
 def instrument(body: list[ast.stmt]) -> list[ast.stmt]:
-    """Put a step-counting call before every statement that tcopy reports as a step."""
+    """Put a step-recording call (with the line) before every statement that tcopy reports as a step."""
     out: list[ast.stmt] = []
     for stmt in body:
         if isinstance(stmt, _BLOCKS):
@@ -141,15 +146,16 @@ def run_one(source: str) -> dict[str, Any]:
     import io
     import warnings
 
+    import torch
+
+    # Scripts run one after another in this process: start each from torch's defaults
+    # (tcopy restores these after a run too).
+    torch.set_grad_enabled(True)
+    torch.set_default_dtype(torch.float32)
     tree = ast.parse(source, filename=SCRIPT_FILENAME)
     original = ast.parse(source, filename=SCRIPT_FILENAME)
-    steps = 0
-
-    def count_step() -> None:
-        nonlocal steps
-        steps += 1
-
-    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins, STEP_HOOK: count_step}
+    step_lines: list[int] = []
+    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins, STEP_HOOK: step_lines.append}
     stdout = io.StringIO()
     warned: list[str] = []
     error: dict[str, Any] | None = None
@@ -164,14 +170,13 @@ def run_one(source: str) -> dict[str, Any]:
             except Exception as exc:
                 line = _script_line(exc)
                 found = locate(original.body, line) if line is not None else None
-                header = found is not None and found[1]
-                if header:
-                    steps += 1  # a failing block header is reported as one step
                 error = {
                     "type": type(exc).__name__,
                     "line": found[0].lineno if found is not None else line,
                     "message": str(exc),
                 }
+                if found is not None and found[1]:
+                    step_lines.append(found[0].lineno)  # a failing block header is reported as one step
         warned.extend(str(w.message) for w in caught)
         if error is not None:
             break
@@ -180,7 +185,8 @@ def run_one(source: str) -> dict[str, Any]:
         "stdout": stdout.getvalue(),
         "warnings": warned,
         "error": error,
-        "steps": steps,
+        "steps": len(step_lines),
+        "step_lines": step_lines,
         "statements_total": len(tree.body),
         "completed": completed,
         "state": final_state(namespace),
@@ -238,6 +244,13 @@ def _tensor_facts(t: Any) -> dict[str, Any]:
     }
 
 
+def _version(t: Any) -> int:
+    try:
+        return int(t._version)
+    except RuntimeError:  # inference tensors have no version counter; tcopy reports -1
+        return -1
+
+
 def _pairs(names_by_key: dict[Any, list[str]]) -> list[list[str]]:
     pairs = set()
     for names in names_by_key.values():
@@ -260,7 +273,6 @@ def final_state(namespace: dict[str, Any]) -> dict[str, Any]:
     whose memory overlaps it.
     """
     import numpy as np
-    import torch
 
     tensors: dict[str, Any] = {}
     arrays: dict[str, Any] = {}
@@ -281,7 +293,7 @@ def final_state(namespace: dict[str, Any]) -> dict[str, Any]:
             requires_grad=bool(value.requires_grad),
             is_leaf=bool(value.is_leaf),
             grad_fn=type(value.grad_fn).__name__ if value.grad_fn is not None else None,
-            version=int(value._version),
+            version=_version(value),
             storage_offset=int(value.storage_offset()),
             grad=_tensor_facts(grad) if grad is not None else None,
         )
@@ -290,11 +302,14 @@ def final_state(namespace: dict[str, Any]) -> dict[str, Any]:
         if grad is not None:
             members.append((f"{name}.grad", grad))
 
-    by_storage: dict[int, list[str]] = {}
-    by_ptr: dict[int, list[str]] = {}
+    by_storage: dict[Any, list[str]] = {}
+    by_ptr: dict[Any, list[str]] = {}
     for name, t in members:
-        by_storage.setdefault(t.untyped_storage().data_ptr(), []).append(name)
-        by_ptr.setdefault(t.data_ptr(), []).append(name)
+        storage = t.untyped_storage()
+        # Empty storages all sit at address 0 but share nothing: give each its own key.
+        key = storage.data_ptr() if storage.nbytes() else ("empty", name)
+        by_storage.setdefault(key, []).append(name)
+        by_ptr.setdefault(t.data_ptr() if storage.nbytes() else ("empty", name), []).append(name)
 
     def as_array(t: Any) -> Any:
         try:
@@ -318,12 +333,12 @@ def final_state(namespace: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
-    """Child process: read {name: source} from the JSON file named by argv[1]; {name: result} to stdout."""
+    """Child process: {name: source} from the JSON file argv[1]; {name: result} to the JSON file argv[2]."""
     sources: dict[str, str] = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
     results: dict[str, Any] = {}
     for name, source in sources.items():
         results[name] = run_one(source)
-    sys.stdout.write(json.dumps(results, allow_nan=False))
+    Path(sys.argv[2]).write_text(json.dumps(results, allow_nan=False), encoding="utf-8")
 
 
 if __name__ == "__main__":

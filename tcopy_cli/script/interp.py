@@ -274,20 +274,24 @@ class Interpreter:
         return items
 
     def _augassign(self, stmt: ast.AugAssign) -> None:
+        # Python's order: the target (and its current value) first, then the right side.
         op = _IOPS[type(stmt.op)]
-        rhs = self.eval(stmt.value)
         target = stmt.target
         if isinstance(target, ast.Name):
             cur = self._lookup(target.id)
+            rhs = self.eval(stmt.value)
             self.ns[target.id] = self._apply_binop(stmt.op, cur, rhs, op)
         elif isinstance(target, ast.Subscript):
             base = self.eval(target.value)
             self._check_container(base)
             idx = self.eval(target.slice)
-            base[idx] = self._apply_binop(stmt.op, base[idx], rhs, op)
+            cur = base[idx]
+            rhs = self.eval(stmt.value)
+            base[idx] = self._apply_binop(stmt.op, cur, rhs, op)
         elif isinstance(target, ast.Attribute):
             base = self.eval(target.value)
             cur = get_attribute(base, target.attr)
+            rhs = self.eval(stmt.value)
             set_attribute(base, target.attr, self._apply_binop(stmt.op, cur, rhs, op))
         else:  # pragma: no cover
             raise NotAllowedError("can't assign to this target")

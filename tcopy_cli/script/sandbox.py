@@ -180,6 +180,8 @@ def get_attribute(value: Any, attr: str, allow_proxy: bool = False) -> Any:
             return getattr(value, attr)
         if attr in policy.TENSOR_METHODS:
             raise NotAllowedError(f"'.{attr}' is a method: call it, e.g. x.{attr}()")
+        if attr not in dir(value):
+            raise AttributeError(f"'Tensor' object has no attribute '{attr}'")
         raise NotAllowedError(f"tensor attribute '.{attr}' is not in tcopy's allow-list")
     if _is_return_type(value):
         if attr in policy.RETURN_TYPE_FIELDS and hasattr(value, attr):
@@ -196,7 +198,18 @@ def get_attribute(value: Any, attr: str, allow_proxy: bool = False) -> Any:
             if attr in methods:
                 raise NotAllowedError(f"'.{attr}' is a method: call it")
             break
-    raise NotAllowedError(f"'{type_name(value)}' value has no allowed attribute '{attr}'")
+    raise _missing(value, attr, "attribute")
+
+
+def _missing(value: Any, attr: str, what: str) -> Exception:
+    """Python's AttributeError when the attribute doesn't exist at all, else a refusal."""
+    try:
+        exists = attr in dir(value)
+    except Exception:  # pragma: no cover - dir() of a safe value does not fail
+        exists = True
+    if not exists:
+        return AttributeError(f"'{type(value).__name__}' object has no attribute '{attr}'")
+    return NotAllowedError(f"'{type_name(value)}' value has no allowed {what} '{attr}'")
 
 
 def resolve_method(value: Any, attr: str) -> Callable[..., Any]:
@@ -219,6 +232,8 @@ def resolve_method(value: Any, attr: str) -> Callable[..., Any]:
             fn = getattr(value, attr, None)
             if fn is not None:
                 return fn  # type: ignore[no-any-return]
+        if attr not in dir(value):
+            raise AttributeError(f"'Tensor' object has no attribute '{attr}'")
         raise NotAllowedError(f"tensor method '.{attr}()' is not in tcopy's allow-list")
     if _is_node(value):
         if attr in policy.NODE_METHODS:
@@ -231,7 +246,7 @@ def resolve_method(value: Any, attr: str) -> Callable[..., Any]:
             break
     if isinstance(value, tuple) and attr in policy.TUPLE_METHODS:
         return getattr(value, attr)  # type: ignore[no-any-return]
-    raise NotAllowedError(f"'{type_name(value)}' value has no allowed method '{attr}'")
+    raise _missing(value, attr, "method")
 
 
 def type_name(value: Any) -> str:

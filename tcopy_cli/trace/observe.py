@@ -32,11 +32,13 @@ class StorageLabels:
 
     A storage's Python object lives exactly as long as the storage itself (torch
     preserves it), so a weak reference tells when a storage is freed; its label is then
-    retired and a new storage at the same address gets a new label.
+    retired and a new storage at the same address gets a new label. Two storage objects
+    over the same memory (``torch.from_numpy(t.numpy())``) get the same label.
     """
 
     def __init__(self) -> None:
         self._labels: dict[int, str] = {}
+        self._spans: dict[int, tuple[str, int, int]] = {}
         self._count = 0
 
     def label(self, storage: Any) -> str:
@@ -45,14 +47,30 @@ class StorageLabels:
         found = self._labels.get(key)
         if found is not None:
             return found
-        self._count += 1
-        label = f"S{self._count}"
+        device = str(storage.device)
+        start = int(storage.data_ptr())
+        end = start + int(storage.nbytes())
+        label = next(
+            (lab for lab, (dev, s0, s1) in self._live_spans() if dev == device and s0 <= start and end <= s1 and start),
+            None,
+        )
+        if label is None:
+            self._count += 1
+            label = f"S{self._count}"
         self._labels[key] = label
+        self._spans[key] = (device, start, end)
         try:
-            weakref.finalize(storage, self._labels.pop, key, None)
+            weakref.finalize(storage, self._forget, key)
         except TypeError:  # pragma: no cover - storages without weakref support
             pass
         return label
+
+    def _live_spans(self) -> list[tuple[str, tuple[str, int, int]]]:
+        return [(self._labels[k], span) for k, span in self._spans.items() if k in self._labels]
+
+    def _forget(self, key: int) -> None:
+        self._labels.pop(key, None)
+        self._spans.pop(key, None)
 
 
 def _head(d: torch.Tensor, k: int) -> list[Any]:
@@ -252,12 +270,14 @@ class Observer:
         spans = {name: tensor_span(t) for name, t in members if t.device.type != "meta"}
         array_records: dict[str, ArrayRecord] = {}
         array_spans = {name: _array_span(a) for name, a in arrays}
+        arrays_by_name = dict(arrays)
+        members_by_name = dict(members)
         for name, a in arrays:
             lo, hi = array_spans[name]
             overlap = [
                 n
                 for n, (l2, h2) in list(spans.items()) + list(array_spans.items())
-                if n != name and lo < h2 and l2 < hi
+                if n != name and lo < h2 and l2 < hi and _shares(a, arrays_by_name.get(n), members_by_name.get(n))
             ]
             if a.size <= self.max_values:
                 raw = a.tolist()
@@ -334,6 +354,21 @@ class Observer:
             storage_nbytes=nbytes,
             object_id=id(t),
         )
+
+
+def _shares(a: np.ndarray, other: np.ndarray | None, tensor: torch.Tensor | None) -> bool:
+    """Exact element overlap where NumPy can decide it cheaply; byte bounds otherwise."""
+    if other is None and tensor is not None and tensor.device.type == "cpu":
+        try:
+            other = tensor.detach().numpy()
+        except (RuntimeError, TypeError):
+            return True
+    if other is None:
+        return True
+    try:
+        return bool(np.shares_memory(a, other, max_work=100_000))  # type: ignore[arg-type]
+    except Exception:  # numpy's TooHardError: the problem is too large to decide exactly
+        return True
 
 
 def _fits_storage(t: torch.Tensor) -> bool:

@@ -153,6 +153,7 @@ class Runner:
         self.current_node: ast.stmt | None = None
         self.stopped_by: str | None = None
         self.grad_enabled = True
+        self.pending: tuple[ast.stmt | None, str, list[str]] = (None, "", [])
 
     def info(self, origin: str) -> RunInfo:
         """The facts for the ``start`` event."""
@@ -174,6 +175,7 @@ class Runner:
         with watchdog(self.options.limits.timeout, self._where):
             try:
                 self.interp.run()
+                self._flush_pending()
             except StopRun:
                 pass
             except TimeoutExceeded as exc:
@@ -223,19 +225,30 @@ class Runner:
         return self._finish(node, out.getvalue(), warned, error)
 
     def header(self, node: ast.stmt, action: Callable[[], Any]) -> tuple[bool, Any]:
-        """Evaluate a block header; only a failure becomes a step."""
+        """Evaluate a block header; only a failure becomes a step.
+
+        What a successful header printed or warned is carried into the next step (or
+        reported on a step of its own if no step follows), so nothing is lost.
+        """
         self.current_node = node
         self.interp.out = out = io.StringIO()
+        error: BaseException | None = None
+        result: Any = None
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                return True, action()
+                result = action()
             except (StopRun, KeyboardInterrupt):
                 raise
             except Exception as exc:
-                error: BaseException = exc
+                error = exc
+        printed, warned = out.getvalue(), [str(w.message) for w in caught]
+        if error is None:
+            if printed or warned:
+                self.pending = (node, self.pending[1] + printed, self.pending[2] + warned)
+            return True, result
         self._check_step_budget(node)
-        self._finish(node, out.getvalue(), [str(w.message) for w in caught], error)
+        self._finish(node, printed, warned, error)
         return False, None
 
     # --- internals -------------------------------------------------------------------
@@ -253,9 +266,19 @@ class Runner:
     def _emit_error(self, node: ast.stmt, exc: BaseException) -> None:
         self._finish(node, "", [], exc, stop=False)
 
+    def _flush_pending(self) -> None:
+        """Header output with no step after it becomes a step of the header."""
+        node, printed, warned = self.pending
+        if node is not None and (printed or warned):
+            self._finish(node, "", [], None, stop=False)
+
     def _finish(
         self, node: ast.stmt, stdout: str, warned: list[str], error: BaseException | None, stop: bool = True
     ) -> bool:
+        _, pending_out, pending_warn = self.pending
+        if pending_out or pending_warn:
+            stdout, warned = pending_out + stdout, pending_warn + warned
+            self.pending = (None, "", [])
         snap = self.observer.snapshot(self.interp.ns)
         tensors, arrays, total = snap.tensors, snap.arrays, snap.total_bytes
         limits = self.options.limits

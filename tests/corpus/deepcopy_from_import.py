@@ -1,6 +1,7 @@
 # from copy import deepcopy: containers of tensors are copied deeply
-import torch
 from copy import deepcopy
+
+import torch
 
 w = torch.ones(2, 2, requires_grad=True)
 state = {"w": w, "b": torch.zeros(2)}

@@ -1,6 +1,7 @@
 # copy.deepcopy of a leaf: a new leaf with new memory, .grad copied too
-import torch
 import copy
+
+import torch
 
 a = torch.tensor([1.0, 2.0], requires_grad=True)
 (a * 3).sum().backward()

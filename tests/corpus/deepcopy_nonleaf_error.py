@@ -1,7 +1,8 @@
 # deepcopy of a non-leaf tensor raises RuntimeError
 # expect-error: RuntimeError
-import torch
 import copy
+
+import torch
 
 x = torch.tensor([1.0, 2.0], requires_grad=True)
 y = x * 2

@@ -6,4 +6,4 @@ a = torch.ones(2)
 b = a
 del a
 print(b)
-c = a + 1
+c = a + 1  # noqa: F821

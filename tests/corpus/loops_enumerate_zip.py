@@ -11,7 +11,8 @@ for k, t in enumerate(ts):
     acc += t
     last = t
 for a, b in zip(ts, reversed(ts)):
-    pass
+    if a is b:
+        pass
 for row in torch.arange(6.0).reshape(3, 2):
     acc.add_(row.sum())
 print(acc, k)

@@ -8,8 +8,7 @@ with torch.no_grad():
     inside = torch.is_grad_enabled()
 print(y.requires_grad, y.grad_fn, inside, torch.is_grad_enabled())
 z = w * 2
-with torch.no_grad():
-    with torch.enable_grad():
-        q = w * 3
+with torch.no_grad(), torch.enable_grad():
+    q = w * 3
 with torch.set_grad_enabled(False):
     r = w + 1

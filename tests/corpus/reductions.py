@@ -6,8 +6,7 @@ s = m.sum()
 s0 = m.sum(dim=0)
 mean1 = m.mean(1, keepdim=True)
 mx = m.max(dim=1)
-best = mx.values
-where = mx.indices
+best, where = mx
 am = m.argmax()
 sd = m.std()
 cs = m.cumsum(1)
