@@ -20,7 +20,10 @@ pytestmark = [
 
 
 def test_default_device_and_storage_facts_on_cuda() -> None:
-    src = "a = torch.arange(6.0, requires_grad=True)\nv = a[2:]\nd = a.detach()\nc = a.clone()\nh = torch.ones(2, device='cpu')"
+    src = (
+        "a = torch.arange(6.0, requires_grad=True)\nv = a[2:]\nd = a.detach()\nc = a.clone()\n"
+        "h = torch.ones(2, device='cpu')"
+    )
     step = run_source(src, device="cuda").steps[-1]
     t = step.tensors
     assert t["a"].device == "cuda:0" and t["h"].device == "cpu"
