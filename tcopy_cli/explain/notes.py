@@ -141,6 +141,8 @@ class Explainer:
         # Prefer sources that existed before this step.
         order = sorted(others, key=lambda n: (n in new_names, list(tensors).index(n)))
         same = [n for n in order if others[n].object_id == b.object_id]
+        if same and ":" in name:
+            return out  # an argument or local naming a tensor the caller has: nothing new
         if same:
             out.append(
                 f"{name} is the same tensor object as {same[0]}: assignment only adds a name, nothing is "

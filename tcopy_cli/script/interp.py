@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import inspect
 import io
 import math
 import operator
@@ -19,16 +20,19 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from tcopy_cli.errors import LimitExceeded, NotAllowedError
+from tcopy_cli.errors import LimitExceeded, NotAllowedError, TcopyError
 from tcopy_cli.limits import Limits
-from tcopy_cli.script import alloc
+from tcopy_cli.script import alloc, policy
 from tcopy_cli.script.parse import Program
 from tcopy_cli.script.sandbox import (
     ClassProxy,
     ModuleProxy,
     SafeFunction,
+    ScriptClass,
+    ScriptFunction,
+    SuperProxy,
     TypeView,
-    build_modules,
+    build_all_modules,
     get_attribute,
     is_context_manager,
     is_passable,
@@ -49,12 +53,34 @@ class StepHook(Protocol):
         """Run a block header silently; a failure is reported as a step. (ok, result)."""
 
 
-class _Break(Exception):
+class ControlFlow(BaseException):
+    """Base of the interpreter's own unwinding (never reported as a script error)."""
+
+
+class _Break(ControlFlow):
     pass
 
 
-class _Continue(Exception):
+class _Continue(ControlFlow):
     pass
+
+
+class _Return(ControlFlow):
+    def __init__(self, value: Any) -> None:
+        super().__init__()
+        self.value = value
+
+
+class Caught(ControlFlow):
+    """A script exception on its way to the ``except`` that will handle it."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__()
+        self.exc = exc
+
+
+_NOTHING = object()
+MAX_CALL_DEPTH = 50
 
 
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
@@ -120,11 +146,61 @@ class Interpreter:
         self.program = program
         self.limits = limits
         self.hook = hook
-        self.modules = build_modules()
+        self.modules = build_all_modules()
         self.ns: dict[str, Any] = {"torch": self.modules["torch"]}
         self.out = io.StringIO()
         self.printed = 0
         self.builtins = self._make_builtins()
+        # Local scopes of the running function or comprehension (innermost last).
+        self.scopes: list[dict[str, Any]] = []
+        # (function name, locals) of each running call, for step labels and tables.
+        self.call_stack: list[tuple[str, dict[str, Any]]] = []
+        self.silent = 0
+        self.try_stack: list[tuple[tuple[type, ...], int]] = []
+        self.handling: list[BaseException] = []
+        self.pending_return: Any = _NOTHING
+        self.iterations = 0
+
+    # --- scopes ----------------------------------------------------------------------
+
+    def visible_names(self) -> dict[str, Any]:
+        """Module names, then each running function's locals as ``fn:name``."""
+        if not self.call_stack:
+            return self.ns
+        merged = dict(self.ns)
+        for fname, local in self.call_stack:
+            for k, v in local.items():
+                if k != "self":  # the module itself is shown through the name that holds it
+                    merged[f"{fname}:{k}"] = v
+        return merged
+
+    def _bind(self, name: str, value: Any) -> None:
+        (self.scopes[-1] if self.scopes else self.ns)[name] = value
+
+    def would_catch(self, exc: BaseException) -> int | None:
+        """Line of the ``except`` that will handle ``exc``, or None if none will."""
+        if isinstance(exc, (TcopyError, ControlFlow)) or not isinstance(exc, Exception):
+            return None
+        for types, line in reversed(self.try_stack):
+            if isinstance(exc, types):
+                return line
+        return None
+
+    def _step(self, stmt: ast.stmt, action: Callable[[], None]) -> bool:
+        if self.silent:
+            action()
+            ok = True
+        else:
+            ok = self.hook.step(stmt, action)
+        if self.pending_return is not _NOTHING:
+            value, self.pending_return = self.pending_return, _NOTHING
+            raise _Return(value)
+        return ok
+
+    def _header(self, stmt: ast.stmt, action: Callable[[], Any]) -> tuple[bool, Any]:
+        if self.silent:
+            return True, action()
+        return self.hook.header(stmt, action)
 
     # --- statements ------------------------------------------------------------------
 
@@ -143,7 +219,7 @@ class Interpreter:
         if isinstance(stmt, ast.For):
             self._exec_for(stmt)
         elif isinstance(stmt, ast.If):
-            ok, test = self.hook.header(stmt, lambda: self._truth(self.eval(stmt.test)))
+            ok, test = self._header(stmt, lambda: self._truth(self.eval(stmt.test)))
             if ok:
                 self._exec_block(stmt.body if test else stmt.orelse)
         elif isinstance(stmt, ast.With):
@@ -154,28 +230,110 @@ class Interpreter:
             raise _Continue()
         elif isinstance(stmt, ast.Pass):
             return
+        elif isinstance(stmt, ast.While):
+            self._exec_while(stmt)
+        elif isinstance(stmt, ast.Try):
+            self._exec_try(stmt)
         else:
-            self.hook.step(stmt, lambda: self.exec_simple(stmt))
+            self._step(stmt, lambda: self.exec_simple(stmt))
 
-    def _exec_for(self, stmt: ast.For) -> None:
-        ok, iterator = self.hook.header(stmt, lambda: iter(self._iterable(self.eval(stmt.iter))))
-        if not ok:
-            return
+    def _count_iteration(self, stmt: ast.stmt) -> bool:
+        self.iterations += 1
+        if self.iterations % 1024 == 0 and self.iterations > self.limits.max_iterations * 10:
+            self._header(stmt, lambda: self._raise_limit("the script looped too long", "max_iterations"))
+            return False
+        return True
+
+    def _exec_while(self, stmt: ast.While) -> None:
         count = 0
         while True:
-            ok, item = self.hook.header(stmt, lambda: next(iterator, _Break))
-            if not ok or item is _Break:
+            ok, test = self._header(stmt, lambda: self._truth(self.eval(stmt.test)))
+            if not ok:
+                return
+            if not test:
                 break
             count += 1
             if count > self.limits.max_iterations:
-                self.hook.header(
+                self._header(
                     stmt,
                     lambda: self._raise_limit(
                         f"the loop ran more than {self.limits.max_iterations} iterations", "max_iterations"
                     ),
                 )
                 return
-            ok, _ = self.hook.header(stmt, functools.partial(self._assign, stmt.target, item))
+            try:
+                self._exec_block(stmt.body)
+            except _Break:
+                return
+            except _Continue:
+                continue
+        self._exec_block(stmt.orelse)
+
+    def _exception_types(self, node: ast.expr | None) -> tuple[type, ...]:
+        if node is None:
+            return (Exception,)
+        names = node.elts if isinstance(node, ast.Tuple) else [node]
+        return tuple(self.builtins[n.id].cls for n in names if isinstance(n, ast.Name))
+
+    def _exec_try(self, stmt: ast.Try) -> None:
+        handlers = [(self._exception_types(h.type), h) for h in stmt.handlers]
+        caught: BaseException | None = None
+        for types, h in handlers:
+            self.try_stack.append((types, h.lineno))
+        try:
+            self._exec_block(stmt.body)
+        except Caught as c:
+            caught = c.exc
+        except Exception as exc:  # raised where no step reports it (hooks, silent calls)
+            if self.would_catch_here(exc, handlers) is None:
+                raise
+            caught = exc
+        finally:
+            del self.try_stack[len(self.try_stack) - len(handlers) :]
+        try:
+            if caught is None:
+                self._exec_block(stmt.orelse)
+            else:
+                handler = self.would_catch_here(caught, handlers)
+                if handler is None:  # pragma: no cover - would_catch said one matches
+                    raise caught
+                if handler.name:
+                    self._bind(handler.name, caught)
+                self.handling.append(caught)
+                try:
+                    self._exec_block(handler.body)
+                finally:
+                    self.handling.pop()
+        finally:
+            self._exec_block(stmt.finalbody)
+
+    def would_catch_here(
+        self, exc: BaseException, handlers: list[tuple[tuple[type, ...], ast.ExceptHandler]]
+    ) -> ast.ExceptHandler | None:
+        """The handler of this try that matches ``exc``."""
+        if isinstance(exc, TcopyError):
+            return None
+        return next((h for types, h in handlers if isinstance(exc, types)), None)
+
+    def _exec_for(self, stmt: ast.For) -> None:
+        ok, iterator = self._header(stmt, lambda: iter(self._iterable(self.eval(stmt.iter))))
+        if not ok:
+            return
+        count = 0
+        while True:
+            ok, item = self._header(stmt, lambda: next(iterator, _Break))
+            if not ok or item is _Break:
+                break
+            count += 1
+            if count > self.limits.max_iterations:
+                self._header(
+                    stmt,
+                    lambda: self._raise_limit(
+                        f"the loop ran more than {self.limits.max_iterations} iterations", "max_iterations"
+                    ),
+                )
+                return
+            ok, _ = self._header(stmt, functools.partial(self._assign, stmt.target, item))
             if not ok:
                 return
             try:
@@ -203,7 +361,7 @@ class Interpreter:
             entered = cm.__enter__()
             return cm, entered
 
-        ok, pair = self.hook.header(stmt, enter)
+        ok, pair = self._header(stmt, enter)
         if not ok:
             return
         cm, entered = pair
@@ -232,11 +390,30 @@ class Interpreter:
                 self._delete(target)
         elif isinstance(stmt, ast.Import):
             for alias in stmt.names:
-                self.ns[alias.asname or alias.name] = self.modules[alias.name]
+                if alias.asname:
+                    self._bind(alias.asname, self.modules[alias.name])
+                else:  # import torch.nn binds torch
+                    top = alias.name.split(".")[0]
+                    self._bind(top, self.modules[top])
         elif isinstance(stmt, ast.ImportFrom):
             mod = self.modules[stmt.module or ""]
             for alias in stmt.names:
-                self.ns[alias.asname or alias.name] = mod.members[alias.name]
+                if alias.name not in mod.members:
+                    raise NotAllowedError(f"'{alias.name}' is not available from {stmt.module} in this torch")
+                self._bind(alias.asname or alias.name, mod.members[alias.name])
+        elif isinstance(stmt, ast.Return):
+            self.pending_return = self.eval(stmt.value) if stmt.value is not None else None
+        elif isinstance(stmt, ast.Raise):
+            self._raise(stmt)
+        elif isinstance(stmt, ast.Assert):
+            if not self._truth(self.eval(stmt.test)):
+                if stmt.msg is not None:
+                    raise AssertionError(self.eval(stmt.msg))
+                raise AssertionError()
+        elif isinstance(stmt, ast.FunctionDef):
+            self._bind(stmt.name, self._make_function(stmt))
+        elif isinstance(stmt, ast.ClassDef):
+            self._bind(stmt.name, self._make_class(stmt))
         else:  # pragma: no cover - parse.py refuses everything else
             raise NotAllowedError(f"{type(stmt).__name__} is not allowed here")
 
@@ -244,7 +421,7 @@ class Interpreter:
         if isinstance(target, ast.Name):
             if not is_storable(value):
                 raise NotAllowedError(f"{type_name(value)} can't be stored in a variable")
-            self.ns[target.id] = value
+            self._bind(target.id, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             items = self._unpack(value, len(target.elts))
             for sub, item in zip(target.elts, items):
@@ -280,7 +457,7 @@ class Interpreter:
         if isinstance(target, ast.Name):
             cur = self._lookup(target.id)
             rhs = self.eval(stmt.value)
-            self.ns[target.id] = self._apply_binop(stmt.op, cur, rhs, op)
+            self._bind(target.id, self._apply_binop(stmt.op, cur, rhs, op))
         elif isinstance(target, ast.Subscript):
             base = self.eval(target.value)
             self._check_container(base)
@@ -298,9 +475,10 @@ class Interpreter:
 
     def _delete(self, target: ast.expr) -> None:
         if isinstance(target, ast.Name):
-            if target.id not in self.ns:
+            scope = self.scopes[-1] if self.scopes else self.ns
+            if target.id not in scope:
                 raise NameError(f"name '{target.id}' is not defined")
-            del self.ns[target.id]
+            del scope[target.id]
         elif isinstance(target, ast.Subscript):
             base = self.eval(target.value)
             self._check_container(base)
@@ -327,6 +505,59 @@ class Interpreter:
             raise NotAllowedError(f"{type_name(value)} can only be called or used with '.', not used as a value")
         return value
 
+    def _eval_Lambda(self, node: ast.Lambda) -> ScriptFunction:
+        return self._make_function(node)
+
+    def _comprehension(self, generators: list[ast.comprehension], emit: Callable[[], None]) -> None:
+        """Run comprehension loops in their own scope, bounded like for loops."""
+        self.scopes.append({})
+        try:
+            self._comp_level(generators, 0, emit, [0])
+        finally:
+            self.scopes.pop()
+
+    def _comp_level(self, gens: list[ast.comprehension], i: int, emit: Callable[[], None], count: list[int]) -> None:
+        if i == len(gens):
+            emit()
+            return
+        gen = gens[i]
+        if gen.is_async:
+            raise NotAllowedError("async comprehensions are not supported")
+        for item in self._iterable(self.eval(gen.iter)):
+            count[0] += 1
+            if count[0] > self.limits.max_iterations:
+                self._raise_limit(
+                    f"the comprehension ran more than {self.limits.max_iterations} times", "max_iterations"
+                )
+            self._assign(gen.target, item)
+            if all(self._truth(self.eval(cond)) for cond in gen.ifs):
+                self._comp_level(gens, i + 1, emit, count)
+
+    def _eval_ListComp(self, node: ast.ListComp) -> list[Any]:
+        out: list[Any] = []
+        self._comprehension(node.generators, lambda: out.append(self.eval(node.elt)))
+        return out
+
+    def _eval_GeneratorExp(self, node: ast.GeneratorExp) -> list[Any]:
+        # Evaluated eagerly (a list), bounded like the loops it replaces.
+        out: list[Any] = []
+        self._comprehension(node.generators, lambda: out.append(self.eval(node.elt)))
+        return out
+
+    def _eval_SetComp(self, node: ast.SetComp) -> set[Any]:
+        out: set[Any] = set()
+        self._comprehension(node.generators, lambda: out.add(self.eval(node.elt)))
+        return out
+
+    def _eval_DictComp(self, node: ast.DictComp) -> dict[Any, Any]:
+        out: dict[Any, Any] = {}
+
+        def put() -> None:
+            out[self.eval(node.key)] = self.eval(node.value)
+
+        self._comprehension(node.generators, put)
+        return out
+
     def _eval_Constant(self, node: ast.Constant) -> Any:
         if isinstance(node.value, str) and len(node.value) > self.limits.max_str_len:
             self._raise_limit("string literal is too long", "max_str_len")
@@ -335,6 +566,9 @@ class Interpreter:
     def _lookup(self, name: str) -> Any:
         if name == "__name__":
             return "__main__"
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
         if name in self.ns:
             return self.ns[name]
         if name in self.builtins:
@@ -484,6 +718,13 @@ class Interpreter:
             target = self._lookup(func.id)
             if func.id == "isinstance" and target is self.builtins.get("isinstance"):
                 return self._isinstance(node)
+            if func.id == "super" and target is self.builtins.get("super"):
+                return self._super()
+            if isinstance(target, (ScriptFunction, ScriptClass)) or (
+                isinstance(target, torch.nn.Module) and func.id not in self.builtins
+            ):
+                call_args, call_kwargs = self._call_arguments(node)
+                return self.call_value(target, call_args, call_kwargs)
             builtin = self.builtins.get(func.id) is target
             if isinstance(target, SafeFunction):
                 fn, name = target.fn, target.qualname.rsplit(".", 1)[-1]
@@ -494,10 +735,15 @@ class Interpreter:
         else:
             assert isinstance(func, ast.Attribute)
             base = self.eval(func.value, allow_proxy=True)
+            if isinstance(base, ScriptClass):
+                raise NotAllowedError(f"attributes of {base!r} are not allowed; call the class or its instances")
             fn = resolve_method(base, func.attr)
             name = func.attr
             if isinstance(base, torch.Tensor):
                 self_tensor = base
+            if isinstance(fn, torch.nn.Module):  # self.fc(x): a submodule stored as an attribute
+                call_args, call_kwargs = self._call_arguments(node)
+                return self.call_value(fn, call_args, call_kwargs)
         args = self._eval_elements(node.args)
         kwargs: dict[str, Any] = {}
         for kw in node.keywords:
@@ -508,9 +754,13 @@ class Interpreter:
                 kwargs.update(value)
             else:
                 kwargs[kw.arg] = value
+        if name in policy.CALLABLE_TAKERS:
+            args = [self._wrap_callable(a) for a in args]
+            kwargs = {k: self._wrap_callable(v) for k, v in kwargs.items()}
         strict = not (builtin and name in _DISPLAY_BUILTINS)
         for value in list(args) + list(kwargs.values()):
-            self._check_argument(value, strict)
+            if not isinstance(value, _ScriptCallable):
+                self._check_argument(value, strict)
         if builtin and name in _SIZED_BUILTINS:
             for value in args:
                 self._check_size(value)
@@ -529,6 +779,142 @@ class Interpreter:
         self._check_result(result)
         return result
 
+    def _call_arguments(self, node: ast.Call) -> tuple[list[Any], dict[str, Any]]:
+        args = self._eval_elements(node.args)
+        kwargs: dict[str, Any] = {}
+        for kw in node.keywords:
+            value = self.eval(kw.value)
+            if kw.arg is None:
+                if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+                    raise TypeError("argument after ** must be a mapping with string keys")
+                kwargs.update(value)
+            else:
+                kwargs[kw.arg] = value
+        for value in list(args) + list(kwargs.values()):
+            self._check_argument(value, True)
+        return args, kwargs
+
+    def _wrap_callable(self, value: Any) -> Any:
+        """A script function handed to torch or a builtin becomes a callable that runs it here."""
+        if isinstance(value, ScriptFunction):
+            return _ScriptCallable(self, value)
+        return value
+
+    def call_value(self, target: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """Call a script function, a script class (construct) or a module instance."""
+        if isinstance(target, ScriptFunction):
+            return self.call_function(target, args, kwargs)
+        if isinstance(target, ScriptClass):
+            result = target.cls(*args, **kwargs)
+        else:
+            result = target(*args, **kwargs)
+        self._check_result(result)
+        return result
+
+    def call_function(
+        self, fn: ScriptFunction, args: list[Any] | tuple[Any, ...], kwargs: dict[str, Any], silent: bool = False
+    ) -> Any:
+        """Run a script-defined function or lambda in a new local scope."""
+        if len(self.call_stack) >= MAX_CALL_DEPTH:
+            raise LimitExceeded(
+                f"the script's function calls nested more than {MAX_CALL_DEPTH} deep (endless recursion?)",
+                "max_depth",
+            )
+        try:
+            bound = fn.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{fn.name}() {exc}") from None
+        bound.apply_defaults()
+        local: dict[str, Any] = dict(bound.arguments)
+        saved_scopes, saved_pending = self.scopes, self.pending_return
+        self.scopes = [*fn.env, local]
+        self.pending_return = _NOTHING
+        self.call_stack.append((fn.name, local))
+        self.silent += 1 if silent else 0
+        try:
+            if isinstance(fn.node, ast.Lambda):
+                return self.eval(fn.node.body)
+            try:
+                self._exec_block(fn.node.body)
+            except _Return as r:
+                return r.value
+            return None
+        finally:
+            self.silent -= 1 if silent else 0
+            self.call_stack.pop()
+            self.scopes, self.pending_return = saved_scopes, saved_pending
+
+    def _make_function(self, node: ast.FunctionDef | ast.Lambda, owner: str = "") -> ScriptFunction:
+        """A ScriptFunction with defaults evaluated now, as Python does."""
+        a = node.args
+        params: list[inspect.Parameter] = []
+        positional = a.posonlyargs + a.args
+        defaults = [self.eval(d) for d in a.defaults]
+        first_default = len(positional) - len(defaults)
+        for i, arg in enumerate(positional):
+            kind = (
+                inspect.Parameter.POSITIONAL_ONLY if i < len(a.posonlyargs) else inspect.Parameter.POSITIONAL_OR_KEYWORD
+            )
+            default = defaults[i - first_default] if i >= first_default else inspect.Parameter.empty
+            params.append(inspect.Parameter(arg.arg, kind, default=default))
+        if a.vararg:
+            params.append(inspect.Parameter(a.vararg.arg, inspect.Parameter.VAR_POSITIONAL))
+        for arg, d in zip(a.kwonlyargs, a.kw_defaults):
+            default = self.eval(d) if d is not None else inspect.Parameter.empty
+            params.append(inspect.Parameter(arg.arg, inspect.Parameter.KEYWORD_ONLY, default=default))
+        if a.kwarg:
+            params.append(inspect.Parameter(a.kwarg.arg, inspect.Parameter.VAR_KEYWORD))
+        name = node.name if isinstance(node, ast.FunctionDef) else "<lambda>"
+        if owner:
+            name = f"{owner}.{name}"
+        # Lambdas see the scopes around them; def functions see module names (and their own).
+        env = list(self.scopes) if isinstance(node, ast.Lambda) else []
+        return ScriptFunction(name, node, inspect.Signature(params), env, owner)
+
+    def _make_class(self, node: ast.ClassDef) -> ScriptClass:
+        """A real nn.Module subclass whose methods run in this interpreter."""
+        base = self.eval(node.bases[0], allow_proxy=True)
+        if not (isinstance(base, ClassProxy) and base.cls is torch.nn.Module):
+            raise NotAllowedError("a script class must derive from nn.Module")
+        interp = self
+        methods: dict[str, Any] = {}
+        names: set[str] = set()
+        for item in node.body:
+            if isinstance(item, ast.FunctionDef):
+                fn = self._make_function(item, owner=node.name)
+
+                def method(obj: Any, *args: Any, _fn: ScriptFunction = fn, **kwargs: Any) -> Any:
+                    return interp.call_function(_fn, (obj, *args), kwargs)
+
+                method.__name__ = item.name
+                methods[item.name] = method
+                names.add(item.name)
+        methods["_tcopy_methods"] = frozenset(n for n in names if n != "__init__")
+        methods["__module__"] = "tcopy_script"
+        methods["__qualname__"] = node.name
+        cls = type(node.name, (torch.nn.Module,), methods)
+        return ScriptClass(node.name, cls, frozenset(names))
+
+    def _super(self) -> SuperProxy:
+        if not self.call_stack or not self.scopes or not self.scopes[-1]:
+            raise RuntimeError("super(): no arguments")
+        first = next(iter(self.scopes[-1].values()))
+        if not isinstance(first, torch.nn.Module):
+            raise RuntimeError("super() works only inside methods of a script class")
+        return SuperProxy(first)
+
+    def _raise(self, stmt: ast.Raise) -> None:
+        if stmt.exc is None:
+            if not self.handling:
+                raise RuntimeError("No active exception to reraise")
+            raise self.handling[-1]
+        exc = self.eval(stmt.exc, allow_proxy=True)
+        if isinstance(exc, ClassProxy) and exc.qualname in policy.SAFE_EXCEPTIONS:
+            exc = exc.cls()
+        if not isinstance(exc, Exception) or isinstance(exc, TcopyError):
+            raise TypeError("exceptions must derive from BaseException")
+        raise exc
+
     def _isinstance(self, node: ast.Call) -> bool:
         if len(node.args) != 2 or node.keywords:
             raise TypeError(f"isinstance expected 2 arguments, got {len(node.args)}")
@@ -541,7 +927,7 @@ class Interpreter:
         classes = spec if isinstance(spec, tuple) else (spec,)
         resolved: list[type] = []
         for c in classes:
-            if isinstance(c, (ClassProxy, TypeView)):
+            if isinstance(c, (ClassProxy, TypeView, ScriptClass)):
                 resolved.append(c.cls)
             else:
                 raise TypeError("isinstance() arg 2 must be a type or tuple of types")
@@ -770,6 +1156,34 @@ class Interpreter:
         }
         for name in ("len", "abs", "min", "max", "sum", "round", "sorted", "any", "all", "isinstance"):
             table[name] = SafeFunction(name, getattr(b, name))
-        for name in ("range", "float", "int", "bool", "str", "list", "tuple", "dict"):
+        for name in ("range", "float", "int", "bool", "str", "list", "tuple", "dict", "set"):
             table[name] = ClassProxy(name, getattr(b, name))
+        for name in policy.SAFE_EXCEPTIONS:
+            table[name] = ClassProxy(name, getattr(b, name))
+
+        def _map(fn: Any, *its: Any) -> list[Any]:
+            if not isinstance(fn, _ScriptCallable):
+                raise NotAllowedError("map() takes only functions the script defined (def or lambda)")
+            return list(map(fn, *its))
+
+        table["map"] = SafeFunction("map", _map)
+        table["super"] = SafeFunction("super", lambda: None)  # handled in _eval_Call
         return table
+
+
+class _ScriptCallable:
+    """A script function handed to torch (a hook) or a builtin (map, sorted key).
+
+    Calling it runs the function in the interpreter without reporting steps: its prints
+    land in the step that triggered the call (e.g. the backward that ran the hook).
+    """
+
+    def __init__(self, interp: Interpreter, fn: ScriptFunction) -> None:
+        self.interp = interp
+        self.fn = fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.interp.call_function(self.fn, args, kwargs, silent=True)
+
+    def __repr__(self) -> str:
+        return repr(self.fn)

@@ -23,7 +23,7 @@ class Program:
 
     def statement_source(self, node: ast.stmt) -> str:
         """The source text of a simple statement, or the header line of a block."""
-        if isinstance(node, (ast.For, ast.If, ast.With, ast.While)):
+        if isinstance(node, (ast.For, ast.If, ast.With, ast.While, ast.FunctionDef, ast.ClassDef, ast.Try)):
             return header_source(self.lines, node)
         seg = ast.get_source_segment(self.source, node)
         return seg if seg is not None else self.lines[node.lineno - 1].strip()
@@ -58,6 +58,14 @@ _STMT_NODES: tuple[type, ...] = (
     ast.With,
     ast.Break,
     ast.Continue,
+    ast.FunctionDef,
+    ast.Return,
+    ast.Try,
+    ast.ExceptHandler,
+    ast.Raise,
+    ast.Assert,
+    ast.While,
+    ast.ClassDef,
 )
 _EXPR_NODES: tuple[type, ...] = (
     ast.BoolOp,
@@ -88,42 +96,46 @@ _EXPR_NODES: tuple[type, ...] = (
     ast.unaryop,
     ast.cmpop,
     ast.boolop,
+    ast.Lambda,
+    ast.arguments,
+    ast.arg,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+    ast.comprehension,
 )
 
 _REFUSED_WHY: dict[type, str] = {
-    ast.FunctionDef: "defining functions (def) is not supported",
     ast.AsyncFunctionDef: "async code is not supported",
-    ast.ClassDef: "defining classes is not supported",
-    ast.Lambda: "lambda is not supported: functions can't be defined or passed",
-    ast.While: "while loops are not supported: use 'for i in range(n):'",
-    ast.Try: "try/except is not supported",
-    ast.Raise: "raise is not supported",
     ast.Global: "global is not supported",
     ast.Nonlocal: "nonlocal is not supported",
     ast.AsyncFor: "async code is not supported",
     ast.AsyncWith: "async code is not supported",
     ast.Await: "async code is not supported",
-    ast.Yield: "generators are not supported",
-    ast.YieldFrom: "generators are not supported",
-    ast.Return: "return is only meaningful inside a function, which is not supported",
-    ast.ListComp: "comprehensions are not supported: use a for loop",
-    ast.SetComp: "comprehensions are not supported: use a for loop",
-    ast.DictComp: "comprehensions are not supported: use a for loop",
-    ast.GeneratorExp: "generator expressions are not supported: use a for loop",
+    ast.Yield: "generators (yield) are not supported",
+    ast.YieldFrom: "generators (yield) are not supported",
     ast.NamedExpr: "the walrus operator := is not supported",
-    ast.Assert: "assert is not supported",
     ast.Match: "match statements are not supported",
 }
+if hasattr(ast, "TryStar"):
+    _REFUSED_WHY[ast.TryStar] = "except* is not supported"
 
 
 def _allowed_import_names() -> str:
-    return "import torch, import torch as NAME, import copy, import math, from copy import deepcopy"
+    return (
+        "torch (also as NAME), torch.nn, torch.nn.functional, torch.nn.init, torch.optim, torch.autograd, "
+        "numpy, copy, math"
+    )
 
 
 class _Validator(ast.NodeVisitor):
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, script_attrs: frozenset[str] = frozenset()) -> None:
         self.limits = limits
+        self.script_attrs = script_attrs
         self.depth = 0
+        self.in_function = 0
+        self.in_class = 0
         self.where: tuple[int, int] = (1, 0)
 
     def reject(self, node: ast.AST, message: str) -> ScriptRejected:
@@ -152,16 +164,17 @@ class _Validator(ast.NodeVisitor):
         for alias in node.names:
             if alias.name not in policy.ALLOWED_IMPORTS:
                 raise self.reject(
-                    node,
-                    f"import of '{alias.name}' is not allowed; allowed: {_allowed_import_names()}",
+                    node, f"import of '{alias.name}' is not allowed; allowed modules: {_allowed_import_names()}"
                 )
-            self._check_bound_name(node, alias.asname or alias.name)
+            self._check_bound_name(node, alias.asname or alias.name.split(".")[0])
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         mod = node.module or ""
-        if node.level or mod not in policy.ALLOWED_IMPORTS or mod == "torch":
-            raise self.reject(node, f"'from {mod} import ...' is not allowed; allowed: {_allowed_import_names()}")
-        allowed = policy.MATH_NAMES if mod == "math" else policy.ALLOWED_IMPORTS[mod]
+        if node.level or mod not in policy.ALLOWED_IMPORTS:
+            raise self.reject(
+                node, f"'from {mod} import ...' is not allowed; allowed modules: {_allowed_import_names()}"
+            )
+        allowed = policy.ALLOWED_IMPORTS[mod]
         for alias in node.names:
             if alias.name not in allowed:
                 raise self.reject(node, f"'from {mod} import {alias.name}' is not allowed")
@@ -184,6 +197,9 @@ class _Validator(ast.NodeVisitor):
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
+        if attr == "__init__" and _is_super_call(node.value) and isinstance(node.ctx, ast.Load):
+            self.generic_visit(node)
+            return
         if attr.startswith("_") and attr not in policy.UNDERSCORE_ATTRS:
             raise self.reject(node, f"attribute '{attr}' is not allowed: attributes starting with '_' are private")
         if attr in policy.UNDERSCORE_ATTRS and not isinstance(node.ctx, ast.Load):
@@ -192,7 +208,7 @@ class _Validator(ast.NodeVisitor):
             raise self.reject(node, f"'{attr}' is not allowed: {policy.TORCH_FORBIDDEN[attr]}")
         if attr in ("format", "format_map"):
             raise self.reject(node, "string formatting with .format is not allowed: use an f-string")
-        if attr not in policy.ALL_ATTRIBUTE_NAMES:
+        if attr not in policy.ALL_ATTRIBUTE_NAMES and attr not in self.script_attrs:
             raise self.reject(node, f"'.{attr}' is not in tcopy's allow-list of attributes and methods")
         self.generic_visit(node)
 
@@ -208,6 +224,87 @@ class _Validator(ast.NodeVisitor):
                     raise self.reject(part, "nested fields in an f-string format spec are not allowed")
         self.generic_visit(node)
 
+    def _check_arguments(self, args: ast.arguments) -> None:
+        for a in args.posonlyargs + args.args + args.kwonlyargs + [x for x in (args.vararg, args.kwarg) if x]:
+            if a.arg.startswith("__"):
+                raise self.reject(a, f"parameter names starting with '__' are not allowed: '{a.arg}'")
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        if node.decorator_list:
+            raise self.reject(node.decorator_list[0], "decorators are not supported")
+        if self.in_function:
+            raise self.reject(node, "functions can be defined at module level or as methods of a class only")
+        if self.in_class:
+            if node.name.startswith("_") and node.name not in policy.ALLOWED_DUNDER_METHODS:
+                raise self.reject(
+                    node,
+                    f"method '{node.name}' is not allowed: only __init__, forward and "
+                    f"methods whose names don't start with '_'",
+                )
+        elif node.name.startswith("_") and node.name != "_":
+            raise self.reject(node, f"function names starting with '_' are not allowed: '{node.name}'")
+        self._check_arguments(node.args)
+        self.in_function += 1
+        self.generic_visit(node)
+        self.in_function -= 1
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self._check_arguments(node.args)
+        self.in_function += 1
+        self.generic_visit(node)
+        self.in_function -= 1
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        if node.decorator_list:
+            raise self.reject(node.decorator_list[0], "decorators are not supported")
+        if self.in_function or self.in_class:
+            raise self.reject(node, "classes can be defined at module level only")
+        if node.keywords:
+            raise self.reject(node, "class keywords (metaclass=...) are not supported")
+        base_ok = len(node.bases) == 1 and (
+            (isinstance(node.bases[0], ast.Attribute) and node.bases[0].attr == "Module")
+            or (isinstance(node.bases[0], ast.Name) and node.bases[0].id == "Module")
+        )
+        if not base_ok:
+            raise self.reject(node, "a class must derive from nn.Module (class Name(nn.Module):), nothing else")
+        if node.name.startswith("_"):
+            raise self.reject(node, f"class names starting with '_' are not allowed: '{node.name}'")
+        for item in node.body:
+            docstring = isinstance(item, ast.Expr) and isinstance(item.value, ast.Constant)
+            if not (isinstance(item, (ast.FunctionDef, ast.Pass)) or docstring):
+                raise self.reject(item, "a class body may contain only methods (def) and a docstring")
+        self.in_class += 1
+        self.generic_visit(node)
+        self.in_class -= 1
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if not self.in_function:
+            raise self.reject(node, "'return' outside a function")
+        self.generic_visit(node)
+
+    def _check_exception_names(self, node: ast.expr | None) -> None:
+        names = node.elts if isinstance(node, ast.Tuple) else [node] if node is not None else []
+        for n in names:
+            if not (isinstance(n, ast.Name) and n.id in policy.SAFE_EXCEPTIONS):
+                raise self.reject(
+                    n if n is not None else names[0],
+                    "only these exceptions can be caught or raised: " + ", ".join(sorted(policy.SAFE_EXCEPTIONS)),
+                )
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        self._check_exception_names(node.type)
+        if node.name is not None:
+            self._check_bound_name(node, node.name)
+        self.generic_visit(node)
+
+    def visit_Raise(self, node: ast.Raise) -> None:
+        if node.cause is not None:
+            raise self.reject(node, "'raise ... from ...' is not supported")
+        exc = node.exc
+        if exc is not None:
+            self._check_exception_names(exc.func if isinstance(exc, ast.Call) else exc)
+        self.generic_visit(node)
+
     def visit_For(self, node: ast.For) -> None:
         if not _simple_target(node.target):
             raise self.reject(node, "a for loop may only bind names (for i in ..., for a, b in ...)")
@@ -219,6 +316,29 @@ class _Validator(ast.NodeVisitor):
                 if isinstance(sub, ast.Starred):
                     raise self.reject(sub, "starred assignment (a, *b = ...) is not supported")
         self.generic_visit(node)
+
+
+def _script_attributes(tree: ast.Module) -> frozenset[str]:
+    """Attribute names a script's own classes define: their methods and self.X assignments."""
+    names: set[str] = set()
+    for cls in tree.body:
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for node in ast.walk(cls):
+            if isinstance(node, ast.FunctionDef):
+                names.add(node.name)
+            elif (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Store)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "self"
+            ):
+                names.add(node.attr)
+    return frozenset(n for n in names if not n.startswith("_"))
+
+
+def _is_super_call(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
 
 
 def _simple_target(node: ast.expr) -> bool:
@@ -253,7 +373,7 @@ def parse_script(source: str, origin: str = "<inline>", limits: Limits | None = 
     except (RecursionError, MemoryError, ValueError) as exc:
         raise ScriptRejected(f"the script can't be parsed: {type(exc).__name__}", 1, 1) from None
     try:
-        _Validator(limits).visit(tree)
+        _Validator(limits, _script_attributes(tree)).visit(tree)
     except RecursionError:
         raise ScriptRejected(f"the script nests more than {limits.max_depth} levels deep (--max-depth)", 1, 1) from None
     lines = source.split("\n")

@@ -8,12 +8,9 @@ torch version does not have.
 
 from __future__ import annotations
 
-# Modules a script may import, and what ``import X`` / ``from X import y`` may bind.
-ALLOWED_IMPORTS: dict[str, frozenset[str]] = {
-    "torch": frozenset(),
-    "copy": frozenset({"copy", "deepcopy"}),
-    "math": frozenset(),  # names checked against MATH_NAMES
-}
+# Modules a script may import, and what ``import X`` / ``from X import y`` may bind
+# (filled in at the end of this file, once the name lists exist).
+ALLOWED_IMPORTS: dict[str, frozenset[str]] = {}
 
 # torch.* functions (called) -----------------------------------------------------
 TORCH_FACTORIES = frozenset(
@@ -122,8 +119,7 @@ TENSOR_METHODS = frozenset(
             dim_order
         """.split()
     )
-    # register_* hooks need callables: not offered until hooks are supported.
-    - {"register_post_accumulate_grad_hook", "share_memory", "requires_grad", "pin_memory"}
+    | {"register_hook", "register_post_accumulate_grad_hook"} - {"share_memory", "requires_grad", "pin_memory"}
 )
 
 TENSOR_PROPERTIES = frozenset(
@@ -143,7 +139,7 @@ DTYPE_ATTRS = frozenset({"is_floating_point", "is_complex", "is_signed", "itemsi
 DEVICE_ATTRS = frozenset({"type", "index"})
 STORAGE_METHODS = frozenset({"data_ptr", "nbytes", "size", "element_size"})
 STORAGE_ATTRS = frozenset({"device"})
-NODE_METHODS = frozenset({"name"})
+NODE_METHODS = frozenset({"name", "register_hook", "register_prehook"})
 NODE_ATTRS = frozenset({"next_functions"})
 NDARRAY_METHODS = frozenset(
     """
@@ -180,9 +176,64 @@ RETURN_TYPE_FIELDS = frozenset(
 # Builtins a script may call.
 SAFE_BUILTINS = frozenset(
     """
-        print len range abs min max sum float int bool str list tuple dict round isinstance
-        type enumerate zip sorted reversed any all
+    print len range abs min max sum float int bool str list tuple dict set round isinstance type
+    enumerate zip sorted reversed any all map super
     """.split()
+)
+
+# Exception classes a script may catch and raise. tcopy's own refusals and limit errors
+# are never catchable, so a script can't hide them or loop around them.
+SAFE_EXCEPTIONS = frozenset(
+    """
+    RuntimeError TypeError ValueError AttributeError IndexError KeyError AssertionError
+    ZeroDivisionError NameError NotImplementedError Exception
+    """.split()
+)
+
+# torch.nn: layers, losses and helpers a script may use (and subclass nn.Module).
+NN_NAMES = frozenset(
+    """
+    Module Linear Bilinear Conv1d Conv2d ConvTranspose2d ReLU LeakyReLU Sigmoid Tanh GELU SiLU ELU Softmax
+    LogSoftmax Sequential ModuleList ModuleDict Dropout BatchNorm1d BatchNorm2d LayerNorm Embedding Flatten
+    Identity MaxPool2d AvgPool2d MSELoss L1Loss CrossEntropyLoss NLLLoss BCELoss BCEWithLogitsLoss
+    SmoothL1Loss Parameter functional init
+    """.split()
+)
+NN_INIT_NAMES = frozenset("zeros_ ones_ constant_ normal_ uniform_ xavier_uniform_ kaiming_uniform_ eye_".split())
+FUNCTIONAL_NAMES = frozenset(
+    """
+    relu relu_ relu6 leaky_relu leaky_relu_ elu elu_ gelu silu sigmoid tanh softmax log_softmax softplus
+    threshold threshold_ hardtanh hardtanh_ mse_loss l1_loss smooth_l1_loss cross_entropy nll_loss
+    binary_cross_entropy binary_cross_entropy_with_logits kl_div dropout linear normalize pad one_hot conv1d
+    conv2d max_pool2d avg_pool2d embedding layer_norm batch_norm cosine_similarity
+    """.split()
+)
+OPTIM_NAMES = frozenset("SGD Adam AdamW RMSprop Adagrad".split())
+MODULE_METHODS = frozenset(
+    """
+    parameters named_parameters buffers named_buffers children named_children modules named_modules zero_grad
+    requires_grad_ train eval state_dict load_state_dict forward to cpu cuda double float half type
+    register_buffer register_parameter add_module
+    """.split()
+)
+MODULE_ATTRS = frozenset(
+    """
+    training weight bias in_features out_features in_channels out_channels kernel_size stride padding
+    num_features normalized_shape eps momentum running_mean running_var num_embeddings embedding_dim p
+    """.split()
+)
+OPTIMIZER_METHODS = frozenset({"step", "zero_grad", "state_dict", "add_param_group"})
+OPTIMIZER_ATTRS = frozenset({"param_groups", "defaults"})
+NUMPY_NAMES = frozenset(
+    """
+    array asarray zeros ones empty full arange linspace copy shares_memory may_share_memory float32 float64
+    float16 int64 int32 int8 uint8 bool_ ndarray sum mean abs sqrt exp log allclose array_equal
+    """.split()
+)
+NODE_HOOK_METHODS = frozenset({"register_hook", "register_prehook"})
+# Functions and methods that may be given a script-defined function (hook, key, mapping).
+CALLABLE_TAKERS = frozenset(
+    {"register_hook", "register_post_accumulate_grad_hook", "register_prehook", "map", "sorted", "min", "max"}
 )
 
 # Names refused outright, with a reason, before the script runs.
@@ -190,9 +241,10 @@ FORBIDDEN_NAMES: dict[str, str] = {
     name: "it can run or load arbitrary code or reach Python internals"
     for name in """
         eval exec compile open getattr setattr delattr hasattr __import__ globals locals
-        vars breakpoint input exit quit help dir memoryview object super classmethod
+        vars breakpoint input exit quit help dir memoryview object classmethod
         staticmethod property id hash callable iter next format repr ascii chr ord bytes
-        bytearray __builtins__ __loader__ __spec__ __file__ map filter
+        bytearray __builtins__ __loader__ __spec__ __file__ filter BaseException SystemExit
+        KeyboardInterrupt GeneratorExit
     """.split()
 }
 FORBIDDEN_NAMES.update(
@@ -222,6 +274,9 @@ TORCH_FORBIDDEN: dict[str, str] = {
 }
 
 ALLOWED_DUNDER_NAMES = frozenset({"__name__"})
+# The only dunder methods a script class may define, and the only dunder attribute a
+# script may touch (as super().__init__()).
+ALLOWED_DUNDER_METHODS = frozenset({"__init__"})
 UNDERSCORE_ATTRS = frozenset({"_version", "_base"})
 
 
@@ -256,11 +311,41 @@ def all_attribute_names() -> frozenset[str]:
         RANGE_ATTRS,
         RETURN_TYPE_FIELDS,
         frozenset({"copy", "deepcopy"}),
+        NN_NAMES,
+        NN_INIT_NAMES,
+        FUNCTIONAL_NAMES,
+        OPTIM_NAMES,
+        MODULE_METHODS,
+        MODULE_ATTRS,
+        OPTIMIZER_METHODS,
+        OPTIMIZER_ATTRS,
+        NUMPY_NAMES,
+        NODE_HOOK_METHODS,
+        frozenset({"nn", "optim", "args"}),
     ):
         names |= group
     for sub in TORCH_SUBMODULES.values():
         names |= sub
     return frozenset(names)
 
+
+ALLOWED_IMPORTS.update(
+    {
+        "torch": TORCH_FACTORIES
+        | TORCH_OPS
+        | TORCH_CLASSES
+        | TORCH_CONSTANTS
+        | frozenset(TORCH_SUBMODULES)
+        | frozenset({"nn", "optim"}),
+        "torch.nn": NN_NAMES,
+        "torch.nn.functional": FUNCTIONAL_NAMES,
+        "torch.nn.init": NN_INIT_NAMES,
+        "torch.optim": OPTIM_NAMES,
+        "torch.autograd": TORCH_SUBMODULES["autograd"],
+        "numpy": NUMPY_NAMES,
+        "copy": frozenset({"copy", "deepcopy"}),
+        "math": MATH_NAMES,
+    }
+)
 
 ALL_ATTRIBUTE_NAMES = all_attribute_names()

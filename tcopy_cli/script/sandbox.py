@@ -9,6 +9,7 @@ the proxies defined here. Attribute access and calls go through ``get_attribute`
 from __future__ import annotations
 
 import copy
+import inspect
 import math
 from collections.abc import Callable
 from typing import Any
@@ -113,7 +114,83 @@ def build_torch_proxy() -> ModuleProxy:
         mod = getattr(torch, sub, None)
         if mod is not None:
             members[sub] = ModuleProxy(f"torch.{sub}", _members(mod, names, f"torch.{sub}"))
+    members["nn"] = build_nn_proxy()
+    members["optim"] = ModuleProxy("torch.optim", _classes(torch.optim, policy.OPTIM_NAMES, "torch.optim"))
     return ModuleProxy("torch", members)
+
+
+def _classes(mod: Any, names: frozenset[str], prefix: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in sorted(names):
+        obj = getattr(mod, name, None)
+        if isinstance(obj, type):
+            out[name] = ClassProxy(f"{prefix}.{name}", obj)
+    return out
+
+
+def build_nn_proxy() -> ModuleProxy:
+    """``torch.nn``: layer and loss classes, Parameter, functional and init."""
+    nn = torch.nn
+    members = _classes(nn, policy.NN_NAMES - {"functional", "init"}, "torch.nn")
+    members["functional"] = ModuleProxy(
+        "torch.nn.functional", _members(nn.functional, policy.FUNCTIONAL_NAMES, "torch.nn.functional")
+    )
+    members["init"] = ModuleProxy("torch.nn.init", _members(nn.init, policy.NN_INIT_NAMES, "torch.nn.init"))
+    return ModuleProxy("torch.nn", members)
+
+
+def build_numpy_proxy() -> ModuleProxy:
+    """``numpy``: array creation and a few read-only helpers; dtypes as np.dtype values."""
+    members: dict[str, Any] = {}
+    for name in sorted(policy.NUMPY_NAMES):
+        obj = getattr(np, name, None)
+        if obj is None:
+            continue
+        if isinstance(obj, type) and issubclass(obj, np.generic):
+            members[name] = np.dtype(obj)
+        elif isinstance(obj, type):
+            members[name] = ClassProxy(f"numpy.{name}", obj)
+        elif callable(obj):
+            members[name] = SafeFunction(f"numpy.{name}", obj)
+    return ModuleProxy("numpy", members)
+
+
+class ScriptFunction:
+    """A function or lambda the script defined; only tcopy's interpreter runs its body."""
+
+    def __init__(
+        self, name: str, node: Any, signature: inspect.Signature, env: list[dict[str, Any]], owner: str = ""
+    ) -> None:
+        self.name = name
+        self.node = node
+        self.signature = signature
+        self.env = env
+        self.owner = owner
+
+    def __repr__(self) -> str:
+        return f"<function {self.name}>"
+
+
+class ScriptClass:
+    """A script-defined subclass of nn.Module (the real class stays inside the sandbox)."""
+
+    def __init__(self, name: str, cls: type, methods: frozenset[str]) -> None:
+        self.name = name
+        self.cls = cls
+        self.methods = methods
+
+    def __repr__(self) -> str:
+        return f"<class '{self.name}'>"
+
+
+class SuperProxy:
+    """What ``super()`` gives inside a method: only ``__init__`` and nn.Module methods."""
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __repr__(self) -> str:
+        return "<super>"
 
 
 def build_modules() -> dict[str, ModuleProxy]:
@@ -131,6 +208,20 @@ def build_modules() -> dict[str, ModuleProxy]:
         ),
         "math": ModuleProxy("math", math_members),
     }
+
+
+def build_all_modules() -> dict[str, ModuleProxy]:
+    """Every importable module, including dotted names (torch.nn.functional ...)."""
+    mods = build_modules()
+    torch_proxy = mods["torch"]
+    nn_proxy = torch_proxy.members["nn"]
+    mods["torch.nn"] = nn_proxy
+    mods["torch.nn.functional"] = nn_proxy.members["functional"]
+    mods["torch.nn.init"] = nn_proxy.members["init"]
+    mods["torch.optim"] = torch_proxy.members["optim"]
+    mods["torch.autograd"] = torch_proxy.members["autograd"]
+    mods["numpy"] = build_numpy_proxy()
+    return mods
 
 
 # --- attribute access by value type -------------------------------------------------
@@ -160,12 +251,42 @@ def _is_return_type(value: Any) -> bool:
     return isinstance(value, tuple) and type(value).__module__ == "torch.return_types"
 
 
+def _script_methods(value: Any) -> frozenset[str]:
+    methods: frozenset[str] = getattr(type(value), "_tcopy_methods", frozenset())
+    return methods
+
+
+def _module_attribute(value: torch.nn.Module, attr: str) -> Any:
+    if attr.startswith("_"):
+        raise NotAllowedError(f"attribute '{attr}' is private")
+    if attr in _script_methods(value) or attr in policy.MODULE_METHODS:
+        raise NotAllowedError(f"'.{attr}' is a method: call it")
+    registered = (
+        value.__dict__.get("_parameters", {}),
+        value.__dict__.get("_buffers", {}),
+        value.__dict__.get("_modules", {}),
+    )
+    if any(attr in d for d in registered) or attr in value.__dict__ or attr in policy.MODULE_ATTRS:
+        return getattr(value, attr)
+    raise AttributeError(f"'{type(value).__name__}' object has no attribute '{attr}'")
+
+
 def get_attribute(value: Any, attr: str, allow_proxy: bool = False) -> Any:
     """``value.attr`` outside a call: data attributes and module members only.
 
     With ``allow_proxy`` (the attribute is itself the base of another attribute, as
     ``torch.Tensor`` in ``torch.Tensor.detach(a)``) a class or module member is returned.
     """
+    if isinstance(value, torch.nn.Module):
+        return _module_attribute(value, attr)
+    if isinstance(value, torch.optim.Optimizer):
+        if attr in policy.OPTIMIZER_ATTRS:
+            return getattr(value, attr)
+        raise _missing(value, attr, "attribute")
+    if isinstance(value, BaseException):
+        if attr == "args":
+            return value.args
+        raise _missing(value, attr, "attribute")
     if isinstance(value, ModuleProxy):
         if attr not in value.members:
             raise NotAllowedError(f"'{value.name}.{attr}' is not in tcopy's allow-list")
@@ -214,6 +335,27 @@ def _missing(value: Any, attr: str, what: str) -> Exception:
 
 def resolve_method(value: Any, attr: str) -> Callable[..., Any]:
     """The callable for ``value.attr(...)``, or NotAllowedError."""
+    if isinstance(value, SuperProxy):
+        if attr == "__init__":
+            return lambda *a, **k: torch.nn.Module.__init__(value.obj)
+        if attr in policy.MODULE_METHODS:
+            return getattr(torch.nn.Module, attr).__get__(value.obj)  # type: ignore[no-any-return]
+        raise NotAllowedError(f"super().{attr} is not allowed")
+    if isinstance(value, torch.nn.Module):
+        if attr in _script_methods(value) or attr in policy.MODULE_METHODS:
+            return getattr(value, attr)  # type: ignore[no-any-return]
+        if attr.startswith("_"):
+            raise NotAllowedError(f"method '{attr}' is private")
+        sub = _module_attribute(value, attr)
+        if isinstance(sub, torch.nn.Module):
+            return sub  # calling a submodule stored under that name: self.fc(x)
+        raise TypeError(f"'{type(sub).__name__}' object is not callable")
+    if isinstance(value, torch.optim.Optimizer):
+        if attr in policy.OPTIMIZER_METHODS:
+            return getattr(value, attr)  # type: ignore[no-any-return]
+        raise _missing(value, attr, "method")
+    if type(value).__name__ == "RemovableHandle" and attr == "remove":
+        return value.remove  # type: ignore[no-any-return]
     if isinstance(value, ModuleProxy):
         member = value.members.get(attr)
         if isinstance(member, SafeFunction):
@@ -258,8 +400,13 @@ def type_name(value: Any) -> str:
 
 
 def set_attribute(target: Any, attr: str, value: Any) -> None:
-    """``target.attr = value``: only requires_grad, grad and data of tensors."""
+    """``target.attr = value``: requires_grad, grad and data of tensors; public module attributes."""
     if isinstance(target, torch.Tensor) and attr in policy.TENSOR_SETTABLE:
+        setattr(target, attr, value)
+        return
+    if isinstance(target, torch.nn.Module) and not attr.startswith("_") and attr not in policy.MODULE_METHODS:
+        if attr in _script_methods(target):
+            raise NotAllowedError(f"'{attr}' is a method of the class; it can't be replaced")
         setattr(target, attr, value)
         return
     raise NotAllowedError(
@@ -273,13 +420,19 @@ def is_storable(value: Any) -> bool:
     Callables never are, except graph nodes (``b.grad_fn``) and torch's grad-mode
     context managers, which scripts can only inspect or use in ``with``.
     """
-    if isinstance(value, (ModuleProxy, SafeFunction, ClassProxy)):
+    if isinstance(value, (ModuleProxy, SafeFunction, ClassProxy, SuperProxy)):
         return False
-    if callable(value) and not isinstance(value, (torch.Tensor, np.ndarray)):
+    if callable(value) and not isinstance(value, (torch.Tensor, np.ndarray, torch.nn.Module)):
         return _is_node(value) or is_context_manager(value)
     return True
 
 
 def is_passable(value: Any) -> bool:
-    """True for values that may be passed to torch and to builtins that could call them."""
-    return is_storable(value) and not (callable(value) and not isinstance(value, (torch.Tensor, np.ndarray)))
+    """True for values that may be passed to torch and to builtins that could call them.
+
+    nn.Module instances are callable but only run their own (or the script's
+    interpreted) forward, so layers can be passed to nn.Sequential and friends.
+    """
+    return is_storable(value) and not (
+        callable(value) and not isinstance(value, (torch.Tensor, np.ndarray, torch.nn.Module))
+    )

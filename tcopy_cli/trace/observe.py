@@ -156,6 +156,17 @@ def _walk(name: str, value: Any, depth: int, budget: list[int]) -> Iterator[tupl
     if isinstance(value, (torch.Tensor, np.ndarray)):
         yield name, value
         return
+    if isinstance(value, torch.nn.Module):
+        # Parameters and buffers as name.weight, name.fc.bias (each tensor once).
+        seen: set[int] = set()
+        for pname, p in list(value.named_parameters()) + list(value.named_buffers()):
+            budget[0] -= 1
+            if budget[0] <= 0:
+                return
+            if p is not None and id(p) not in seen:
+                seen.add(id(p))
+                yield f"{name}.{pname}", p
+        return
     if depth >= _MAX_CONTAINER_DEPTH or budget[0] <= 0:
         return
     if isinstance(value, (list, tuple)) and not isinstance(value, torch.Size):

@@ -185,6 +185,8 @@ class Step:
     grad_enabled: bool = True
     saved_events: list[SavedEvent] = field(default_factory=list)
     graph: GraphRecord | None = None
+    function: str | None = None
+    depth: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """The ``step`` event of the JSON Lines format."""
@@ -200,6 +202,8 @@ class Step:
             "notes": self.notes,
             "tensors": {k: v.to_json() for k, v in self.tensors.items()},
             "arrays": {k: v.to_json() for k, v in self.arrays.items()},
+            "function": self.function,
+            "depth": self.depth,
         }
 
 

@@ -20,7 +20,7 @@ from tcopy_cli import __version__
 from tcopy_cli.errors import LimitExceeded, StopRun, TimeoutExceeded, UsageError
 from tcopy_cli.explain import Explainer
 from tcopy_cli.limits import Limits
-from tcopy_cli.script.interp import Interpreter
+from tcopy_cli.script.interp import Caught, ControlFlow, Interpreter
 from tcopy_cli.script.parse import Program
 from tcopy_cli.trace.observe import Observer
 from tcopy_cli.trace.records import ErrorInfo, RunInfo, RunSummary, Step
@@ -207,22 +207,42 @@ class Runner:
     # --- StepHook --------------------------------------------------------------------
 
     def step(self, node: ast.stmt, action: Callable[[], None]) -> bool:
-        """Run one statement as a step."""
+        """Run one statement as a step.
+
+        Steps nest: a statement that calls a script function runs the function's
+        statements as steps of their own first, so this saves and restores the state of
+        the enclosing step. An error that a surrounding ``try`` will handle is reported
+        on its step (status ok, with a note) and then travels on to the ``except``.
+        """
         self._check_step_budget(node)
+        saved = (self.current_node, self.interp.out, self.grad_enabled)
         self.current_node = node
         self.interp.out = out = io.StringIO()
         self.grad_enabled = torch.is_grad_enabled()
         error: BaseException | None = None
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                action()
-            except (StopRun, KeyboardInterrupt):
-                raise
-            except Exception as exc:  # the script's error becomes the step's error
-                error = exc
-        warned = [str(w.message) for w in caught]
-        return self._finish(node, out.getvalue(), warned, error)
+        handled_at: int | None = None
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    action()
+                except Caught as c:  # raised by a nested step, already reported there
+                    error, handled_at = c.exc, self.interp.would_catch(c.exc)
+                except (StopRun, KeyboardInterrupt, ControlFlow):
+                    raise
+                except Exception as exc:  # the script's error becomes the step's error
+                    error = exc
+                    handled_at = self.interp.would_catch(exc)
+            warned = [str(w.message) for w in caught]
+            if handled_at is not None and error is not None:
+                self._finish(node, out.getvalue(), warned, None, caught=(error, handled_at))
+            else:
+                ok = self._finish(node, out.getvalue(), warned, error)
+        finally:
+            self.current_node, self.interp.out, self.grad_enabled = saved
+        if handled_at is not None and error is not None:
+            raise Caught(error)
+        return ok
 
     def header(self, node: ast.stmt, action: Callable[[], Any]) -> tuple[bool, Any]:
         """Evaluate a block header; only a failure becomes a step.
@@ -238,11 +258,14 @@ class Runner:
             warnings.simplefilter("always")
             try:
                 result = action()
-            except (StopRun, KeyboardInterrupt):
+            except (StopRun, KeyboardInterrupt, ControlFlow):
                 raise
             except Exception as exc:
                 error = exc
         printed, warned = out.getvalue(), [str(w.message) for w in caught]
+        if error is not None and (line := self.interp.would_catch(error)) is not None:
+            self._finish(node, printed, warned, None, caught=(error, line))
+            raise Caught(error)
         if error is None:
             if printed or warned:
                 self.pending = (node, self.pending[1] + printed, self.pending[2] + warned)
@@ -273,13 +296,19 @@ class Runner:
             self._finish(node, "", [], None, stop=False)
 
     def _finish(
-        self, node: ast.stmt, stdout: str, warned: list[str], error: BaseException | None, stop: bool = True
+        self,
+        node: ast.stmt,
+        stdout: str,
+        warned: list[str],
+        error: BaseException | None,
+        stop: bool = True,
+        caught: tuple[BaseException, int] | None = None,
     ) -> bool:
         _, pending_out, pending_warn = self.pending
         if pending_out or pending_warn:
             stdout, warned = pending_out + stdout, pending_warn + warned
             self.pending = (None, "", [])
-        snap = self.observer.snapshot(self.interp.ns)
+        snap = self.observer.snapshot(self.interp.visible_names())
         tensors, arrays, total = snap.tensors, snap.arrays, snap.total_bytes
         limits = self.options.limits
         if error is None and total > limits.max_bytes:
@@ -298,6 +327,13 @@ class Runner:
         notes, explanation = self.explainer.explain(
             self.count, node.lineno, source, tensors, arrays, warned, self.grad_enabled, snap.saved_events, error_pair
         )
+        if caught is not None:
+            exc, line = caught
+            notes.insert(
+                0,
+                f"This statement raised {type(exc).__name__}: {_first_line(str(exc))} — caught by the except at "
+                f"line {line}.",
+            )
         info = None
         if error_pair is not None:
             info = ErrorInfo(type=error_pair[0], message=error_pair[1], explanation=explanation or "")
@@ -316,6 +352,8 @@ class Runner:
             grad_enabled=self.grad_enabled,
             saved_events=snap.saved_events,
             graph=snap.graph,
+            function=self.interp.call_stack[-1][0] if self.interp.call_stack else None,
+            depth=len(self.interp.call_stack),
         )
         self.emit(record)
         if info is not None:
@@ -324,6 +362,10 @@ class Runner:
                 raise StopRun()
             return False
         return True
+
+
+def _first_line(text: str) -> str:
+    return text.splitlines()[0] if text else ""
 
 
 def _narration(program: Program, node: ast.stmt) -> list[str]:
