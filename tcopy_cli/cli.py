@@ -267,6 +267,16 @@ def run(
             rich_help_panel="Presenting",
         ),
     ] = False,
+    depth: Annotated[
+        Optional[int],
+        typer.Option(
+            "--depth",
+            min=0,
+            help="Hide steps inside script functions nested deeper than N calls (0: module level only).",
+            show_default=False,
+            rich_help_panel="Presenting",
+        ),
+    ] = None,
     memory: Annotated[
         bool,
         typer.Option(
@@ -373,6 +383,7 @@ def run(
         title=title,
         graph=graph,
         memory=memory,
+        depth=depth,
     )
     origin: Optional[str] = None
     if example is not None:
@@ -417,10 +428,13 @@ class Display:
     title: Optional[str] = None
     graph: bool = False
     memory: bool = False
+    depth: Optional[int] = None
 
-    def shows(self, index: int) -> bool:
-        """Whether step ``index`` is in the --step/--from/--to range."""
-        return (self.first is None or index >= self.first) and (self.last is None or index <= self.last)
+    def shows(self, step: Step) -> bool:
+        """Whether a step is in the --step/--from/--to range and within --depth."""
+        index = step.index
+        in_range = (self.first is None or index >= self.first) and (self.last is None or index <= self.last)
+        return in_range and (self.depth is None or step.depth <= self.depth)
 
 
 class _Quit(Exception):
@@ -467,7 +481,7 @@ def _run(
     lines = program.lines
 
     def emit(step: Step) -> None:
-        shown = display.shows(step.index) or fmt is OutputFormat.json
+        shown = display.shows(step) or fmt is OutputFormat.json
         renderer.step(step, shown)
         if step.error is not None:
             errors.append(step)

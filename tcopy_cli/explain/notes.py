@@ -355,6 +355,11 @@ class Explainer:
                     f"backward added into {name}.grad: {og.preview} → {g.preview}{inc_text}. Gradients "
                     f"accumulate: this is backward #{n} into {name}.grad since it was last reset."
                 )
+        if sum("reset to None" in n for n in out) >= 2:
+            out.append(
+                "Several grads were reset to None at once, as optimizer.zero_grad() and module.zero_grad() do by "
+                "default; zero_grad(set_to_none=False) zeroes them in place instead."
+            )
         if received:
             self.backward_steps.append(index)
             for bump in list(self.corrupted):

@@ -40,7 +40,8 @@ class MarkdownRenderer:
             return
         w = self.out.write
         status = " · **error**" if step.status == "error" else ""
-        w(f"### Step {step.index} · line {step.line}{status}\n\n")
+        where = f" · in `{step.function}` (depth {step.depth})" if step.function else ""
+        w(f"### Step {step.index} · line {step.line}{where}{status}\n\n")
         for line in step.narration:
             w(f"*{line}*\n\n")
         fence = "````" if "```" in step.source else "```"

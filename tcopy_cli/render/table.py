@@ -72,9 +72,10 @@ class TableRenderer:
         for line in step.narration:
             parts.append(Text(line, style="italic cyan"))
         status = Text(" error", style="bold red") if step.status == "error" else Text("")
+        where = Text(f" · in {step.function} (depth {step.depth})", style="magenta") if step.function else Text("")
         parts.append(
             Rule(
-                Text.assemble((f"Step {step.index}", "bold"), f" · line {step.line}", status),
+                Text.assemble((f"Step {step.index}", "bold"), f" · line {step.line}", where, status),
                 align="left",
                 style="dim",
             )
