@@ -17,6 +17,13 @@ The error line is the line where the failing statement starts: the innermost sim
 statement that contains the line of the script frame of the traceback, or the header
 of the ``for``/``if``/``with`` whose header failed.
 
+A second mode, for tests/test_snippets.py (``start_reference(..., mode="snippets")``),
+runs each script with ``run_snippet``: no step counting (tcopy makes steps inside
+function bodies, which this reference does not mirror), the error line taken from the
+innermost statement at any depth (inside functions and methods too), the lines run
+inside script functions, and a final state that also holds the parameters and buffers
+of ``nn.Module`` objects bound to global names (``model.fc.weight``).
+
 Only the standard library is imported at module level; torch and numpy are imported
 inside the child process.
 """
@@ -36,22 +43,28 @@ STEP_HOOK = "__tcopy_reference_step__"
 MAX_VALUES = 100  # tcopy's default --max-values: above it, "values" is null
 _NOT_STEPS = (ast.Pass, ast.Break, ast.Continue)
 _BLOCKS = (ast.For, ast.If, ast.With)
+MODES = ("statements", "snippets")
 
 
 # --- parent side ---------------------------------------------------------------------
 
 
-def start_reference(sources: dict[str, str], workdir: Path) -> subprocess.Popen[str]:
+def start_reference(sources: dict[str, str], workdir: Path, mode: str = "statements") -> subprocess.Popen[str]:
     """Start the reference process for ``sources`` ({name: source}); see ``collect_reference``.
 
     The sources go to the child in a file under ``workdir`` and the results come back in
     another (the scripts' own output can't mix with them), so the caller can do other
-    work (start tcopy processes) while the child runs.
+    work (start tcopy processes) while the child runs. ``mode`` is ``"statements"``
+    (``run_one``, for tests/test_differential.py) or ``"snippets"`` (``run_snippet``,
+    for tests/test_snippets.py).
     """
-    request = workdir / "reference-sources.json"
+    if mode not in MODES:
+        raise ValueError(f"unknown reference mode {mode!r}")
+    request = workdir / f"reference-{mode}-sources.json"
     request.write_text(json.dumps(sources), encoding="utf-8")
+    results = workdir / f"reference-{mode}-results.json"
     return subprocess.Popen(
-        [sys.executable, str(Path(__file__).resolve()), str(request), str(workdir / "reference-results.json")],
+        [sys.executable, str(Path(__file__).resolve()), str(request), str(results), mode],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -71,7 +84,8 @@ def collect_reference(proc: subprocess.Popen[str], timeout: float = 240.0) -> di
         raise RuntimeError(f"the reference process failed ({proc.returncode}):\n{out}\n{err}")
     args = proc.args
     assert isinstance(args, list)
-    results: dict[str, dict[str, Any]] = json.loads(Path(args[-1]).read_text(encoding="utf-8"))
+    results_file = args[-1] if args[-1] not in MODES else args[-2]
+    results: dict[str, dict[str, Any]] = json.loads(Path(results_file).read_text(encoding="utf-8"))
     return results
 
 
@@ -193,6 +207,121 @@ def run_one(source: str) -> dict[str, Any]:
     }
 
 
+# --- child side: snippets with functions, classes and modules (tests/test_snippets.py) ---
+
+
+def locate_innermost(body: list[ast.stmt], line: int) -> ast.stmt | None:
+    """The innermost statement whose lines contain ``line``, looking into every kind of block.
+
+    Unlike ``locate`` this descends into ``def``, ``class``, ``while`` and ``try`` bodies
+    (handlers, ``else`` and ``finally`` too). A line in a block's header gives the block.
+    """
+    for stmt in body:
+        if not stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+            continue
+        bodies = [getattr(stmt, f) for f in ("body", "orelse", "finalbody") if isinstance(getattr(stmt, f, None), list)]
+        bodies += [handler.body for handler in getattr(stmt, "handlers", [])]
+        for sub in bodies:
+            found = locate_innermost(sub, line)
+            if found is not None:
+                return found
+        return stmt
+    return None
+
+
+_COMPOUND = (ast.For, ast.While, ast.If, ast.With, ast.Try, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)
+
+
+def _line_tracer(lines: set[int]) -> Any:
+    """A ``sys.settrace`` function that records the lines run in the script's function frames.
+
+    Function frames are those of ``def`` bodies, methods, lambdas and comprehensions
+    (code with CO_OPTIMIZED); module and class-body frames are left out, as is every
+    frame outside the script (torch's own Python code is not traced line by line).
+    """
+    import inspect
+
+    def local(frame: Any, event: str, arg: Any) -> Any:
+        if event == "line":
+            lines.add(frame.f_lineno)
+        return local
+
+    def start(frame: Any, event: str, arg: Any) -> Any:
+        code = frame.f_code
+        if code.co_filename == SCRIPT_FILENAME and code.co_flags & inspect.CO_OPTIMIZED:
+            return local
+        return None
+
+    return start
+
+
+def run_snippet(source: str) -> dict[str, Any]:
+    """Run one script a top-level statement at a time; output, error, lines run in functions, final state.
+
+    For scripts with ``def``, ``class``, ``try`` and ``while``, where tcopy makes steps
+    inside function bodies: there is no step count here. The result is ``{"stdout",
+    "warnings", "error", "statements_total", "completed", "function_lines", "state"}``.
+    ``error`` is null or ``{"type", "line", "message"}`` where ``line`` is the first line
+    of the innermost statement (at any depth, inside functions and methods too) that
+    contains the line of the innermost script frame of the traceback.
+    ``function_lines`` lists, sorted, the first lines of the simple statements (other
+    than ``pass``/``break``/``continue``) that ran inside script functions and methods.
+    ``state`` is ``final_state`` with module parameters and buffers.
+    """
+    import builtins
+    import contextlib
+    import io
+    import warnings
+
+    import torch
+
+    torch.set_grad_enabled(True)
+    torch.set_default_dtype(torch.float32)
+    tree = ast.parse(source, filename=SCRIPT_FILENAME)
+    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+    stdout = io.StringIO()
+    warned: list[str] = []
+    error: dict[str, Any] | None = None
+    completed = 0
+    traced: set[int] = set()
+    for stmt in tree.body:
+        code = compile(ast.Module(body=[stmt], type_ignores=[]), SCRIPT_FILENAME, "exec")
+        with contextlib.redirect_stdout(stdout), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            previous = sys.gettrace()
+            sys.settrace(_line_tracer(traced))
+            try:
+                exec(code, namespace)
+            except Exception as exc:
+                line = _script_line(exc)
+                found = locate_innermost(tree.body, line) if line is not None else None
+                error = {
+                    "type": type(exc).__name__,
+                    "line": found.lineno if found is not None else line,
+                    "message": str(exc),
+                }
+            finally:
+                sys.settrace(previous)
+        warned.extend(str(w.message) for w in caught)
+        if error is not None:
+            break
+        completed += 1
+    function_lines = set()
+    for line in traced:
+        found = locate_innermost(tree.body, line)
+        if found is not None and not isinstance(found, (*_COMPOUND, *_NOT_STEPS)):
+            function_lines.add(found.lineno)
+    return {
+        "stdout": stdout.getvalue(),
+        "warnings": warned,
+        "error": error,
+        "statements_total": len(tree.body),
+        "completed": completed,
+        "function_lines": sorted(function_lines),
+        "state": final_state(namespace, modules=True),
+    }
+
+
 # --- child side: the final state -----------------------------------------------------
 
 
@@ -212,8 +341,13 @@ def json_values(v: Any) -> Any:
     return v
 
 
-def named_values(namespace: dict[str, Any]) -> list[tuple[str, Any]]:
-    """(display name, tensor or array) for every global name, looking into lists, tuples and dicts."""
+def named_values(namespace: dict[str, Any], modules: bool = False) -> list[tuple[str, Any]]:
+    """(display name, tensor or array) for every global name, looking into lists, tuples and dicts.
+
+    With ``modules``, an ``nn.Module`` bound to a global name contributes its parameters
+    and buffers as ``name.weight``, ``name.fc.bias`` (``named_parameters()`` and
+    ``named_buffers()``, so a parameter shared by two submodules is listed once).
+    """
     import numpy as np
     import torch
 
@@ -222,6 +356,11 @@ def named_values(namespace: dict[str, Any]) -> list[tuple[str, Any]]:
     def walk(name: str, value: Any, depth: int) -> None:
         if isinstance(value, (torch.Tensor, np.ndarray)):
             out.append((name, value))
+        elif modules and depth == 0 and isinstance(value, torch.nn.Module):
+            for key, param in value.named_parameters():
+                out.append((f"{name}.{key}", param))
+            for key, buffer in value.named_buffers():
+                out.append((f"{name}.{key}", buffer))
         elif depth < 3 and isinstance(value, (list, tuple)) and not isinstance(value, torch.Size):
             for i, item in enumerate(value):
                 walk(f"{name}[{i}]", item, depth + 1)
@@ -260,8 +399,11 @@ def _pairs(names_by_key: dict[Any, list[str]]) -> list[list[str]]:
     return sorted(list(p) for p in pairs)
 
 
-def final_state(namespace: dict[str, Any]) -> dict[str, Any]:
+def final_state(namespace: dict[str, Any], modules: bool = False) -> dict[str, Any]:
     """Every tensor's and array's facts, and which of them share memory.
+
+    ``modules``: also the parameters and buffers of modules bound to names (see
+    ``named_values``).
 
     ``tensors``: name -> shape, dtype, values, requires_grad, is_leaf, grad_fn,
     version, storage_offset and grad (shape, dtype, values; read only where torch
@@ -278,7 +420,7 @@ def final_state(namespace: dict[str, Any]) -> dict[str, Any]:
     arrays: dict[str, Any] = {}
     members: list[tuple[str, Any]] = []
     array_items: list[tuple[str, Any]] = []
-    for name, value in named_values(namespace):
+    for name, value in named_values(namespace, modules):
         if isinstance(value, np.ndarray):
             arrays[name] = {
                 "shape": list(value.shape),
@@ -333,11 +475,16 @@ def final_state(namespace: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
-    """Child process: {name: source} from the JSON file argv[1]; {name: result} to the JSON file argv[2]."""
+    """Child process: {name: source} from the JSON file argv[1]; {name: result} to the JSON file argv[2].
+
+    argv[3], if given, is the mode (``MODES``); the default runs ``run_one``.
+    """
     sources: dict[str, str] = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
+    mode = sys.argv[3] if len(sys.argv) > 3 else "statements"
+    run = run_snippet if mode == "snippets" else run_one
     results: dict[str, Any] = {}
     for name, source in sources.items():
-        results[name] = run_one(source)
+        results[name] = run(source)
     Path(sys.argv[2]).write_text(json.dumps(results, allow_nan=False), encoding="utf-8")
 
 
