@@ -25,6 +25,26 @@ _set_version = getattr(getattr(torch._C, "_autograd", None), "_unsafe_set_versio
 _PROBE = 987_654_321
 
 
+def safe_grad_fn(t: torch.Tensor) -> Any:
+    """``t.grad_fn``, or None where torch refuses to give it.
+
+    A view made under no_grad whose base was later changed in place with grad mode on
+    raises on ``.grad_fn`` and ``.is_leaf``; observing must not fail on it.
+    """
+    try:
+        return t.grad_fn
+    except RuntimeError:
+        return None
+
+
+def safe_is_leaf(t: torch.Tensor) -> bool:
+    """``t.is_leaf``, or False where torch refuses to say (see safe_grad_fn)."""
+    try:
+        return bool(t.is_leaf)
+    except RuntimeError:
+        return False
+
+
 def node_key(node: Any) -> int:
     """A stable identity for a graph node while it lives.
 
@@ -44,7 +64,7 @@ def node_key(node: Any) -> int:
 
 def node_id(t: torch.Tensor) -> int:
     """Identity of a tensor's place in the graph: its grad_fn, or itself for a leaf."""
-    fn = t.grad_fn
+    fn = safe_grad_fn(t)
     return node_key(fn) if fn is not None else id(t)
 
 
@@ -57,7 +77,7 @@ class GraphWalk:
 
     def reach_from(self, t: torch.Tensor) -> frozenset[int]:
         """ids of nodes and leaf tensors strictly behind ``t`` in the graph."""
-        fn = t.grad_fn
+        fn = safe_grad_fn(t)
         if fn is None:
             return frozenset()
         key = node_key(fn)
@@ -282,13 +302,13 @@ def build_graph(
     by_id: dict[int, list[str]] = {}
     leaf_names: dict[int, list[str]] = {}
     for name, t in tensors:
-        if t.grad_fn is not None:
-            by_id.setdefault(node_key(t.grad_fn), []).append(name)
+        if safe_grad_fn(t) is not None:
+            by_id.setdefault(node_key(safe_grad_fn(t)), []).append(name)
         else:
             leaf_names.setdefault(id(t), []).append(name)
     labels: dict[int, str] = {}
     order: list[Any] = []
-    queue = [t.grad_fn for _, t in tensors if t.grad_fn is not None]
+    queue = [safe_grad_fn(t) for _, t in tensors if safe_grad_fn(t) is not None]
     while queue and len(order) < MAX_GRAPH_NODES:
         node = queue.pop(0)
         nk = node_key(node)
@@ -322,9 +342,9 @@ def build_graph(
             saved=saved,
         )
     roots = {
-        name: labels[node_key(t.grad_fn)]
+        name: labels[node_key(safe_grad_fn(t))]
         for name, t in tensors
-        if t.grad_fn is not None and node_key(t.grad_fn) in labels
+        if safe_grad_fn(t) is not None and node_key(safe_grad_fn(t)) in labels
     }
     ids = {id(t): name for name, t in tensors}
     views: dict[str, str] = {}

@@ -17,7 +17,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from tcopy_cli.trace.graph import GraphWalk, SavedEvent, SavedTensorTracker, build_graph, node_id, version_groups
+from tcopy_cli.trace.graph import (
+    GraphWalk,
+    SavedEvent,
+    SavedTensorTracker,
+    build_graph,
+    node_id,
+    safe_grad_fn,
+    safe_is_leaf,
+    version_groups,
+)
 from tcopy_cli.trace.records import ArrayRecord, GraphRecord, TensorRecord
 from tcopy_cli.trace.values import format_nested, format_number, json_values
 
@@ -261,7 +270,7 @@ class Observer:
             except (RuntimeError, NotImplementedError):
                 continue
             describe.setdefault(ptr, name)
-        leaf_names = {node_id(t): names_of_node[node_id(t)] for _, t in tensors if t.grad_fn is None}
+        leaf_names = {node_id(t): names_of_node[node_id(t)] for _, t in tensors if safe_grad_fn(t) is None}
         events = self.saved.update(walk, describe, lambda nid: walk.leaves_behind(nid, leaf_names))
 
         records: dict[str, TensorRecord] = {}
@@ -356,8 +365,8 @@ class Observer:
             storage_offset=int(t.storage_offset()),
             shares_memory_with=shares,
             requires_grad=bool(t.requires_grad),
-            is_leaf=bool(t.is_leaf),
-            grad_fn=type(t.grad_fn).__name__ if t.grad_fn is not None else None,
+            is_leaf=safe_is_leaf(t),
+            grad_fn=_grad_fn_name(t),
             grad=grad,
             version=version,
             stride=list(t.stride()),
@@ -382,6 +391,14 @@ def _shares(a: np.ndarray, other: np.ndarray | None, tensor: torch.Tensor | None
         return True
 
 
+def _grad_fn_name(t: torch.Tensor) -> str | None:
+    try:
+        fn = t.grad_fn
+    except RuntimeError:
+        return "(invalid view)"  # torch refuses: a no_grad view whose base changed in place
+    return type(fn).__name__ if fn is not None else None
+
+
 def _fits_storage(t: torch.Tensor) -> bool:
     """True when every element of ``t`` lies inside its storage."""
     try:
@@ -397,6 +414,6 @@ def _fits_storage(t: torch.Tensor) -> bool:
 
 def _grad_of(t: torch.Tensor) -> torch.Tensor | None:
     """``t.grad`` where reading it is silent in torch (leaves and retain_grad tensors)."""
-    if t.is_leaf or t.retains_grad:
+    if safe_is_leaf(t) or t.retains_grad:
         return t.grad
     return None
