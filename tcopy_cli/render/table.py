@@ -80,7 +80,10 @@ class TableRenderer:
                 style="dim",
             )
         )
-        parts.append(Syntax(step.source, "python", theme="ansi_dark", background_color="default", word_wrap=True))
+        if self.console.color_system is not None or self.console.record:
+            parts.append(Syntax(step.source, "python", theme="ansi_dark", background_color="default", word_wrap=True))
+        else:  # no colour to show: skip building the highlighter
+            parts.append(Text(step.source))
         rows = step_rows(step, self.previous, self.options.watch, self.options.only_changed)
         if rows:
             parts.append(self._table(rows))

@@ -52,6 +52,23 @@ def _size_from(args: Sequence[Any]) -> list[int] | None:
     return [int(d) for d in dims]  # type: ignore[arg-type]
 
 
+def broadcast_shapes(*shapes: Sequence[int]) -> list[int]:
+    """NumPy/torch broadcasting of shapes, in plain Python.
+
+    (torch.broadcast_shapes imports sympy on its first call: about half a second.)
+    """
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for shape in shapes:
+        for i, d in enumerate(shape, start=ndim - len(shape)):
+            d = int(d)
+            if out[i] == 1:
+                out[i] = d
+            elif d != 1 and d != out[i]:
+                raise RuntimeError(f"shapes {[list(s) for s in shapes]} can't be broadcast together")
+    return out
+
+
 def _prod(dims: Sequence[int]) -> int:
     return math.prod(max(d, 0) for d in dims)
 
@@ -74,11 +91,7 @@ def _matmul_numel(a: torch.Tensor, b: torch.Tensor) -> int | None:
     batch_a = list(a.shape[:-2])
     batch_b = list(b.shape[:-2])
     try:
-        batch = list(
-            torch.broadcast_shapes(  # type: ignore[no-untyped-call]
-                tuple(batch_a), tuple(batch_b)
-            )
-        )
+        batch = list(broadcast_shapes(tuple(batch_a), tuple(batch_b)))
     except RuntimeError:
         return None
     return _prod(batch) * n * m
@@ -191,11 +204,7 @@ def estimate_numel(
         return math.prod(t.numel() for t in tensors[:2])
     if len(tensors) >= 2:
         try:
-            return _prod(
-                torch.broadcast_shapes(  # type: ignore[no-untyped-call]
-                    *(t.shape for t in tensors)
-                )
-            )
+            return _prod(broadcast_shapes(*(t.shape for t in tensors)))
         except RuntimeError:
             return None
     return None

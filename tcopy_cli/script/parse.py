@@ -22,7 +22,14 @@ class Program:
     title: str = ""
 
     def statement_source(self, node: ast.stmt) -> str:
-        """The source text of a simple statement, or the header line of a block."""
+        """The source text of a simple statement, or the header line of a block (cached)."""
+        cache: dict[int, str] = self.__dict__.setdefault("_sources", {})
+        key = id(node)
+        if key not in cache:
+            cache[key] = self._statement_source(node)
+        return cache[key]
+
+    def _statement_source(self, node: ast.stmt) -> str:
         if isinstance(node, (ast.For, ast.If, ast.With, ast.While, ast.FunctionDef, ast.ClassDef, ast.Try)):
             return header_source(self.lines, node)
         seg = ast.get_source_segment(self.source, node)

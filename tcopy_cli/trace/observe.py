@@ -92,14 +92,34 @@ def _head(d: torch.Tensor, k: int) -> list[Any]:
     return row[:k].tolist()  # type: ignore[no-any-return]
 
 
-def summarize(d: torch.Tensor) -> str:
-    """Preview of a tensor too large to list: first values and statistics on its device."""
+STATS_SAMPLE = 1_000_000
+
+
+def _sample(d: torch.Tensor) -> tuple[torch.Tensor, bool]:
+    """A bounded, evenly strided view of a large tensor for statistics (no copy)."""
     n = d.numel()
+    if n <= STATS_SAMPLE:
+        return d, False
+    if d.is_contiguous():
+        return d.view(-1)[:: -(-n // STATS_SAMPLE)], True
+    rows = max(1, STATS_SAMPLE * d.shape[0] // n) if d.dim() else 1
+    return d[:: -(-d.shape[0] // rows)], True
+
+
+def summarize(d: torch.Tensor) -> str:
+    """Preview of a tensor too large to list: first values and statistics on its device.
+
+    Statistics of tensors over a million elements come from an evenly strided sample
+    of about a million of them (said in the preview), so observing a large tensor costs
+    the same after every step whatever its size.
+    """
     head = ", ".join(format_number(x) for x in _head(d, PREVIEW_ITEMS))
     parts = [f"[{head}, …]"]
+    d, sampled = _sample(d)
+    n = d.numel()
     try:
         if d.dtype == torch.bool:
-            parts.append(f"{int(d.count_nonzero().item()):,} True of {n:,}")
+            parts.append(f"{int(d.count_nonzero().item()):,} True of {n:,}{' sampled' if sampled else ''}")
         elif d.is_floating_point() or d.dtype in (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8):
             mn, mx = torch.aminmax(d)
             mean = (
@@ -109,6 +129,7 @@ def summarize(d: torch.Tensor) -> str:
             )
             parts.append(
                 f"min {format_number(mn.item())} max {format_number(mx.item())} mean {format_number(float(mean))}"
+                + (f" (of {n:,} sampled values)" if sampled else "")
             )
     except (RuntimeError, TypeError):  # some dtypes/devices lack a reduction
         pass
@@ -287,7 +308,7 @@ class Observer:
                 node_id=node_id(t),
                 reach_ids=reach[name],
             )
-        spans = {name: tensor_span(t) for name, t in members if t.device.type != "meta"}
+        spans = {name: tensor_span(t) for name, t in members if t.device.type != "meta"} if arrays else {}
         array_records: dict[str, ArrayRecord] = {}
         array_spans = {name: _array_span(a) for name, a in arrays}
         arrays_by_name = dict(arrays)

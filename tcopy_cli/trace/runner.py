@@ -308,7 +308,16 @@ class Runner:
         if pending_out or pending_warn:
             stdout, warned = pending_out + stdout, pending_warn + warned
             self.pending = (None, "", [])
-        snap = self.observer.snapshot(self.interp.visible_names())
+        if self.options.device == "cpu":
+            snap = self.observer.snapshot(self.interp.visible_names())
+        else:
+            # The default-device mode routes every torch call through Python; observing
+            # creates no tensors that need it, so switch it off while observing.
+            torch.set_default_device(None)
+            try:
+                snap = self.observer.snapshot(self.interp.visible_names())
+            finally:
+                torch.set_default_device(self.options.device)
         tensors, arrays, total = snap.tensors, snap.arrays, snap.total_bytes
         limits = self.options.limits
         if error is None and total > limits.max_bytes:
