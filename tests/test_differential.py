@@ -28,16 +28,20 @@ from differential import collect_reference, start_reference
 
 CORPUS_DIR = Path(__file__).parent / "corpus"
 CORPUS = sorted(CORPUS_DIR.glob("*.py"))
-NAMES = [p.name for p in CORPUS]
+# Every shipped example is part of the corpus too: its final state must match plain python.
+EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "tcopy_cli" / "examples"
+EXAMPLES = sorted(p for p in EXAMPLES_DIR.glob("*.py") if not p.name.startswith("_"))
+PATHS = {p.name: p for p in CORPUS} | {f"example_{p.name}": p for p in EXAMPLES}
+NAMES = sorted(PATHS)
 # Run through the real command line (a subprocess) rather than in process.
-CLI_SCRIPTS = frozenset({"numpy_roundtrip.py", "deepcopy_nonleaf_error.py", "sgd_loop.py"})
+CLI_SCRIPTS = frozenset({"numpy_roundtrip.py", "deepcopy_nonleaf_error.py", "sgd_loop.py", "example_clone.py"})
 EXPECT_ERROR = re.compile(r"^#\s*expect-error:\s*(\w+)\s*$", re.MULTILINE)
 ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 CLI_TIMEOUT = 120.0
 
 
 def _source(name: str) -> str:
-    return (CORPUS_DIR / name).read_text(encoding="utf-8")
+    return PATHS[name].read_text(encoding="utf-8")
 
 
 def _addresses_normalised(text: str) -> str:
@@ -62,7 +66,7 @@ def _tcopy_in_process(name: str) -> dict[str, Any]:
 def _start_cli(name: str) -> subprocess.Popen[str]:
     env = {**os.environ, "NO_COLOR": "1", "PYTHONIOENCODING": "utf-8"}
     return subprocess.Popen(
-        [sys.executable, "-m", "tcopy_cli", "run", str(CORPUS_DIR / name), "--format", "json"],
+        [sys.executable, "-m", "tcopy_cli", "run", str(PATHS[name]), "--format", "json"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -12,3 +12,5 @@ b = a * 2
 
 # ...and torch refuses to deepcopy it.
 b2 = copy.deepcopy(b)
+
+# expect-error: RuntimeError

@@ -14,3 +14,5 @@ print(a)
 y = (a * a).sum()
 d.add_(1)
 y.backward()
+
+# expect-error: RuntimeError

@@ -11,3 +11,5 @@ y.mul_(2)
 
 # Backward finds the saved tensor at version 1, expected 0, and refuses.
 y.sum().backward()
+
+# expect-error: RuntimeError
