@@ -83,7 +83,7 @@ WidthOpt = Annotated[
 
 
 def _stderr() -> Console:
-    return Console(stderr=True, highlight=False, no_color=bool(os.environ.get("NO_COLOR")) or None)
+    return Console(stderr=True, highlight=False, soft_wrap=True, no_color=bool(os.environ.get("NO_COLOR")) or None)
 
 
 def _fail(message: str, code: int) -> NoReturn:

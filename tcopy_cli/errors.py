@@ -44,5 +44,9 @@ class TimeoutExceeded(LimitExceeded):
     """The wall-clock limit (--timeout) was hit."""
 
 
-class StopRun(Exception):
-    """Internal: raised by the step runner to end a run after an error step."""
+class StopRun(BaseException):
+    """Internal: raised by the step runner to end a run after an error step.
+
+    A BaseException, so no ``except Exception`` in a script (or in torch code between
+    the step and the runner) can swallow the end of a run.
+    """

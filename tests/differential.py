@@ -237,9 +237,23 @@ def _line_tracer(lines: set[int]) -> Any:
 
     Function frames are those of ``def`` bodies, methods, lambdas and comprehensions
     (code with CO_OPTIMIZED); module and class-body frames are left out, as is every
-    frame outside the script (torch's own Python code is not traced line by line).
+    frame outside the script (torch's own Python code is not traced line by line). So
+    are the frames of script functions that autograd calls as hooks during
+    ``backward()`` or ``torch.autograd.grad`` (and whatever they call): tcopy runs those
+    within the step of the statement that started the backward pass.
     """
     import inspect
+    import os
+
+    autograd_dir = f"{os.sep}torch{os.sep}autograd{os.sep}"
+
+    def under_autograd(frame: Any) -> bool:
+        caller = frame.f_back
+        while caller is not None:
+            if autograd_dir in caller.f_code.co_filename:
+                return True
+            caller = caller.f_back
+        return False
 
     def local(frame: Any, event: str, arg: Any) -> Any:
         if event == "line":
@@ -248,7 +262,7 @@ def _line_tracer(lines: set[int]) -> Any:
 
     def start(frame: Any, event: str, arg: Any) -> Any:
         code = frame.f_code
-        if code.co_filename == SCRIPT_FILENAME and code.co_flags & inspect.CO_OPTIMIZED:
+        if code.co_filename == SCRIPT_FILENAME and code.co_flags & inspect.CO_OPTIMIZED and not under_autograd(frame):
             return local
         return None
 
@@ -265,7 +279,8 @@ def run_snippet(source: str) -> dict[str, Any]:
     of the innermost statement (at any depth, inside functions and methods too) that
     contains the line of the innermost script frame of the traceback.
     ``function_lines`` lists, sorted, the first lines of the simple statements (other
-    than ``pass``/``break``/``continue``) that ran inside script functions and methods.
+    than ``pass``/``break``/``continue``) that ran inside script functions and methods,
+    except in hooks that autograd called (see ``_line_tracer``).
     ``state`` is ``final_state`` with module parameters and buffers.
     """
     import builtins

@@ -69,6 +69,29 @@ def broadcast_shapes(*shapes: Sequence[int]) -> list[int]:
     return out
 
 
+_DATA_FACTORIES = frozenset({"tensor", "as_tensor", "asarray", "array", "new_tensor"})
+
+
+def data_numel(data: Any, depth: int = 0) -> int | None:
+    """Elements torch.tensor(data) / np.array(data) would hold, from its first items.
+
+    Numeric arrays must be rectangular, so a nested list's size is its length times the
+    size of its first item; counting that way costs nothing however large the list is.
+    """
+    if isinstance(data, torch.Tensor):
+        return data.numel()
+    if isinstance(data, np.ndarray):
+        return int(data.size)
+    if not isinstance(data, (list, tuple)):
+        return 1
+    if not data:
+        return 0
+    if depth > 32:
+        return None
+    inner = data_numel(data[0], depth + 1)
+    return None if inner is None else len(data) * inner
+
+
 def _prod(dims: Sequence[int]) -> int:
     return math.prod(max(d, 0) for d in dims)
 
@@ -101,6 +124,8 @@ def estimate_numel(
     name: str, args: Sequence[Any], kwargs: dict[str, Any], self_tensor: torch.Tensor | None = None
 ) -> int | None:
     """Elements the call ``name(*args, **kwargs)`` would allocate, when it can be told."""
+    if name in _DATA_FACTORIES and args:
+        return data_numel(args[0])
     size_kw = kwargs.get("size")
     if name in _SIZE_FACTORIES:
         if name == "Tensor" or name.endswith("Tensor"):

@@ -133,7 +133,7 @@ _CMPOPS: dict[type, Callable[[Any, Any], Any]] = {
 }
 _SPEC_NUMBER = re.compile(r"\d+")
 _SIZED_BUILTINS = frozenset(
-    {"list", "tuple", "sorted", "sum", "min", "max", "any", "all", "enumerate", "zip", "reversed", "dict"}
+    {"list", "tuple", "sorted", "sum", "min", "max", "any", "all", "enumerate", "zip", "reversed", "dict", "map"}
 )
 # Builtins that only display their arguments, so any storable value may be passed.
 _DISPLAY_BUILTINS = frozenset({"print", "str", "type", "bool", "len"})
@@ -523,8 +523,13 @@ class Interpreter:
         gen = gens[i]
         if gen.is_async:
             raise NotAllowedError("async comprehensions are not supported")
-        for item in self._iterable(self.eval(gen.iter)):
+        iterable = self._iterable(self.eval(gen.iter))
+        self._check_size(iterable)
+        for item in iterable:
             count[0] += 1
+            self.iterations += 1
+            if self.iterations > self.limits.max_iterations * 10:
+                self._raise_limit("the script's loops and comprehensions ran too long in all", "max_iterations")
             if count[0] > self.limits.max_iterations:
                 self._raise_limit(
                     f"the comprehension ran more than {self.limits.max_iterations} times", "max_iterations"
@@ -755,8 +760,16 @@ class Interpreter:
             else:
                 kwargs[kw.arg] = value
         if name in policy.CALLABLE_TAKERS:
-            args = [self._wrap_callable(a) for a in args]
-            kwargs = {k: self._wrap_callable(v) for k, v in kwargs.items()}
+            # Only script functions may be handed over; torch runs hooks inside backward,
+            # where no step can be reported, so their statements run without steps.
+            silent = name not in ("map", "sorted", "min", "max")
+            for value in list(args) + list(kwargs.values()):
+                if callable(value) and not isinstance(value, (torch.Tensor, np.ndarray)):
+                    raise NotAllowedError(
+                        f"{name}() takes only functions the script defined (def or lambda), not {type_name(value)}"
+                    )
+            args = [self._wrap_callable(a, silent) for a in args]
+            kwargs = {k: self._wrap_callable(v, silent) for k, v in kwargs.items()}
         strict = not (builtin and name in _DISPLAY_BUILTINS)
         for value in list(args) + list(kwargs.values()):
             if not isinstance(value, _ScriptCallable):
@@ -794,10 +807,10 @@ class Interpreter:
             self._check_argument(value, True)
         return args, kwargs
 
-    def _wrap_callable(self, value: Any) -> Any:
+    def _wrap_callable(self, value: Any, silent: bool = True) -> Any:
         """A script function handed to torch or a builtin becomes a callable that runs it here."""
         if isinstance(value, ScriptFunction):
-            return _ScriptCallable(self, value)
+            return _ScriptCallable(self, value, silent)
         return value
 
     def call_value(self, target: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
@@ -881,6 +894,11 @@ class Interpreter:
         names: set[str] = set()
         for item in node.body:
             if isinstance(item, ast.FunctionDef):
+                if item.name != "forward" and item.name != "__init__" and hasattr(torch.nn.Module, item.name):
+                    raise NotAllowedError(
+                        f"method '{item.name}' would replace nn.Module's own; only __init__ and forward may be "
+                        "defined with names nn.Module already has"
+                    )
                 fn = self._make_function(item, owner=node.name)
 
                 def method(obj: Any, *args: Any, _fn: ScriptFunction = fn, **kwargs: Any) -> Any:
@@ -1037,6 +1055,8 @@ class Interpreter:
             if result.numel() > self.limits.max_elements:
                 self._raise_limit(f"the result has {result.numel():,} elements", "max_elements")
         elif isinstance(result, np.ndarray):
+            if result.dtype.kind == "O":
+                raise NotAllowedError("NumPy arrays of Python objects are not allowed (dtype=object)")
             if result.size > self.limits.max_elements:
                 self._raise_limit(f"the result has {result.size:,} elements", "max_elements")
         elif isinstance(result, str) and len(result) > self.limits.max_str_len:
@@ -1178,12 +1198,13 @@ class _ScriptCallable:
     land in the step that triggered the call (e.g. the backward that ran the hook).
     """
 
-    def __init__(self, interp: Interpreter, fn: ScriptFunction) -> None:
+    def __init__(self, interp: Interpreter, fn: ScriptFunction, silent: bool = True) -> None:
         self.interp = interp
         self.fn = fn
+        self.silent = silent
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.interp.call_function(self.fn, args, kwargs, silent=True)
+        return self.interp.call_function(self.fn, args, kwargs, silent=self.silent)
 
     def __repr__(self) -> str:
         return repr(self.fn)

@@ -76,7 +76,7 @@ TORCH_CONSTANTS = frozenset(
 # torch submodules: name -> allowed function names in it.
 TORCH_SUBMODULES: dict[str, frozenset[str]] = {
     "cuda": frozenset(["is_available", "device_count", "current_device", "synchronize", "memory_allocated"]),
-    "autograd": frozenset(["grad", "backward"]),
+    "autograd": frozenset(["grad", "backward", "Variable"]),
     "linalg": frozenset(
         """
             norm vector_norm matrix_norm det inv solve svd qr eigh eigvalsh cholesky pinv
@@ -186,7 +186,7 @@ SAFE_BUILTINS = frozenset(
 SAFE_EXCEPTIONS = frozenset(
     """
     RuntimeError TypeError ValueError AttributeError IndexError KeyError AssertionError
-    ZeroDivisionError NameError NotImplementedError Exception
+    ZeroDivisionError Exception
     """.split()
 )
 
@@ -219,7 +219,8 @@ MODULE_METHODS = frozenset(
 MODULE_ATTRS = frozenset(
     """
     training weight bias in_features out_features in_channels out_channels kernel_size stride padding
-    num_features normalized_shape eps momentum running_mean running_var num_embeddings embedding_dim p
+    num_features normalized_shape eps momentum running_mean running_var num_batches_tracked num_embeddings
+    embedding_dim padding_idx p affine track_running_stats dilation groups bias_ih bias_hh inplace
     """.split()
 )
 OPTIMIZER_METHODS = frozenset({"step", "zero_grad", "state_dict", "add_param_group"})

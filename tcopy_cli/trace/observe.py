@@ -195,7 +195,9 @@ def _walk(name: str, value: Any, depth: int, budget: list[int]) -> Iterator[tupl
     if isinstance(value, torch.nn.Module):
         # Parameters and buffers as name.weight, name.fc.bias (each tensor once).
         seen: set[int] = set()
-        for pname, p in list(value.named_parameters()) + list(value.named_buffers()):
+        # nn.Module's own methods, never a script class's overrides.
+        pairs = list(torch.nn.Module.named_parameters(value)) + list(torch.nn.Module.named_buffers(value))
+        for pname, p in pairs:
             budget[0] -= 1
             if budget[0] <= 0:
                 return

@@ -320,6 +320,13 @@ class Runner:
                 torch.set_default_device(self.options.device)
         tensors, arrays, total = snap.tensors, snap.arrays, snap.total_bytes
         limits = self.options.limits
+        if error is None and caught is None and self.count >= limits.max_steps:
+            # A statement that called a function finishes after the function's own steps,
+            # which may have used up the budget meanwhile.
+            error = LimitExceeded(
+                f"the script ran more than {limits.max_steps:,} steps (raise it with --max-steps)", "max_steps"
+            )
+            self.stopped_by = "max_steps"
         if error is None and total > limits.max_bytes:
             error = LimitExceeded(
                 f"tensors now use {total:,} bytes, more than {limits.max_bytes:,} (raise it with --max-bytes)",
@@ -367,7 +374,8 @@ class Runner:
         self.emit(record)
         if info is not None:
             self.errors += 1
-            if stop and (not self.options.keep_going or isinstance(error, TimeoutExceeded)):
+            fatal = isinstance(error, TimeoutExceeded) or self.stopped_by == "max_steps"
+            if stop and (not self.options.keep_going or fatal):
                 raise StopRun()
             return False
         return True
