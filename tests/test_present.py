@@ -157,6 +157,7 @@ def test_memory_spans_match_plain_computation() -> None:
         got = span(step.tensors[name])
         assert got[:2] == (start, end), name
     assert span(step.tensors["col"])[2] is True and span(step.tensors["tail"])[2] is False
+    assert span(step.tensors["flip"])[2] is True  # a transpose covers the span, strided
     _, out, _ = run("run", "-e", src, "--memory", "--step", "5")
     assert "memory:" in out and "bytes 32–48" in out and "strided" in out
 

@@ -19,10 +19,14 @@ def span(r: TensorRecord) -> tuple[int, int, bool]:
         return r.storage_offset * es, r.storage_offset * es, False
     lo = sum(min(0, (s - 1) * st) for s, st in zip(r.shape, r.stride))
     hi = sum(max(0, (s - 1) * st) for s, st in zip(r.shape, r.stride))
-    contiguous_size = 1
-    for s in r.shape:
-        contiguous_size *= s
-    strided = (hi - lo + 1) != contiguous_size
+    # Strided: not laid out row-major (a transpose, a column, a step slice), even when
+    # it happens to cover its whole span.
+    expected = 1
+    strided = False
+    for size, st in reversed(list(zip(r.shape, r.stride))):
+        if size != 1 and st != expected:
+            strided = True
+        expected *= size
     return (r.storage_offset + lo) * es, (r.storage_offset + hi + 1) * es, strided
 
 
