@@ -476,7 +476,9 @@ def _run(
         _stderr().print("tcopy: --pause needs a terminal (and --format table); running without pausing")
     console = _make_console(display.no_color, display.width, record=display.export is not None)
     renderer = _renderer(display, console)
-    options = RunOptions(device=dev, limits=limits, keep_going=keep_going, max_values=max_values, graph=display.graph)
+    options = RunOptions(
+        device=dev, limits=limits, keep_going=keep_going, max_values=max_values, graph=display.graph, hard_timeout=True
+    )
     errors: list[Step] = []
     lines = program.lines
 

@@ -59,7 +59,9 @@ def repl(console: Console, device: str, limits: Limits, max_values: int = 100) -
     from tcopy_cli.trace.runner import Runner, RunOptions, torch_session
 
     _setup_readline()
-    options = RunOptions(device=device, limits=limits, keep_going=True, max_values=max_values, graph=True)
+    options = RunOptions(
+        device=device, limits=limits, keep_going=True, max_values=max_values, graph=True, hard_timeout=True
+    )
     renderer = TableRenderer(console, TableOptions(graph=False))
     last: list[Step] = []
 

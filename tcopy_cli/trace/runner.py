@@ -39,6 +39,8 @@ class RunOptions:
     keep_going: bool = False
     max_values: int = 100
     graph: bool = False
+    hard_timeout: bool = False
+    """End the process if one torch operation outlasts --timeout by 5 s (the CLI does)."""
 
 
 def available_devices() -> list[str]:
@@ -92,7 +94,7 @@ def torch_session(device: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def watchdog(seconds: float, describe: Callable[[], str]) -> Iterator[None]:
+def watchdog(seconds: float, describe: Callable[[], str], hard: bool = True) -> Iterator[None]:
     """--timeout: an interval timer interrupts Python code; a thread ends a stuck C call.
 
     SIGALRM raises TimeoutExceeded between Python bytecodes, which covers loops and
@@ -115,8 +117,8 @@ def watchdog(seconds: float, describe: Callable[[], str]) -> Iterator[None]:
             sys.stderr.flush()
             os._exit(1)
 
-    thread = threading.Thread(target=hard_stop, name="tcopy-watchdog", daemon=True)
-    thread.start()
+    if hard:  # only the command line may end the process; the Python API never does
+        threading.Thread(target=hard_stop, name="tcopy-watchdog", daemon=True).start()
     previous: Any = None
     if use_signal:
 
@@ -172,7 +174,7 @@ class Runner:
         return RunSummary(steps=self.count, errors=self.errors, stopped_by=self.stopped_by)
 
     def _run_body(self) -> None:
-        with watchdog(self.options.limits.timeout, self._where):
+        with watchdog(self.options.limits.timeout, self._where, self.options.hard_timeout):
             try:
                 self.interp.run()
                 self._flush_pending()
