@@ -237,11 +237,16 @@ class Interpreter:
         else:
             self._step(stmt, lambda: self.exec_simple(stmt))
 
-    def _count_iteration(self, stmt: ast.stmt) -> bool:
-        self.iterations += 1
-        if self.iterations % 1024 == 0 and self.iterations > self.limits.max_iterations * 10:
-            self._header(stmt, lambda: self._raise_limit("the script looped too long", "max_iterations"))
+    def _loop_limit_hit(self, stmt: ast.stmt, count: int) -> bool:
+        """Report (as an error step on the loop header) a loop past --max-iterations."""
+        if count <= self.limits.max_iterations:
             return False
+        self._header(
+            stmt,
+            lambda: self._raise_limit(
+                f"the loop ran more than {self.limits.max_iterations} iterations", "max_iterations"
+            ),
+        )
         return True
 
     def _exec_while(self, stmt: ast.While) -> None:
@@ -253,13 +258,7 @@ class Interpreter:
             if not test:
                 break
             count += 1
-            if count > self.limits.max_iterations:
-                self._header(
-                    stmt,
-                    lambda: self._raise_limit(
-                        f"the loop ran more than {self.limits.max_iterations} iterations", "max_iterations"
-                    ),
-                )
+            if self._loop_limit_hit(stmt, count):
                 return
             try:
                 self._exec_block(stmt.body)
@@ -325,13 +324,7 @@ class Interpreter:
             if not ok or item is _Break:
                 break
             count += 1
-            if count > self.limits.max_iterations:
-                self._header(
-                    stmt,
-                    lambda: self._raise_limit(
-                        f"the loop ran more than {self.limits.max_iterations} iterations", "max_iterations"
-                    ),
-                )
+            if self._loop_limit_hit(stmt, count):
                 return
             ok, _ = self._header(stmt, functools.partial(self._assign, stmt.target, item))
             if not ok:

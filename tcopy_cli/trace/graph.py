@@ -7,7 +7,7 @@ tracker keeps to notice silent changes (bounded by a budget).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +62,20 @@ def node_key(node: Any) -> int:
     return hash((type(node).__name__, seq()))
 
 
+def _walk_nodes(start: Any) -> Iterator[tuple[int, Any]]:
+    """(key, node) for every node reachable from ``start`` through next_functions, once each."""
+    seen: set[int] = set()
+    stack = [start]
+    while stack and len(seen) < MAX_GRAPH_NODES:
+        node = stack.pop()
+        nk = node_key(node)
+        if nk in seen:
+            continue
+        seen.add(nk)
+        yield nk, node
+        stack.extend(nxt for nxt, _ in getattr(node, "next_functions", ()) if nxt is not None)
+
+
 def node_id(t: torch.Tensor) -> int:
     """Identity of a tensor's place in the graph: its grad_fn, or itself for a leaf."""
     fn = safe_grad_fn(t)
@@ -83,24 +97,14 @@ class GraphWalk:
         key = node_key(fn)
         if key in self.reach:
             return self.reach[key]
-        seen: set[int] = set()
         found: set[int] = set()
-        stack = [fn]
-        while stack and len(seen) < MAX_GRAPH_NODES:
-            node = stack.pop()
-            nk = node_key(node)
-            if nk in seen:
-                continue
-            seen.add(nk)
+        for nk, node in _walk_nodes(fn):
             self.nodes[nk] = node
             if nk != key:
                 found.add(nk)
             variable = getattr(node, "variable", None)
             if isinstance(variable, torch.Tensor):
                 found.add(id(variable))
-            for nxt, _ in getattr(node, "next_functions", ()):
-                if nxt is not None:
-                    stack.append(nxt)
         result = frozenset(found)
         self.reach[key] = result
         return result
@@ -111,20 +115,10 @@ class GraphWalk:
         if node is None:
             return ()
         names: list[str] = []
-        seen: set[int] = set()
-        stack = [node]
-        while stack and len(seen) < MAX_GRAPH_NODES:
-            cur = stack.pop()
-            ck = node_key(cur)
-            if ck in seen:
-                continue
-            seen.add(ck)
+        for _, cur in _walk_nodes(node):
             variable = getattr(cur, "variable", None)
             if isinstance(variable, torch.Tensor):
                 names.extend(n for n in leaf_names.get(id(variable), []) if n not in names)
-            for nxt, _ in getattr(cur, "next_functions", ()):
-                if nxt is not None:
-                    stack.append(nxt)
         return tuple(names)
 
 
