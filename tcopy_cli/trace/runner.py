@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -155,6 +156,7 @@ class Runner:
         self.current_node: ast.stmt | None = None
         self.stopped_by: str | None = None
         self.grad_enabled = True
+        self.deadline: float | None = None
         self.pending: tuple[ast.stmt | None, str, list[str]] = (None, "", [])
 
     def info(self, origin: str) -> RunInfo:
@@ -174,15 +176,19 @@ class Runner:
         return RunSummary(steps=self.count, errors=self.errors, stopped_by=self.stopped_by)
 
     def _run_body(self) -> None:
-        with watchdog(self.options.limits.timeout, self._where, self.options.hard_timeout):
+        timeout = self.options.limits.timeout
+        self.deadline = time.monotonic() + timeout if timeout > 0 else None
+        with watchdog(timeout, self._where, self.options.hard_timeout):
             try:
-                self.interp.run()
-                self._flush_pending()
-            except StopRun:
-                pass
+                try:
+                    self.interp.run()
+                    self._flush_pending()
+                except StopRun:
+                    pass
             except TimeoutExceeded as exc:
-                # Raised outside a statement (between steps): report on the current one.
-                if self.current_node is not None:
+                # Raised outside a statement (between steps, or while the run was already
+                # ending): report it once, on the current statement.
+                if self.stopped_by is None and self.current_node is not None:
                     self._emit_error(self.current_node, exc)
                 self.stopped_by = "timeout"
 
@@ -252,6 +258,7 @@ class Runner:
         What a successful header printed or warned is carried into the next step (or
         reported on a step of its own if no step follows), so nothing is lost.
         """
+        self._check_deadline(node)
         self.current_node = node
         self.interp.out = out = io.StringIO()
         error: BaseException | None = None
@@ -278,7 +285,25 @@ class Runner:
 
     # --- internals -------------------------------------------------------------------
 
+    def _check_deadline(self, node: ast.stmt) -> None:
+        """--timeout, checked at every step and loop turn.
+
+        SIGALRM raises TimeoutExceeded too, but Python drops an exception raised while a
+        weakref finalizer or destructor runs; this check makes the limit hold anyway.
+        """
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
+                signal.setitimer(signal.ITIMER_REAL, 0)  # the alarm must not fire into the reporting
+            self.deadline = None
+            exc = TimeoutExceeded(
+                f"the run took longer than {self.options.limits.timeout:g} s (limit --timeout)", "timeout"
+            )
+            self._emit_error(node, exc)
+            self.stopped_by = "timeout"
+            raise StopRun()
+
     def _check_step_budget(self, node: ast.stmt) -> None:
+        self._check_deadline(node)
         if self.count >= self.options.limits.max_steps:
             exc = LimitExceeded(
                 f"the script ran more than {self.options.limits.max_steps:,} steps (raise it with --max-steps)",
