@@ -742,16 +742,7 @@ class Interpreter:
             if isinstance(fn, torch.nn.Module):  # self.fc(x): a submodule stored as an attribute
                 call_args, call_kwargs = self._call_arguments(node)
                 return self.call_value(fn, call_args, call_kwargs)
-        args = self._eval_elements(node.args)
-        kwargs: dict[str, Any] = {}
-        for kw in node.keywords:
-            value = self.eval(kw.value)
-            if kw.arg is None:
-                if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-                    raise TypeError("argument after ** must be a mapping with string keys")
-                kwargs.update(value)
-            else:
-                kwargs[kw.arg] = value
+        args, kwargs = self._evaluate_arguments(node)
         if name in policy.CALLABLE_TAKERS:
             # Only script functions may be handed over; torch runs hooks inside backward,
             # where no step can be reported, so their statements run without steps.
@@ -785,7 +776,8 @@ class Interpreter:
         self._check_result(result)
         return result
 
-    def _call_arguments(self, node: ast.Call) -> tuple[list[Any], dict[str, Any]]:
+    def _evaluate_arguments(self, node: ast.Call) -> tuple[list[Any], dict[str, Any]]:
+        """Positional and keyword arguments of a call, with *args and **kwargs expanded."""
         args = self._eval_elements(node.args)
         kwargs: dict[str, Any] = {}
         for kw in node.keywords:
@@ -796,6 +788,11 @@ class Interpreter:
                 kwargs.update(value)
             else:
                 kwargs[kw.arg] = value
+        return args, kwargs
+
+    def _call_arguments(self, node: ast.Call) -> tuple[list[Any], dict[str, Any]]:
+        """Arguments for a script function, class or module: values only, no callables."""
+        args, kwargs = self._evaluate_arguments(node)
         for value in list(args) + list(kwargs.values()):
             self._check_argument(value, True)
         return args, kwargs
