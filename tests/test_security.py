@@ -22,10 +22,10 @@ import time
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import torch
+from sandbox_guard import AUDIT, guarded, refused
 from typer.testing import CliRunner
 
 from tcopy_cli.cli import app
@@ -36,79 +36,27 @@ from tcopy_cli.trace.records import Step
 
 # --- the guard: audit events and the working directory -----------------------------
 
-_SIDE_EFFECT_EVENTS = frozenset(
-    """
-    subprocess.Popen os.system os.exec os.posix_spawn os.spawn os.fork os.forkpty pty.spawn
-    os.startfile os.kill os.killpg socket.connect socket.bind socket.sendto os.remove
-    os.rename os.rmdir os.mkdir os.truncate os.symlink os.link os.chmod os.chown
-    shutil.rmtree shutil.move shutil.copyfile shutil.make_archive webbrowser.open
-    """.split()
-)
-_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-_AUDIT: dict[str, Any] = {"on": False, "events": []}
-
-
-def _audit_hook(event: str, args: tuple[Any, ...]) -> None:
-    if not _AUDIT["on"]:
-        return
-    if event in _SIDE_EFFECT_EVENTS:
-        _AUDIT["events"].append((event, repr(args)[:200]))
-    elif event == "open" and len(args) >= 3:
-        path, mode, flags = args[0], args[1], args[2]
-        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-            isinstance(flags, int) and flags & _WRITE_FLAGS
-        )
-        if writing and "__pycache__" not in str(path):  # lazy imports may write bytecode
-            _AUDIT["events"].append((event, repr(args)[:200]))
-
-
-sys.addaudithook(_audit_hook)  # hooks can't be removed; this one is inert outside `guard`
-
 
 @pytest.fixture
-def guard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def guard(tmp_path: Path) -> Iterator[Path]:
     """Run in an empty directory; fail if a file appears or a process/file event fires."""
-    monkeypatch.chdir(tmp_path)
-    _AUDIT["events"] = []
-    _AUDIT["on"] = True
-    try:
-        yield tmp_path
-    finally:
-        _AUDIT["on"] = False
-    assert _AUDIT["events"] == [], "the script caused side effects"
-    assert sorted(p.name for p in tmp_path.iterdir()) == [], "the script wrote files"
+    with guarded(tmp_path) as path:
+        yield path
 
 
 def test_the_guard_sees_files_and_processes(tmp_path: Path) -> None:
     # The audit hook itself works: a write and a spawn made while it is on are recorded.
-    _AUDIT["events"] = []
-    _AUDIT["on"] = True
+    AUDIT["events"] = []
+    AUDIT["on"] = True
     try:
         with open(tmp_path / "written.txt", "w") as fh:
             fh.write("x")
         subprocess.run([sys.executable, "-c", "pass"], check=True)
     finally:
-        _AUDIT["on"] = False
-    kinds = {event for event, _ in _AUDIT["events"]}
-    _AUDIT["events"] = []
+        AUDIT["on"] = False
+    kinds = {event for event, _ in AUDIT["events"]}
+    AUDIT["events"] = []
     assert {"open", "subprocess.Popen"} <= kinds
-
-
-def refused(src: str, limits: Limits | None = None) -> ScriptRejected | Step:
-    """Run ``src``; it must be refused up front or end in an error step. Anything else fails."""
-    try:
-        trace = run_source(src, limits=limits)
-    except ScriptRejected as exc:
-        assert exc.line is not None and exc.line >= 1, f"no line number: {exc.line!r}"
-        assert exc.column is not None and exc.column >= 1, f"no column: {exc.column!r}"
-        assert exc.message
-        return exc
-    assert trace.steps, "no step ran"
-    step = trace.steps[-1]
-    assert step.status == "error", f"the script ran to the end: {[(s.source, s.stdout) for s in trace.steps]}"
-    assert step.error is not None and step.error.message
-    assert trace.summary is not None and trace.summary.status == "error"
-    return step
 
 
 def limit_step(src: str, limits: Limits | None = None) -> Step:

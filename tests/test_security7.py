@@ -17,7 +17,6 @@ its own test and the child restarts for the rest.
 from __future__ import annotations
 
 import json
-import os
 import queue
 import subprocess
 import sys
@@ -34,6 +33,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from sandbox_guard import guarded, refused
 from torch import nn
 
 from tcopy_cli.errors import ScriptRejected
@@ -53,34 +53,6 @@ _BACKWARD = "h = a.register_hook(hook)\nb = (a * 2).sum()\nb.backward()"
 
 # --- the guard: side effects and the working directory -------------------------------
 
-_SIDE_EFFECT_EVENTS = frozenset(
-    """
-    subprocess.Popen os.system os.exec os.posix_spawn os.spawn os.fork os.forkpty pty.spawn
-    os.kill os.killpg socket.connect socket.bind socket.sendto os.remove os.rename os.rmdir
-    os.mkdir os.truncate os.symlink os.link os.chmod os.chown shutil.rmtree shutil.move
-    shutil.copyfile webbrowser.open ctypes.dlopen ctypes.addressof ctypes.string_at
-    """.split()
-)
-_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-_AUDIT: dict[str, Any] = {"on": False, "events": []}
-
-
-def _audit_hook(event: str, args: tuple[Any, ...]) -> None:
-    if not _AUDIT["on"]:
-        return
-    if event in _SIDE_EFFECT_EVENTS:
-        _AUDIT["events"].append((event, repr(args)[:200]))
-    elif event == "open" and len(args) >= 3:
-        path, mode, flags = args[0], args[1], args[2]
-        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-            isinstance(flags, int) and flags & _WRITE_FLAGS
-        )
-        if writing and "__pycache__" not in str(path):
-            _AUDIT["events"].append((event, repr(args)[:200]))
-
-
-sys.addaudithook(_audit_hook)  # inert outside `guard`
-
 
 def _warm_up() -> None:
     # torch's first optimizer in a process imports machinery that creates
@@ -95,35 +67,10 @@ _warm_up()
 
 
 @pytest.fixture
-def guard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def guard(tmp_path: Path) -> Iterator[Path]:
     """Run in an empty directory; fail if a file appears or a process/file event fires."""
-    monkeypatch.chdir(tmp_path)
-    _AUDIT["events"] = []
-    _AUDIT["on"] = True
-    try:
-        yield tmp_path
-    finally:
-        _AUDIT["on"] = False
-    assert _AUDIT["events"] == [], "the script caused side effects"
-    assert sorted(p.name for p in tmp_path.iterdir()) == [], "the script wrote files"
-    assert torch.is_grad_enabled()
-
-
-def refused(src: str, limits: Limits | None = None) -> ScriptRejected | Step:
-    """Run ``src``; it must be refused up front or end in an error step. Anything else fails."""
-    try:
-        trace = run_source(src, limits=limits)
-    except ScriptRejected as exc:
-        assert exc.line is not None and exc.line >= 1, f"no line number: {exc.line!r}"
-        assert exc.column is not None and exc.column >= 1, f"no column: {exc.column!r}"
-        assert exc.message
-        return exc
-    assert trace.steps, "no step ran"
-    step = trace.steps[-1]
-    assert step.status == "error", f"the script ran to the end: {[(s.source, s.stdout) for s in trace.steps]}"
-    assert step.error is not None and step.error.message
-    assert trace.summary is not None and trace.summary.status == "error"
-    return step
+    with guarded(tmp_path) as path:
+        yield path
 
 
 # --- script functions: no way to their interpreter-level insides ---------------------
