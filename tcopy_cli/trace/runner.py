@@ -131,10 +131,10 @@ def watchdog(seconds: float, describe: Callable[[], str], hard: bool = True) -> 
     try:
         yield
     finally:
-        done.set()
         if use_signal:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
+        done.set()
 
 
 class Runner:
@@ -178,19 +178,19 @@ class Runner:
     def _run_body(self) -> None:
         timeout = self.options.limits.timeout
         self.deadline = time.monotonic() + timeout if timeout > 0 else None
-        with watchdog(timeout, self._where, self.options.hard_timeout):
-            try:
+        try:
+            with watchdog(timeout, self._where, self.options.hard_timeout):
                 try:
                     self.interp.run()
                     self._flush_pending()
                 except StopRun:
                     pass
-            except TimeoutExceeded as exc:
-                # Raised outside a statement (between steps, or while the run was already
-                # ending): report it once, on the current statement.
-                if self.stopped_by is None and self.current_node is not None:
-                    self._emit_error(self.current_node, exc)
-                self.stopped_by = "timeout"
+        except TimeoutExceeded as exc:
+            # Raised outside a statement (between steps, while the run was already ending,
+            # or as the watchdog disarms): report it once, on the current statement.
+            if self.stopped_by is None and self.current_node is not None:
+                self._emit_error(self.current_node, exc)
+            self.stopped_by = "timeout"
 
     def run_more(self, program: Program) -> int:
         """Run another piece of code in the same namespace (the REPL); returns its error count.
