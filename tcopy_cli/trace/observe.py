@@ -43,43 +43,40 @@ class StorageLabels:
     preserves it), so a weak reference tells when a storage is freed; its label is then
     retired and a new storage at the same address gets a new label. Two storage objects
     over the same memory (``torch.from_numpy(t.numpy())``) get the same label.
+
+    The references have no callbacks: Python code run while memory is freed would
+    swallow a signal's exception (Ctrl-C, --timeout) raised during it. Dead entries are
+    found and dropped when a new storage is labelled.
     """
 
     def __init__(self) -> None:
-        self._labels: dict[int, str] = {}
-        self._spans: dict[int, tuple[str, int, int]] = {}
+        # id(storage) -> (weak reference, label, (device, start, end))
+        self._entries: dict[int, tuple[weakref.ref[Any], str, tuple[str, int, int]]] = {}
         self._count = 0
 
     def label(self, storage: Any) -> str:
         """The label of ``storage`` (a torch.UntypedStorage)."""
         key = id(storage)
-        found = self._labels.get(key)
-        if found is not None:
-            return found
+        entry = self._entries.get(key)
+        if entry is not None and entry[0]() is storage:
+            return entry[1]
+        self._entries = {k: e for k, e in self._entries.items() if e[0]() is not None}
         device = str(storage.device)
         start = int(storage.data_ptr())
         end = start + int(storage.nbytes())
         label = next(
-            (lab for lab, (dev, s0, s1) in self._live_spans() if dev == device and s0 <= start and end <= s1 and start),
+            (
+                lab
+                for _, lab, (dev, s0, s1) in self._entries.values()
+                if dev == device and s0 <= start and end <= s1 and start
+            ),
             None,
         )
         if label is None:
             self._count += 1
             label = f"S{self._count}"
-        self._labels[key] = label
-        self._spans[key] = (device, start, end)
-        try:
-            weakref.finalize(storage, self._forget, key)
-        except TypeError:  # pragma: no cover - storages without weakref support
-            pass
+        self._entries[key] = (weakref.ref(storage), label, (device, start, end))
         return label
-
-    def _live_spans(self) -> list[tuple[str, tuple[str, int, int]]]:
-        return [(self._labels[k], span) for k, span in self._spans.items() if k in self._labels]
-
-    def _forget(self, key: int) -> None:
-        self._labels.pop(key, None)
-        self._spans.pop(key, None)
 
 
 def _head(d: torch.Tensor, k: int) -> list[Any]:

@@ -157,6 +157,7 @@ class Runner:
         self.stopped_by: str | None = None
         self.grad_enabled = True
         self.deadline: float | None = None
+        self.interrupted = False
         self.pending: tuple[ast.stmt | None, str, list[str]] = (None, "", [])
 
     def info(self, origin: str) -> RunInfo:
@@ -178,6 +179,17 @@ class Runner:
     def _run_body(self) -> None:
         timeout = self.options.limits.timeout
         self.deadline = time.monotonic() + timeout if timeout > 0 else None
+        self.interrupted = False
+        previous_sigint: Any = None
+        on_main = threading.current_thread() is threading.main_thread()
+        if on_main:
+            # Ctrl-C also sets a flag checked at every step: Python drops an exception
+            # raised while a destructor runs, and the interrupt must still stop the run.
+            def on_sigint(_sig: int, _frame: Any) -> None:
+                self.interrupted = True
+                raise KeyboardInterrupt
+
+            previous_sigint = signal.signal(signal.SIGINT, on_sigint)
         try:
             with watchdog(timeout, self._where, self.options.hard_timeout):
                 try:
@@ -191,6 +203,9 @@ class Runner:
             if self.stopped_by is None and self.current_node is not None:
                 self._emit_error(self.current_node, exc)
             self.stopped_by = "timeout"
+        finally:
+            if on_main:
+                signal.signal(signal.SIGINT, previous_sigint if previous_sigint is not None else signal.SIG_DFL)
 
     def run_more(self, program: Program) -> int:
         """Run another piece of code in the same namespace (the REPL); returns its error count.
@@ -291,6 +306,8 @@ class Runner:
         SIGALRM raises TimeoutExceeded too, but Python drops an exception raised while a
         weakref finalizer or destructor runs; this check makes the limit hold anyway.
         """
+        if self.interrupted:
+            raise KeyboardInterrupt
         if self.deadline is not None and time.monotonic() > self.deadline:
             if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
                 signal.setitimer(signal.ITIMER_REAL, 0)  # the alarm must not fire into the reporting
