@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tcopy_cli.cli import compare, examples, graph, repl, run
-from tcopy_cli.cli.app import app, main
+from tcopy_cli.cli.app import app, guarded, main
+from tcopy_cli.cli.options import with_limits
 
-# The commands, in the order --help lists them.
+# The commands, in the order --help lists them. Each takes ``limits: Limits``: it is
+# registered with every limit option (@with_limits) and every error guarded (@guarded).
 COMMANDS: dict[str, Callable[..., None]] = {
     "run": run.run,
     "examples": examples.examples_cmd,
@@ -22,6 +24,6 @@ COMMANDS: dict[str, Callable[..., None]] = {
     "repl": repl.repl_cmd,
 }
 for _name, _command in COMMANDS.items():
-    app.command(_name)(_command)
+    app.command(_name)(guarded(with_limits(_command)))
 
 __all__ = ["COMMANDS", "app", "main"]

@@ -1,8 +1,8 @@
 """The Typer app, exit statuses, and the one place errors become a short message.
 
-Every command is registered with ``@app.command()`` over ``@guarded``: whatever goes
-wrong inside a command ends as ``tcopy: ...`` on stderr and an exit status, never as
-a Python traceback.
+Every command is registered through ``guarded`` (see __init__.py): whatever goes wrong
+inside a command ends as ``tcopy: ...`` on stderr and an exit status, never as a Python
+traceback.
 """
 
 from __future__ import annotations

@@ -7,16 +7,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from tcopy_cli.cli.app import EXIT_SCRIPT, fail, guarded
+from tcopy_cli.cli.app import EXIT_SCRIPT, fail
 from tcopy_cli.cli.formats import OutputFormat
-from tcopy_cli.cli.options import DeviceOpt, FormatOpt, NoColorOpt, WidthOpt, with_limits
+from tcopy_cli.cli.options import DeviceOpt, FormatOpt, NoColorOpt, WidthOpt
 from tcopy_cli.cli.present import make_console
 from tcopy_cli.errors import ScriptRejected, UsageError
 from tcopy_cli.limits import Limits
 
 
-@guarded
-@with_limits
 def compare(
     expressions: Annotated[
         Optional[list[str]],

@@ -9,9 +9,8 @@ from typing import Annotated, Optional
 import typer
 from rich.text import Text
 
-from tcopy_cli.cli.app import guarded
 from tcopy_cli.cli.formats import OutputFormat
-from tcopy_cli.cli.options import MAX_VALUES, DeviceOpt, MaxValuesOpt, NoColorOpt, WidthOpt, with_limits
+from tcopy_cli.cli.options import MAX_VALUES, DeviceOpt, MaxValuesOpt, NoColorOpt, WidthOpt
 from tcopy_cli.cli.present import Presenter, make_console
 from tcopy_cli.cli.run import RunRequest, execute
 from tcopy_cli.cli.source import example_source
@@ -26,18 +25,16 @@ class ListFormat(str, Enum):
     json = "json"
 
 
-@guarded
-@with_limits
 def examples_cmd(
     name: Annotated[Optional[str], typer.Argument(help="Show this example's script.", show_default=False)] = None,
     fmt: Annotated[
         ListFormat, typer.Option("--format", "-f", help="table or json (one object per line).")
     ] = ListFormat.table,
+    no_color: NoColorOpt = False,
+    width: WidthOpt = None,
     run_it: Annotated[bool, typer.Option("--run", help="Run the example (same as tcopy run --example NAME).")] = False,
     device: DeviceOpt = "cpu",
     max_values: MaxValuesOpt = MAX_VALUES,
-    no_color: NoColorOpt = False,
-    width: WidthOpt = None,
     *,
     limits: Limits,
 ) -> None:

@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from tcopy_cli.cli.app import EXIT_SCRIPT, guarded, say
-from tcopy_cli.cli.options import CodeOpt, DeviceOpt, ExampleOpt, NoColorOpt, ScriptArg, WidthOpt, with_limits
+from tcopy_cli.cli.app import EXIT_SCRIPT, say
+from tcopy_cli.cli.options import CodeOpt, DeviceOpt, ExampleOpt, NoColorOpt, ScriptArg, WidthOpt
 from tcopy_cli.cli.present import make_console, show_rejection
 from tcopy_cli.cli.source import read_source
 from tcopy_cli.errors import ScriptRejected
@@ -25,8 +25,6 @@ class GraphFormat(str, Enum):
     tree = "tree"
 
 
-@guarded
-@with_limits
 def graph_cmd(
     script: ScriptArg = None,
     code: CodeOpt = None,

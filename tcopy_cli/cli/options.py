@@ -1,7 +1,7 @@
 """Options every command shares, declared once.
 
 Each option is an ``Annotated`` alias; a command names it as a parameter type. The
-resource limits are added to a command by ``@with_limits``, which replaces a ``limits``
+resource limits are added to every command by ``with_limits``, which replaces a ``limits``
 parameter with one option per field of ``Limits`` (same flag, help and default in every
 command) and hands the command one ``Limits`` object.
 """
@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import inspect
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, Optional, TypeVar
 
 import typer
@@ -64,6 +65,43 @@ CodeOpt = Annotated[
 ExampleOpt = Annotated[
     Optional[str],
     typer.Option("--example", "-x", help="Run a shipped example by name (see 'tcopy examples').", show_default=False),
+]
+
+
+def _presenting(flag: str, help_text: str, minimum: float | None = None, show_default: bool = True) -> Any:
+    return typer.Option(flag, min=minimum, help=help_text, show_default=show_default, rich_help_panel="Presenting")
+
+
+# How a run is shown and paced (run).
+PauseOpt = Annotated[
+    bool,
+    _presenting(
+        "--pause", "In a terminal, wait after each step: Enter/Space next, b shows the script so far, q quits."
+    ),
+]
+DelayOpt = Annotated[float, _presenting("--delay", "Seconds to wait after each shown step (recorded demos).", 0)]
+StepOpt = Annotated[
+    Optional[int], _presenting("--step", "Show only step N (the whole script still runs).", 1, show_default=False)
+]
+FromOpt = Annotated[Optional[int], _presenting("--from", "Show steps from N on.", 1, show_default=False)]
+ToOpt = Annotated[Optional[int], _presenting("--to", "Show steps up to M.", 1, show_default=False)]
+ExportOpt = Annotated[
+    Optional[Path],
+    _presenting("--export", "Also record the table view to FILE (.svg, .html or .txt).", show_default=False),
+]
+TitleOpt = Annotated[Optional[str], _presenting("--title", "Title of an exported SVG/HTML.", show_default=False)]
+GraphOpt = Annotated[bool, _presenting("--graph", "After steps that change the autograd graph, draw it as a tree.")]
+DepthOpt = Annotated[
+    Optional[int],
+    _presenting(
+        "--depth",
+        "Hide steps inside script functions nested deeper than N calls (0: module level only).",
+        0,
+        show_default=False,
+    ),
+]
+MemoryOpt = Annotated[
+    bool, _presenting("--memory", "After each step, draw the storages and the bytes each name covers.")
 ]
 
 

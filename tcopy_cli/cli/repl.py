@@ -15,8 +15,8 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from tcopy_cli.cli.app import guarded, stop_process
-from tcopy_cli.cli.options import MAX_VALUES, DeviceOpt, MaxValuesOpt, NoColorOpt, WidthOpt, with_limits
+from tcopy_cli.cli.app import stop_process
+from tcopy_cli.cli.options import MAX_VALUES, DeviceOpt, MaxValuesOpt, NoColorOpt, WidthOpt
 from tcopy_cli.cli.present import export, make_console
 from tcopy_cli.errors import ScriptRejected, UsageError
 from tcopy_cli.limits import Limits
@@ -57,8 +57,6 @@ def _save_history(path: Path) -> None:
         readline.write_history_file(path)
 
 
-@guarded
-@with_limits
 def repl_cmd(
     device: DeviceOpt = "cpu",
     max_values: MaxValuesOpt = MAX_VALUES,

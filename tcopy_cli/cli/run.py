@@ -3,25 +3,33 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Annotated, NoReturn, Optional
 
 import typer
 
 from tcopy_cli import __version__
-from tcopy_cli.cli.app import EXIT_SCRIPT, EXIT_USAGE, fail, guarded, stop_process
+from tcopy_cli.cli.app import EXIT_SCRIPT, EXIT_USAGE, fail, stop_process
 from tcopy_cli.cli.formats import OutputFormat, make_renderer
 from tcopy_cli.cli.options import (
     MAX_VALUES,
     CodeOpt,
+    DelayOpt,
+    DepthOpt,
     DeviceOpt,
     ExampleOpt,
+    ExportOpt,
     FormatOpt,
+    FromOpt,
+    GraphOpt,
     MaxValuesOpt,
+    MemoryOpt,
     NoColorOpt,
+    PauseOpt,
     ScriptArg,
+    StepOpt,
+    TitleOpt,
+    ToOpt,
     WidthOpt,
-    with_limits,
 )
 from tcopy_cli.cli.present import Presenter, Quit, make_console, show_rejection
 from tcopy_cli.cli.source import read_source
@@ -100,8 +108,6 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
     presenter.finish(summary, program.title or origin)
 
 
-@guarded
-@with_limits
 def run(
     script: ScriptArg = None,
     code: CodeOpt = None,
@@ -127,82 +133,16 @@ def run(
     ] = True,
     no_color: NoColorOpt = False,
     width: WidthOpt = None,
-    pause: Annotated[
-        bool,
-        typer.Option(
-            "--pause",
-            help="In a terminal, wait after each step: Enter/Space next, b shows the script so far, q quits.",
-            rich_help_panel="Presenting",
-        ),
-    ] = False,
-    delay: Annotated[
-        float,
-        typer.Option(
-            "--delay",
-            min=0,
-            help="Seconds to wait after each shown step (recorded demos).",
-            rich_help_panel="Presenting",
-        ),
-    ] = 0.0,
-    step: Annotated[
-        Optional[int],
-        typer.Option(
-            "--step",
-            min=1,
-            help="Show only step N (the whole script still runs).",
-            show_default=False,
-            rich_help_panel="Presenting",
-        ),
-    ] = None,
-    from_step: Annotated[
-        Optional[int],
-        typer.Option("--from", min=1, help="Show steps from N on.", show_default=False, rich_help_panel="Presenting"),
-    ] = None,
-    to_step: Annotated[
-        Optional[int],
-        typer.Option("--to", min=1, help="Show steps up to M.", show_default=False, rich_help_panel="Presenting"),
-    ] = None,
-    export: Annotated[
-        Optional[Path],
-        typer.Option(
-            "--export",
-            help="Also record the table view to FILE (.svg, .html or .txt).",
-            show_default=False,
-            rich_help_panel="Presenting",
-        ),
-    ] = None,
-    title: Annotated[
-        Optional[str],
-        typer.Option(
-            "--title", help="Title of an exported SVG/HTML.", show_default=False, rich_help_panel="Presenting"
-        ),
-    ] = None,
-    graph: Annotated[
-        bool,
-        typer.Option(
-            "--graph",
-            help="After steps that change the autograd graph, draw it as a tree.",
-            rich_help_panel="Presenting",
-        ),
-    ] = False,
-    depth: Annotated[
-        Optional[int],
-        typer.Option(
-            "--depth",
-            min=0,
-            help="Hide steps inside script functions nested deeper than N calls (0: module level only).",
-            show_default=False,
-            rich_help_panel="Presenting",
-        ),
-    ] = None,
-    memory: Annotated[
-        bool,
-        typer.Option(
-            "--memory",
-            help="After each step, draw the storages and the bytes each name covers.",
-            rich_help_panel="Presenting",
-        ),
-    ] = False,
+    pause: PauseOpt = False,
+    delay: DelayOpt = 0.0,
+    step: StepOpt = None,
+    from_step: FromOpt = None,
+    to_step: ToOpt = None,
+    export: ExportOpt = None,
+    title: TitleOpt = None,
+    graph: GraphOpt = False,
+    depth: DepthOpt = None,
+    memory: MemoryOpt = False,
     *,
     limits: Limits,
 ) -> None:
