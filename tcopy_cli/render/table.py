@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
@@ -13,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tcopy_cli.explain.errors import UNKNOWN
+from tcopy_cli.render import ViewOptions
 from tcopy_cli.render.cells import COLUMNS, Row, removed_names, step_rows
 from tcopy_cli.render.graph import graph_tree
 from tcopy_cli.render.memory import memory_map
@@ -21,23 +20,12 @@ from tcopy_cli.trace.records import RunInfo, RunSummary, Step
 WIDE = 120
 
 
-@dataclass
-class TableOptions:
-    """What the table view shows."""
-
-    explain: bool = True
-    only_changed: bool = False
-    watch: list[str] | None = None
-    graph: bool = False
-    memory: bool = False
-
-
 class TableRenderer:
     """Writes each step to a Rich console as it arrives."""
 
-    def __init__(self, console: Console, options: TableOptions | None = None) -> None:
+    def __init__(self, console: Console, options: ViewOptions | None = None) -> None:
         self.console = console
-        self.options = options or TableOptions()
+        self.options = options or ViewOptions()
         self.previous: Step | None = None
         self.device = "cpu"
         self.graph_signature: tuple[object, ...] | None = None
@@ -66,8 +54,16 @@ class TableRenderer:
             self.console.print(self.render_step(step))
         self.previous = step
 
-    def render_step(self, step: Step) -> RenderableType:
-        """The renderable for a step (used by export and tests too)."""
+    def forget(self) -> None:
+        """Start over: the next step compares with nothing, so every tensor in it is new."""
+        self.previous = None
+
+    def render_step(self, step: Step, fresh: bool = False) -> RenderableType:
+        """The renderable for a step (used by export and tests too).
+
+        ``fresh`` shows every tensor as it is, without change marks against the step before.
+        """
+        previous = None if fresh else self.previous
         parts: list[RenderableType] = []
         for line in step.narration:
             parts.append(Text(line, style="italic cyan"))
@@ -84,14 +80,14 @@ class TableRenderer:
             parts.append(Syntax(step.source, "python", theme="ansi_dark", background_color="default", word_wrap=True))
         else:  # no colour to show: skip building the highlighter
             parts.append(Text(step.source))
-        rows = step_rows(step, self.previous, self.options.watch, self.options.only_changed)
+        rows = step_rows(step, previous, self.options.watch, self.options.only_changed)
         if rows:
             parts.append(self._table(rows))
         elif not step.tensors and not step.arrays:
             parts.append(Text("  (no tensors yet)", style="dim"))
         elif self.options.only_changed:
             parts.append(Text("  (no tensor changed)", style="dim"))
-        gone = removed_names(step, self.previous)
+        gone = removed_names(step, previous)
         if gone:
             parts.append(Text("  removed: " + ", ".join(gone), style="dim"))
         if step.stdout:
@@ -161,6 +157,9 @@ class TableRenderer:
                 cells.append(Text(value, style=style))
             table.add_row(*cells)
         return table
+
+    def rejected(self, info: RunInfo, line: int, column: int, message: str) -> None:
+        """Nothing on stdout: the command line shows the refused line with a caret on stderr."""
 
     def end(self, summary: RunSummary) -> None:
         """The closing line."""

@@ -5,9 +5,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
-import os
 import signal
-import sys
 import threading
 import time
 import warnings
@@ -40,8 +38,9 @@ class RunOptions:
     keep_going: bool = False
     max_values: int = 100
     graph: bool = False
-    hard_timeout: bool = False
-    """End the process if one torch operation outlasts --timeout by 5 s (the CLI does)."""
+    on_stuck: Callable[[str], None] | None = None
+    """Called (from the watchdog thread, with a message) if one torch operation outlasts
+    --timeout by 5 s; the command line passes a function that reports and ends the process."""
 
 
 def available_devices() -> list[str]:
@@ -95,13 +94,16 @@ def torch_session(device: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def watchdog(seconds: float, describe: Callable[[], str], hard: bool = True) -> Iterator[None]:
-    """--timeout: an interval timer interrupts Python code; a thread ends a stuck C call.
+def watchdog(
+    seconds: float, describe: Callable[[], str], on_stuck: Callable[[str], None] | None = None
+) -> Iterator[None]:
+    """--timeout: an interval timer interrupts Python code; a thread reports a stuck C call.
 
     SIGALRM raises TimeoutExceeded between Python bytecodes, which covers loops and
     everything tcopy itself does. A single torch operation running in C can't be
-    interrupted; if the process is still busy ``HARD_TIMEOUT_GRACE`` seconds later,
-    the watchdog thread writes a message to stderr and exits with status 1.
+    interrupted; if the process is still busy ``HARD_TIMEOUT_GRACE`` seconds later, the
+    watchdog thread calls ``on_stuck`` with a message (the command line reports it and
+    ends the process; the Python API passes nothing and never ends it).
     """
     if seconds <= 0:
         yield
@@ -109,17 +111,15 @@ def watchdog(seconds: float, describe: Callable[[], str], hard: bool = True) -> 
     use_signal = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
     done = threading.Event()
 
-    def hard_stop() -> None:
+    def hard_stop(report: Callable[[str], None]) -> None:
         if not done.wait(seconds + HARD_TIMEOUT_GRACE):
-            sys.stderr.write(
-                f"tcopy: timed out after {seconds:g} s (--timeout) in {describe()}; a single "
-                "operation did not return, so tcopy stopped the process.\n"
+            report(
+                f"timed out after {seconds:g} s (--timeout) in {describe()}; a single "
+                "operation did not return, so tcopy stopped the process."
             )
-            sys.stderr.flush()
-            os._exit(1)
 
-    if hard:  # only the command line may end the process; the Python API never does
-        threading.Thread(target=hard_stop, name="tcopy-watchdog", daemon=True).start()
+    if on_stuck is not None:
+        threading.Thread(target=hard_stop, args=(on_stuck,), name="tcopy-watchdog", daemon=True).start()
     previous: Any = None
     if use_signal:
 
@@ -191,7 +191,7 @@ class Runner:
 
             previous_sigint = signal.signal(signal.SIGINT, on_sigint)
         try:
-            with watchdog(timeout, self._where, self.options.hard_timeout):
+            with watchdog(timeout, self._where, self.options.on_stuck):
                 try:
                     self.interp.run()
                     self._flush_pending()
