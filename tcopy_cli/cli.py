@@ -20,7 +20,7 @@ from rich.text import Text
 
 from tcopy_cli import __version__
 from tcopy_cli.errors import ScriptRejected, TcopyError, UsageError
-from tcopy_cli.limits import Limits
+from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
 from tcopy_cli.trace.records import RunSummary
 
 if TYPE_CHECKING:
@@ -120,8 +120,9 @@ def read_source(script: Optional[str], code: Optional[str], limits: Limits) -> t
         except OSError as exc:
             raise UsageError(f"can't read '{script}': {exc.strerror or exc}") from None
         origin = script
-    if len(data) > limits.max_script_bytes:
-        raise ScriptRejected(f"the script is larger than {limits.max_script_bytes:,} bytes (--max-script-bytes)", 1, 1)
+    from tcopy_cli.script.parse import check_script_size
+
+    check_script_size(len(data), limits)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -200,7 +201,7 @@ def run(
         typer.Option(
             "--max-values", min=0, help="List values of tensors with at most N elements; summarise larger ones."
         ),
-    ] = 100,
+    ] = DEFAULT_MAX_VALUES,
     explain: Annotated[
         bool,
         typer.Option(
@@ -329,6 +330,15 @@ def run(
             "--max-depth", min=1, help="Limit: nesting depth of expressions and blocks.", rich_help_panel="Limits"
         ),
     ] = Limits.max_depth,
+    max_call_depth: Annotated[
+        int,
+        typer.Option(
+            "--max-call-depth",
+            min=1,
+            help="Limit: nesting of calls to the script's own functions (recursion).",
+            rich_help_panel="Limits",
+        ),
+    ] = Limits.max_call_depth,
     max_script_bytes: Annotated[
         int, typer.Option("--max-script-bytes", min=1, help="Limit: size of the script.", rich_help_panel="Limits")
     ] = Limits.max_script_bytes,
@@ -360,6 +370,7 @@ def run(
         max_str_len=max_str_len,
         max_output=max_output,
         max_depth=max_depth,
+        max_call_depth=max_call_depth,
         max_script_bytes=max_script_bytes,
         timeout=timeout,
     )
@@ -673,7 +684,16 @@ def examples_cmd(
     if run_it:
         limits = Limits()
         try:
-            _run(None, text, f"example:{name}", "cpu", False, 100, limits, Display(no_color=no_color, width=width))
+            _run(
+                None,
+                text,
+                f"example:{name}",
+                "cpu",
+                False,
+                DEFAULT_MAX_VALUES,
+                limits,
+                Display(no_color=no_color, width=width),
+            )
         except KeyboardInterrupt:
             _quiet_stdout()
             raise typer.Exit(EXIT_INTERRUPT) from None
@@ -824,7 +844,7 @@ def repl_cmd(
     device: Annotated[str, typer.Option("--device", "-d", help="cpu, cuda, cuda:N, mps or auto.")] = "cpu",
     max_values: Annotated[
         int, typer.Option("--max-values", min=0, help="List values of tensors up to N elements.")
-    ] = 100,
+    ] = DEFAULT_MAX_VALUES,
     no_color: NoColorOpt = False,
     width: WidthOpt = None,
     timeout: Annotated[float, typer.Option("--timeout", min=0, help="Limit: seconds per entered statement.")] = 120.0,

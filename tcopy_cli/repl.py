@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.text import Text
 
 from tcopy_cli.errors import ScriptRejected
-from tcopy_cli.limits import Limits
+from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
 from tcopy_cli.script.parse import Program
 
 HELP = """\
@@ -50,7 +50,7 @@ def _save_history(path: Path) -> None:
         readline.write_history_file(path)
 
 
-def repl(console: Console, device: str, limits: Limits, max_values: int = 100) -> int:
+def repl(console: Console, device: str, limits: Limits, max_values: int = DEFAULT_MAX_VALUES) -> int:
     """Run the interactive loop; returns the exit status."""
     from tcopy_cli.render.graph import graph_tree
     from tcopy_cli.render.table import TableOptions, TableRenderer

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from tcopy_cli.errors import LimitExceeded, NotAllowedError, TcopyError
+from tcopy_cli.errors import NotAllowedError, TcopyError
 from tcopy_cli.limits import Limits
 from tcopy_cli.script import alloc, policy
 from tcopy_cli.script.parse import Program
@@ -80,7 +80,6 @@ class Caught(ControlFlow):
 
 
 _NOTHING = object()
-MAX_CALL_DEPTH = 50
 
 
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
@@ -818,10 +817,9 @@ class Interpreter:
         self, fn: ScriptFunction, args: list[Any] | tuple[Any, ...], kwargs: dict[str, Any], silent: bool = False
     ) -> Any:
         """Run a script-defined function or lambda in a new local scope."""
-        if len(self.call_stack) >= MAX_CALL_DEPTH:
-            raise LimitExceeded(
-                f"the script's function calls nested more than {MAX_CALL_DEPTH} deep (endless recursion?)",
-                "max_depth",
+        if len(self.call_stack) >= self.limits.max_call_depth:
+            raise self.limits.exceeded(
+                "max_call_depth", "the script's function calls nested too deeply (endless recursion?)"
             )
         try:
             bound = fn.signature.bind(*args, **kwargs)
@@ -954,8 +952,7 @@ class Interpreter:
     # --- limits ----------------------------------------------------------------------
 
     def _raise_limit(self, message: str, limit: str) -> None:
-        flag = "--" + limit.replace("_", "-")
-        raise LimitExceeded(f"{message} (limit {getattr(self.limits, limit):,}; raise it with {flag})", limit)
+        raise self.limits.exceeded(limit, message)
 
     def _check_size(self, value: Any) -> None:
         try:

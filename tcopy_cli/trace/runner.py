@@ -18,9 +18,9 @@ from typing import Any
 import torch
 
 from tcopy_cli import __version__
-from tcopy_cli.errors import LimitExceeded, StopRun, TimeoutExceeded, UsageError
+from tcopy_cli.errors import StopRun, TimeoutExceeded, UsageError
 from tcopy_cli.explain import Explainer
-from tcopy_cli.limits import Limits
+from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
 from tcopy_cli.script.interp import Caught, ControlFlow, Interpreter
 from tcopy_cli.script.parse import Program
 from tcopy_cli.trace.observe import Observer
@@ -38,7 +38,7 @@ class RunOptions:
     device: str = "cpu"
     limits: Limits = field(default_factory=Limits)
     keep_going: bool = False
-    max_values: int = 100
+    max_values: int = DEFAULT_MAX_VALUES
     graph: bool = False
     hard_timeout: bool = False
     """End the process if one torch operation outlasts --timeout by 5 s (the CLI does)."""
@@ -124,7 +124,7 @@ def watchdog(seconds: float, describe: Callable[[], str], hard: bool = True) -> 
     if use_signal:
 
         def on_alarm(_sig: int, _frame: Any) -> None:
-            raise TimeoutExceeded(f"the run took longer than {seconds:g} s (limit --timeout)", "timeout")
+            raise Limits(timeout=seconds).exceeded("timeout", "the run took longer than the limit")
 
         previous = signal.signal(signal.SIGALRM, on_alarm)
         signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -312,9 +312,7 @@ class Runner:
             if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
                 signal.setitimer(signal.ITIMER_REAL, 0)  # the alarm must not fire into the reporting
             self.deadline = None
-            exc = TimeoutExceeded(
-                f"the run took longer than {self.options.limits.timeout:g} s (limit --timeout)", "timeout"
-            )
+            exc = self.options.limits.exceeded("timeout", "the run took longer than the limit")
             self._emit_error(node, exc)
             self.stopped_by = "timeout"
             raise StopRun()
@@ -322,10 +320,7 @@ class Runner:
     def _check_step_budget(self, node: ast.stmt) -> None:
         self._check_deadline(node)
         if self.count >= self.options.limits.max_steps:
-            exc = LimitExceeded(
-                f"the script ran more than {self.options.limits.max_steps:,} steps (raise it with --max-steps)",
-                "max_steps",
-            )
+            exc = self.options.limits.exceeded("max_steps", "the script ran too many steps")
             self._emit_error(node, exc)
             self.stopped_by = "max_steps"
             raise StopRun()
@@ -367,15 +362,10 @@ class Runner:
         if error is None and caught is None and self.count >= limits.max_steps:
             # A statement that called a function finishes after the function's own steps,
             # which may have used up the budget meanwhile.
-            error = LimitExceeded(
-                f"the script ran more than {limits.max_steps:,} steps (raise it with --max-steps)", "max_steps"
-            )
+            error = limits.exceeded("max_steps", "the script ran too many steps")
             self.stopped_by = "max_steps"
         if error is None and total > limits.max_bytes:
-            error = LimitExceeded(
-                f"tensors now use {total:,} bytes, more than {limits.max_bytes:,} (raise it with --max-bytes)",
-                "max_bytes",
-            )
+            error = limits.exceeded("max_bytes", f"tensors now use {total:,} bytes")
         error_pair = None
         if error is not None:
             message = str(error)
