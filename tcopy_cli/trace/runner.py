@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import io
 import os
 import signal
 import sys
@@ -214,14 +213,14 @@ class Runner:
         """
         errors = self.errors
         self.program = program
-        self.interp.program = program
+        self.interp.load(program)
         self.stopped_by = None
         self._run_body()
         return self.errors - errors
 
     def close(self) -> None:
         """Drop the script's names so its tensors are freed now, not at the next GC."""
-        self.interp.ns.clear()
+        self.interp.forget()
 
     def _where(self) -> str:
         node = self.current_node
@@ -238,14 +237,13 @@ class Runner:
         on its step (status ok, with a note) and then travels on to the ``except``.
         """
         self._check_step_budget(node)
-        saved = (self.current_node, self.interp.out, self.grad_enabled)
+        saved = (self.current_node, self.grad_enabled)
         self.current_node = node
-        self.interp.out = out = io.StringIO()
         self.grad_enabled = torch.is_grad_enabled()
         error: BaseException | None = None
         handled_at: int | None = None
         try:
-            with warnings.catch_warnings(record=True) as caught:
+            with self.interp.capture_output() as out, warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 try:
                     action()
@@ -262,7 +260,7 @@ class Runner:
             else:
                 ok = self._finish(node, out.getvalue(), warned, error)
         finally:
-            self.current_node, self.interp.out, self.grad_enabled = saved
+            self.current_node, self.grad_enabled = saved
         if handled_at is not None and error is not None:
             raise Caught(error)
         return ok
@@ -275,10 +273,9 @@ class Runner:
         """
         self._check_deadline(node)
         self.current_node = node
-        self.interp.out = out = io.StringIO()
         error: BaseException | None = None
         result: Any = None
-        with warnings.catch_warnings(record=True) as caught:
+        with self.interp.capture_output() as out, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
                 result = action()
@@ -348,13 +345,13 @@ class Runner:
             stdout, warned = pending_out + stdout, pending_warn + warned
             self.pending = (None, "", [])
         if self.options.device == "cpu":
-            snap = self.observer.snapshot(self.interp.visible_names())
+            snap = self.observer.snapshot(self.interp.names())
         else:
             # The default-device mode routes every torch call through Python; observing
             # creates no tensors that need it, so switch it off while observing.
             torch.set_default_device(None)
             try:
-                snap = self.observer.snapshot(self.interp.visible_names())
+                snap = self.observer.snapshot(self.interp.names())
             finally:
                 torch.set_default_device(self.options.device)
         tensors, arrays, total = snap.tensors, snap.arrays, snap.total_bytes
@@ -402,8 +399,8 @@ class Runner:
             grad_enabled=self.grad_enabled,
             saved_events=snap.saved_events,
             graph=snap.graph,
-            function=self.interp.call_stack[-1][0] if self.interp.call_stack else None,
-            depth=len(self.interp.call_stack),
+            function=self.interp.current_function,
+            depth=self.interp.depth,
         )
         self.emit(record)
         if info is not None:
