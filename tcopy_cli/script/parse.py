@@ -51,6 +51,8 @@ def header_source(lines: list[str], node: ast.stmt) -> str:
     return text
 
 
+# The nodes a script may contain. Exactly interp.NODE_HANDLERS plus interp.PART_NODES
+# (tests/script/test_node_table.py checks it); listed here so parsing needs no torch.
 _STMT_NODES: tuple[type, ...] = (
     ast.Expr,
     ast.Assign,
