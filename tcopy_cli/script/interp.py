@@ -327,18 +327,24 @@ class Interpreter:
     def on_try(self, stmt: ast.Try) -> None:
         handlers = [(self._exception_types(h.type), h) for h in stmt.handlers]
         caught: BaseException | None = None
+        leaving: ControlFlow | None = None
         for types, h in handlers:
             self.try_stack.append((types, h.lineno))
         try:
             self._exec_block(stmt.body)
         except Caught as c:
             caught = c.exc
+        except (_Return, _Break, _Continue) as flow:  # the finally block still runs, as in Python
+            leaving = flow
         except Exception as exc:  # raised where no step reports it (hooks, silent calls)
             if _matching_handler(exc, handlers) is None:
                 raise
             caught = exc
         finally:
             del self.try_stack[len(self.try_stack) - len(handlers) :]
+        if leaving is not None:
+            self._exec_block(stmt.finalbody)
+            raise leaving
         try:
             if caught is None:
                 self._exec_block(stmt.orelse)

@@ -21,6 +21,39 @@ def test_print_after_a_call_whose_body_has_a_loop_is_kept() -> None:
     assert trace.steps[-1].stdout == "1\n"
 
 
+def test_finally_runs_when_return_break_or_continue_leaves_the_try() -> None:
+    assert_same_as_python(
+        """
+        def first_even(xs):
+            for x in xs:
+                while True:
+                    try:
+                        if x % 2 == 0:
+                            return x
+                    finally:
+                        print("checked", x)
+                    break
+            return None
+        print(first_even([1, 3, 4, 6]), first_even([1]))
+        """
+    )
+
+
+@pytest.mark.parametrize("leave", ["break", "continue"])
+def test_finally_runs_when_a_loop_is_left_from_inside_try(leave: str) -> None:
+    assert_same_as_python(
+        f"""
+        for i in range(3):
+            try:
+                print("body", i)
+                {leave}
+            finally:
+                print("finally", i)
+        print("after")
+        """
+    )
+
+
 def test_recursion_and_frames_in_steps() -> None:
     trace = assert_same_as_python(
         """
@@ -57,7 +90,8 @@ def test_lambdas_see_enclosing_scopes_and_defaults_bind_at_definition() -> None:
         """
         k = 3
         def make(n, base=k):
-            return [(lambda x: x + n + base)(i) for i in range(3)]
+            add = lambda x: x + n + base  # noqa: E731
+            return [add(i) for i in range(3)]
         k = 100
         print(make(1), list(map(lambda v: v * 2, [1, 2])), sorted([3, 1, 2], key=lambda v: -v))
         """
