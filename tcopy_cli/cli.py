@@ -684,16 +684,8 @@ def examples_cmd(
     if run_it:
         limits = Limits()
         try:
-            _run(
-                None,
-                text,
-                f"example:{name}",
-                "cpu",
-                False,
-                DEFAULT_MAX_VALUES,
-                limits,
-                Display(no_color=no_color, width=width),
-            )
+            display = Display(no_color=no_color, width=width)
+            _run(None, text, f"example:{name}", "cpu", False, DEFAULT_MAX_VALUES, limits, display)
         except KeyboardInterrupt:
             _quiet_stdout()
             raise typer.Exit(EXIT_INTERRUPT) from None
