@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -20,16 +21,18 @@ ROOT = Path(__file__).resolve().parents[2]
 MESSAGE = re.compile(r"^.+ \(limit [\d,.]+( s)?; raise it with --[a-z-]+\)$")
 
 
+@functools.cache
+def _run_help() -> str:
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "tcopy_cli", "run", "--help"], capture_output=True, text=True, env=env
+    ).stdout
+
+
 @pytest.mark.parametrize("name", [f.name for f in dataclasses.fields(Limits)])
 def test_every_limit_has_a_flag_a_readme_row_and_one_message_format(name: str) -> None:
     assert f"| `{flag(name)}` |" in (ROOT / "README.md").read_text()
-    help_text = subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", "run", "--help"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "200"},
-    ).stdout
-    assert flag(name) in help_text
+    assert flag(name) in _run_help()
     exc = Limits().exceeded(name, "something grew")
     assert exc.limit == name and MESSAGE.match(str(exc)), str(exc)
     assert isinstance(exc, TimeoutExceeded) == (name == "timeout")
