@@ -18,9 +18,9 @@ from typing import Annotated, Any, Optional, TypeVar
 import typer
 
 from tcopy_cli.cli.formats import OutputFormat
-from tcopy_cli.limits import Limits
+from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
 
-MAX_VALUES = 100
+MAX_VALUES = DEFAULT_MAX_VALUES
 """--max-values default: list values of tensors up to this many elements."""
 
 
@@ -118,6 +118,9 @@ MaxIntBitsOpt = Annotated[int, _limit("--max-int-bits", 64, "bits of a Python in
 MaxStrLenOpt = Annotated[int, _limit("--max-str-len", 1, "length of a built string or list.")]
 MaxOutputOpt = Annotated[int, _limit("--max-output", 0, "characters the script may print.")]
 MaxDepthOpt = Annotated[int, _limit("--max-depth", 1, "nesting depth of expressions and blocks.")]
+MaxCallDepthOpt = Annotated[
+    int, _limit("--max-call-depth", 1, "nesting of calls to the script's own functions (recursion).")
+]
 MaxScriptBytesOpt = Annotated[int, _limit("--max-script-bytes", 1, "size of the script.")]
 TimeoutOpt = Annotated[float, _limit("--timeout", 0, "wall-clock seconds for the run (0 = none).")]
 
@@ -130,6 +133,7 @@ LIMIT_OPTIONS: dict[str, Any] = {
     "max_str_len": MaxStrLenOpt,
     "max_output": MaxOutputOpt,
     "max_depth": MaxDepthOpt,
+    "max_call_depth": MaxCallDepthOpt,
     "max_script_bytes": MaxScriptBytesOpt,
     "timeout": TimeoutOpt,
 }

@@ -55,8 +55,9 @@ def read_source(
         except OSError as exc:
             raise UsageError(f"can't read '{script}': {exc.strerror or exc}") from None
         origin = script
-    if len(data) > limits.max_script_bytes:
-        raise ScriptRejected(f"the script is larger than {limits.max_script_bytes:,} bytes (--max-script-bytes)", 1, 1)
+    from tcopy_cli.script.parse import check_script_size
+
+    check_script_size(len(data), limits)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

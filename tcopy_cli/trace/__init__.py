@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tcopy_cli.limits import Limits
+from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
 from tcopy_cli.trace.records import RunInfo, RunSummary, Step
 
 
@@ -21,7 +21,7 @@ def run_source(
     source: str,
     device: str = "cpu",
     keep_going: bool = False,
-    max_values: int = 100,
+    max_values: int = DEFAULT_MAX_VALUES,
     limits: Limits | None = None,
     origin: str = "<inline>",
     graph: bool = False,

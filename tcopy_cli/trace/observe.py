@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from tcopy_cli.limits import DEFAULT_MAX_VALUES
 from tcopy_cli.trace.graph import (
     GraphWalk,
     SavedEvent,
@@ -235,7 +236,7 @@ class Snapshot:
 class Observer:
     """Builds tensor and array records for a namespace after each step."""
 
-    def __init__(self, max_values: int = 100, graph: bool = False) -> None:
+    def __init__(self, max_values: int = DEFAULT_MAX_VALUES, graph: bool = False) -> None:
         self.max_values = max_values
         self.graph = graph
         self.labels = StorageLabels()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import io
 import signal
 import threading
 import time
@@ -16,9 +15,9 @@ from typing import Any
 import torch
 
 from tcopy_cli import __version__
-from tcopy_cli.errors import LimitExceeded, StopRun, TimeoutExceeded, UsageError
+from tcopy_cli.errors import StopRun, TimeoutExceeded, UsageError
 from tcopy_cli.explain import Explainer
-from tcopy_cli.limits import Limits
+from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
 from tcopy_cli.script.interp import Caught, ControlFlow, Interpreter
 from tcopy_cli.script.parse import Program
 from tcopy_cli.trace.observe import Observer
@@ -36,7 +35,7 @@ class RunOptions:
     device: str = "cpu"
     limits: Limits = field(default_factory=Limits)
     keep_going: bool = False
-    max_values: int = 100
+    max_values: int = DEFAULT_MAX_VALUES
     graph: bool = False
     on_stuck: Callable[[str], None] | None = None
     """Called (from the watchdog thread, with a message) if one torch operation outlasts
@@ -124,7 +123,7 @@ def watchdog(
     if use_signal:
 
         def on_alarm(_sig: int, _frame: Any) -> None:
-            raise TimeoutExceeded(f"the run took longer than {seconds:g} s (limit --timeout)", "timeout")
+            raise Limits(timeout=seconds).exceeded("timeout", "the run took longer than the limit")
 
         previous = signal.signal(signal.SIGALRM, on_alarm)
         signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -214,14 +213,14 @@ class Runner:
         """
         errors = self.errors
         self.program = program
-        self.interp.program = program
+        self.interp.load(program)
         self.stopped_by = None
         self._run_body()
         return self.errors - errors
 
     def close(self) -> None:
         """Drop the script's names so its tensors are freed now, not at the next GC."""
-        self.interp.ns.clear()
+        self.interp.forget()
 
     def _where(self) -> str:
         node = self.current_node
@@ -238,14 +237,13 @@ class Runner:
         on its step (status ok, with a note) and then travels on to the ``except``.
         """
         self._check_step_budget(node)
-        saved = (self.current_node, self.interp.out, self.grad_enabled)
+        saved = (self.current_node, self.grad_enabled)
         self.current_node = node
-        self.interp.out = out = io.StringIO()
         self.grad_enabled = torch.is_grad_enabled()
         error: BaseException | None = None
         handled_at: int | None = None
         try:
-            with warnings.catch_warnings(record=True) as caught:
+            with self.interp.capture_output() as out, warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 try:
                     action()
@@ -262,7 +260,7 @@ class Runner:
             else:
                 ok = self._finish(node, out.getvalue(), warned, error)
         finally:
-            self.current_node, self.interp.out, self.grad_enabled = saved
+            self.current_node, self.grad_enabled = saved
         if handled_at is not None and error is not None:
             raise Caught(error)
         return ok
@@ -275,10 +273,9 @@ class Runner:
         """
         self._check_deadline(node)
         self.current_node = node
-        self.interp.out = out = io.StringIO()
         error: BaseException | None = None
         result: Any = None
-        with warnings.catch_warnings(record=True) as caught:
+        with self.interp.capture_output() as out, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
                 result = action()
@@ -312,9 +309,7 @@ class Runner:
             if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
                 signal.setitimer(signal.ITIMER_REAL, 0)  # the alarm must not fire into the reporting
             self.deadline = None
-            exc = TimeoutExceeded(
-                f"the run took longer than {self.options.limits.timeout:g} s (limit --timeout)", "timeout"
-            )
+            exc = self.options.limits.exceeded("timeout", "the run took longer than the limit")
             self._emit_error(node, exc)
             self.stopped_by = "timeout"
             raise StopRun()
@@ -322,10 +317,7 @@ class Runner:
     def _check_step_budget(self, node: ast.stmt) -> None:
         self._check_deadline(node)
         if self.count >= self.options.limits.max_steps:
-            exc = LimitExceeded(
-                f"the script ran more than {self.options.limits.max_steps:,} steps (raise it with --max-steps)",
-                "max_steps",
-            )
+            exc = self.options.limits.exceeded("max_steps", "the script ran too many steps")
             self._emit_error(node, exc)
             self.stopped_by = "max_steps"
             raise StopRun()
@@ -353,13 +345,13 @@ class Runner:
             stdout, warned = pending_out + stdout, pending_warn + warned
             self.pending = (None, "", [])
         if self.options.device == "cpu":
-            snap = self.observer.snapshot(self.interp.visible_names())
+            snap = self.observer.snapshot(self.interp.names())
         else:
             # The default-device mode routes every torch call through Python; observing
             # creates no tensors that need it, so switch it off while observing.
             torch.set_default_device(None)
             try:
-                snap = self.observer.snapshot(self.interp.visible_names())
+                snap = self.observer.snapshot(self.interp.names())
             finally:
                 torch.set_default_device(self.options.device)
         tensors, arrays, total = snap.tensors, snap.arrays, snap.total_bytes
@@ -367,15 +359,10 @@ class Runner:
         if error is None and caught is None and self.count >= limits.max_steps:
             # A statement that called a function finishes after the function's own steps,
             # which may have used up the budget meanwhile.
-            error = LimitExceeded(
-                f"the script ran more than {limits.max_steps:,} steps (raise it with --max-steps)", "max_steps"
-            )
+            error = limits.exceeded("max_steps", "the script ran too many steps")
             self.stopped_by = "max_steps"
         if error is None and total > limits.max_bytes:
-            error = LimitExceeded(
-                f"tensors now use {total:,} bytes, more than {limits.max_bytes:,} (raise it with --max-bytes)",
-                "max_bytes",
-            )
+            error = limits.exceeded("max_bytes", f"tensors now use {total:,} bytes")
         error_pair = None
         if error is not None:
             message = str(error)
@@ -412,8 +399,8 @@ class Runner:
             grad_enabled=self.grad_enabled,
             saved_events=snap.saved_events,
             graph=snap.graph,
-            function=self.interp.call_stack[-1][0] if self.interp.call_stack else None,
-            depth=len(self.interp.call_stack),
+            function=self.interp.current_function,
+            depth=self.interp.depth,
         )
         self.emit(record)
         if info is not None:
