@@ -16,29 +16,19 @@ from tcopy_cli.trace.records import ArrayRecord, TensorRecord
 from tcopy_cli.trace.values import format_nested
 
 if TYPE_CHECKING:
-    from tcopy_cli.trace.graph import SavedEvent
+    from tcopy_cli.trace.records import SavedEvent
 
 
 def _fmt(values: Any) -> str:
     return format_nested(values)
 
 
-def byte_span(r: TensorRecord) -> tuple[int, int]:
-    """[start, end) byte offsets a tensor covers inside its storage."""
-    if any(d == 0 for d in r.shape):
-        return (r.storage_offset * r.element_size,) * 2
-    lo = sum(min(0, (s - 1) * st) for s, st in zip(r.shape, r.stride))
-    hi = sum(max(0, (s - 1) * st) for s, st in zip(r.shape, r.stride))
-    es = r.element_size
-    return (r.storage_offset + lo) * es, (r.storage_offset + hi + 1) * es
-
-
 def overlaps(a: TensorRecord, b: TensorRecord) -> bool:
     """True when two tensors on one storage cover at least one common byte."""
     if a.storage != b.storage:
         return False
-    a0, a1 = byte_span(a)
-    b0, b1 = byte_span(b)
+    a0, a1 = a.byte_span()
+    b0, b1 = b.byte_span()
     return a0 < b1 and b0 < a1
 
 

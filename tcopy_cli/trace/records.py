@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from tcopy_cli.trace.graph import SavedEvent
+from tcopy_cli.trace.layout import byte_span
 
 
 @dataclass(frozen=True)
@@ -61,6 +60,10 @@ class TensorRecord:
             "shares_version_with": self.shares_version_with,
             "reaches": self.reaches,
         }
+
+    def byte_span(self) -> tuple[int, int]:
+        """[start, end) bytes the elements cover inside the storage."""
+        return byte_span(self.shape, self.stride, self.storage_offset, self.element_size)
 
 
 @dataclass(frozen=True)
@@ -152,6 +155,18 @@ class GraphRecord:
             "nodes": {k: v.to_json() for k, v in self.nodes.items()},
             "views": self.views,
         }
+
+
+@dataclass(frozen=True)
+class SavedEvent:
+    """Something that happened to a tensor autograd saved for backward."""
+
+    kind: str  # "bumped": in-place change torch will catch; "silent": changed, no version bump; "unchecked": too large
+    node: str
+    attr: str
+    tensor: str
+    saved_version: int
+    affects: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
