@@ -463,6 +463,7 @@ def _run(
             program = parse_script(source, origin, limits)
         except ScriptRejected as exc:
             _reject(exc, source, origin, fmt, device)
+        from tcopy_cli.pipeline import explaining
         from tcopy_cli.trace.runner import Runner, RunOptions, resolve_device
 
         dev = resolve_device(device)
@@ -495,7 +496,7 @@ def _run(
 
     quit_early = False
     try:
-        runner = Runner(program, options, emit)
+        runner = Runner(program, options, explaining(emit))
         renderer.start(runner.info(origin))
         try:
             summary = runner.run()
@@ -524,7 +525,7 @@ def _run(
         assert first.error is not None
         more = f" ({summary.errors} error steps)" if summary.errors > 1 else ""
         _fail(
-            f"line {first.line}: {first.error.type}: {_first_line(first.error.message)}{more}",
+            f"line {first.line}: {first.error.headline}{more}",
             EXIT_SCRIPT,
         )
 
@@ -842,10 +843,6 @@ def repl_cmd(
         _fail(exc.message, EXIT_USAGE)
     console = _make_console(no_color, width, record=True)
     raise typer.Exit(repl(console, dev, Limits(timeout=timeout), max_values))
-
-
-def _first_line(text: str) -> str:
-    return text.splitlines()[0] if text else ""
 
 
 def main() -> None:

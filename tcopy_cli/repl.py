@@ -52,6 +52,7 @@ def _save_history(path: Path) -> None:
 
 def repl(console: Console, device: str, limits: Limits, max_values: int = 100) -> int:
     """Run the interactive loop; returns the exit status."""
+    from tcopy_cli.pipeline import explaining
     from tcopy_cli.render.graph import graph_tree
     from tcopy_cli.render.table import TableOptions, TableRenderer
     from tcopy_cli.script.parse import parse_script
@@ -70,7 +71,7 @@ def repl(console: Console, device: str, limits: Limits, max_values: int = 100) -
         last[:] = [step]
 
     def fresh() -> Runner:
-        return Runner(parse_script("", "<repl>", limits), options, emit)
+        return Runner(parse_script("", "<repl>", limits), options, explaining(emit))
 
     runner = fresh()
     renderer.start(runner.info("<repl>"))

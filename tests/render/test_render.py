@@ -1,6 +1,6 @@
 """Golden files of what a user sees, with volatile fields normalised.
 
-Regenerate after an intended change with ``TCOPY_UPDATE_GOLDEN=1 pytest tests/test_render.py``
+Regenerate after an intended change with ``TCOPY_UPDATE_GOLDEN=1 pytest tests/render/test_render.py``
 and review the diff: the golden files show exactly what a user sees.
 """
 
