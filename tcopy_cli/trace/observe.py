@@ -307,16 +307,18 @@ class Observer:
         events = self.saved.update(walk, describe, lambda nid: walk.leaves_behind(nid, leaf_names))
 
         records: dict[str, TensorRecord] = {}
+        position = {name: i for i, (name, _) in enumerate(tensors)}
         for name, t in tensors:
             grad_rec = None
             if name in grads:
                 grad_rec = self._record(grads[name], storage_of[f"{name}.grad"], sharing(f"{name}.grad"), None)
             rec = self._record(t, storage_of[name], sharing(name), grad_rec)
-            reached = [n for nid in reach[name] for n in names_of_node.get(nid, []) if n != name]
+            # In the order of the names, not of the set of node ids (which changes from run to run).
+            reached = {n for nid in reach[name] for n in names_of_node.get(nid, []) if n != name}
             records[name] = replace(
                 rec,
                 shares_version_with=shares_version.get(name, []),
-                reaches=list(dict.fromkeys(reached)),
+                reaches=sorted(reached, key=position.__getitem__),
                 node_id=node_id(t),
                 reach_ids=reach[name],
             )

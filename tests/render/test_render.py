@@ -67,6 +67,7 @@ def check_golden(name: str, actual: str) -> None:
         ("table-140.txt", ["--width", "140"]),
         ("table-only-changed.txt", ["--width", "100", "--only-changed"]),
         ("markdown.md", ["--format", "markdown"]),
+        ("json.jsonl", ["--format", "json"]),
     ],
 )
 def test_golden(name: str, args: list[str], tmp_path: Path) -> None:
