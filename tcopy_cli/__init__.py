@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 def run_script(
     source: str, device: str = "cpu", keep_going: bool = False, max_values: int = DEFAULT_MAX_VALUES
 ) -> Trace:
-    """Run ``source`` in the sandbox and return every step (see tcopy_cli.trace.Trace)."""
-    from tcopy_cli.trace import run_source
+    """Run ``source`` in the sandbox and return every step, explained (see tcopy_cli.trace.Trace)."""
+    from tcopy_cli.pipeline import run_source
 
     return run_source(source, device=device, keep_going=keep_going, max_values=max_values)
 

@@ -83,11 +83,6 @@ def _read_key() -> str:
         termios.tcsetattr(fd, termios.TCSADRAIN, old)
 
 
-def first_line(text: str) -> str:
-    """The first line of a message."""
-    return text.splitlines()[0] if text else ""
-
-
 class Presenter:
     """Owns how a run meets the person watching: pause or delay after each shown step,
     export of the recorded view, and the closing line on stderr."""
@@ -167,4 +162,4 @@ class Presenter:
             first = self.errors[0]
             assert first.error is not None
             more = f" ({summary.errors} error steps)" if summary.errors > 1 else ""
-            fail(f"line {first.line}: {first.error.type}: {first_line(first.error.message)}{more}", EXIT_SCRIPT)
+            fail(f"line {first.line}: {first.error.headline}{more}", EXIT_SCRIPT)

@@ -82,6 +82,7 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
         program = parse_script(source, origin, request.limits)
     except ScriptRejected as exc:
         _reject(exc, source, origin, fmt, request.device)
+    from tcopy_cli.pipeline import explaining
     from tcopy_cli.trace.records import RunSummary
     from tcopy_cli.trace.runner import Runner, RunOptions, resolve_device
 
@@ -95,7 +96,9 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
     )
     presenter.begin()
     renderer = make_renderer(fmt, view, presenter.console)
-    runner = Runner(program, options, lambda step: presenter.step(renderer, step, view.shows(step), program.lines))
+    runner = Runner(
+        program, options, explaining(lambda step: presenter.step(renderer, step, view.shows(step), program.lines))
+    )
     renderer.start(runner.info(origin))
     try:
         try:

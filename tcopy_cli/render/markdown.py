@@ -70,13 +70,14 @@ class MarkdownRenderer:
         for warning in step.warnings:
             w(f"> ⚠ **warning:** {_cell(warning)}\n\n")
         if self.options.explain:
-            for note in step.notes:
-                w(f"- {note}\n")
-            if step.notes:
+            for note in step.explanations:
+                text = f"**{note.line}**" if note.severity == "warning" else note.line
+                w(f"- {text}\n")
+            if step.explanations:
                 w("\n")
         if step.error is not None:
             w(f"> **{step.error.type}:** {_cell(step.error.message)}\n")
-            if self.options.explain:
+            if self.options.explain and step.error.explained:
                 w(">\n> " + _cell(step.error.explanation) + "\n")
             w("\n")
         self.previous = step

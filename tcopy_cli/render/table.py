@@ -10,7 +10,6 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from tcopy_cli.explain.errors import UNKNOWN
 from tcopy_cli.render import ViewOptions
 from tcopy_cli.render.cells import COLUMNS, Row, removed_names, step_rows
 from tcopy_cli.render.graph import graph_tree
@@ -18,6 +17,7 @@ from tcopy_cli.render.memory import memory_map
 from tcopy_cli.trace.records import RunInfo, RunSummary, Step
 
 WIDE = 120
+NOTE_STYLES = {"info": "cyan", "warning": "bold yellow"}
 
 
 class TableRenderer:
@@ -97,9 +97,9 @@ class TableRenderer:
         for w in step.warnings:
             parts.append(Padding(Text("⚠ warning: " + w, style="yellow"), (0, 0, 0, 2)))
         if self.options.explain:
-            for note in step.notes:
-                style = "bold yellow" if note.startswith("⚠") else "cyan"
-                parts.append(Padding(Text("• " + note, style=style), (0, 0, 0, 2)))
+            for note in step.explanations:
+                style = NOTE_STYLES[note.severity]
+                parts.append(Padding(Text("• " + note.line, style=style), (0, 0, 0, 2)))
         if self.options.memory:
             parts.append(memory_map(step, self.console.width))
         if self.options.graph and step.graph is not None and step.graph.roots:
@@ -114,7 +114,7 @@ class TableRenderer:
             parts.append(
                 Padding(Text.assemble(("✗ " + err.type + ": ", "bold red"), (err.message, "red")), (0, 0, 0, 2))
             )
-            if self.options.explain and err.explanation != UNKNOWN:
+            if self.options.explain and err.explained:
                 parts.append(Padding(Text("why: " + err.explanation, style="magenta"), (0, 0, 0, 4)))
         parts.append(Text(""))
         return Group(*parts)

@@ -26,7 +26,10 @@ def run_source(
     origin: str = "<inline>",
     graph: bool = False,
 ) -> Trace:
-    """Parse, validate and run ``source``; collect the steps. Raises ScriptRejected."""
+    """Parse, validate and run ``source``; collect the steps. Raises ScriptRejected.
+
+    The steps carry facts only; ``tcopy_cli.pipeline.run_source`` adds the notes.
+    """
     from tcopy_cli.script.parse import parse_script
     from tcopy_cli.trace.runner import Runner, RunOptions, resolve_device
 

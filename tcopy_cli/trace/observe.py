@@ -20,7 +20,6 @@ import torch
 from tcopy_cli.limits import DEFAULT_MAX_VALUES
 from tcopy_cli.trace.graph import (
     GraphWalk,
-    SavedEvent,
     SavedTensorTracker,
     build_graph,
     node_id,
@@ -28,7 +27,8 @@ from tcopy_cli.trace.graph import (
     safe_is_leaf,
     version_groups,
 )
-from tcopy_cli.trace.records import ArrayRecord, GraphRecord, TensorRecord
+from tcopy_cli.trace.layout import byte_span
+from tcopy_cli.trace.records import ArrayRecord, GraphRecord, SavedEvent, TensorRecord
 from tcopy_cli.trace.values import format_nested, format_number, json_values
 
 PREVIEW_ITEMS = 6
@@ -154,13 +154,9 @@ def tensor_values(d: torch.Tensor, max_values: int) -> tuple[Any, str]:
 
 def tensor_span(t: torch.Tensor) -> tuple[int, int]:
     """[start, end) byte addresses a tensor's elements cover (start == end if empty)."""
-    es = t.element_size()
-    ptr = t.data_ptr()
-    if t.numel() == 0:
-        return ptr, ptr
-    lo = sum(min(0, (s - 1) * st) for s, st in zip(t.shape, t.stride()))
-    hi = sum(max(0, (s - 1) * st) for s, st in zip(t.shape, t.stride()))
-    return ptr + lo * es, ptr + (hi + 1) * es
+    ptr = t.data_ptr()  # already includes the storage offset
+    start, end = byte_span(t.shape, t.stride(), 0, t.element_size())
+    return ptr + start, ptr + end
 
 
 def _array_span(a: np.ndarray) -> tuple[int, int]:
@@ -312,16 +308,18 @@ class Observer:
         events = self.saved.update(walk, describe, lambda nid: walk.leaves_behind(nid, leaf_names))
 
         records: dict[str, TensorRecord] = {}
+        position = {name: i for i, (name, _) in enumerate(tensors)}
         for name, t in tensors:
             grad_rec = None
             if name in grads:
                 grad_rec = self._record(grads[name], storage_of[f"{name}.grad"], sharing(f"{name}.grad"), None)
             rec = self._record(t, storage_of[name], sharing(name), grad_rec)
-            reached = [n for nid in reach[name] for n in names_of_node.get(nid, []) if n != name]
+            # In the order of the names, not of the set of node ids (which changes from run to run).
+            reached = {n for nid in reach[name] for n in names_of_node.get(nid, []) if n != name}
             records[name] = replace(
                 rec,
                 shares_version_with=shares_version.get(name, []),
-                reaches=list(dict.fromkeys(reached)),
+                reaches=sorted(reached, key=position.__getitem__),
                 node_id=node_id(t),
                 reach_ids=reach[name],
             )
@@ -453,9 +451,8 @@ def _fits_storage(t: torch.Tensor) -> bool:
         return t.device.type == "meta"
     if t.numel() == 0:
         return True
-    hi = sum(max(0, (s - 1) * st) for s, st in zip(t.shape, t.stride()))
-    lo = sum(min(0, (s - 1) * st) for s, st in zip(t.shape, t.stride()))
-    return t.storage_offset() + lo >= 0 and (t.storage_offset() + hi + 1) * t.element_size() <= nbytes
+    start, end = byte_span(t.shape, t.stride(), int(t.storage_offset()), t.element_size())
+    return start >= 0 and end <= nbytes
 
 
 def _grad_of(t: torch.Tensor) -> torch.Tensor | None:

@@ -16,12 +16,11 @@ import torch
 
 from tcopy_cli import __version__
 from tcopy_cli.errors import StopRun, TimeoutExceeded, UsageError
-from tcopy_cli.explain import Explainer
 from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
 from tcopy_cli.script.interp import Caught, ControlFlow, Interpreter
 from tcopy_cli.script.parse import Program
 from tcopy_cli.trace.observe import Observer
-from tcopy_cli.trace.records import ErrorInfo, RunInfo, RunSummary, Step
+from tcopy_cli.trace.records import CaughtInfo, ErrorInfo, RunInfo, RunSummary, Step
 
 # Seconds the hard watchdog waits past --timeout for a single C operation to return
 # before it ends the process (Python cannot interrupt code running inside torch).
@@ -140,7 +139,8 @@ class Runner:
     """Executes a Program and emits a Step after every statement.
 
     It is the interpreter's StepHook: the interpreter walks blocks and loops, and
-    hands each simple statement here to be captured, observed and explained.
+    hands each simple statement here to be captured and observed. Steps carry facts
+    only; notes are added by the explain pass (see tcopy_cli.pipeline).
     """
 
     def __init__(self, program: Program, options: RunOptions, emit: Callable[[Step], None]) -> None:
@@ -151,7 +151,6 @@ class Runner:
         self.interp = Interpreter(program, options.limits, self)
         self.count = 0
         self.errors = 0
-        self.explainer = Explainer()
         self.current_node: ast.stmt | None = None
         self.stopped_by: str | None = None
         self.grad_enabled = True
@@ -363,27 +362,18 @@ class Runner:
             self.stopped_by = "max_steps"
         if error is None and total > limits.max_bytes:
             error = limits.exceeded("max_bytes", f"tensors now use {total:,} bytes")
-        error_pair = None
+        info = None
         if error is not None:
             message = str(error)
             if isinstance(error, KeyError):
                 message = repr(error.args[0]) if error.args else ""
-            error_pair = (type(error).__name__, message)
-        self.count += 1
-        source = self.program.statement_source(node)
-        notes, explanation = self.explainer.explain(
-            self.count, node.lineno, source, tensors, arrays, warned, self.grad_enabled, snap.saved_events, error_pair
-        )
+            info = ErrorInfo(type=type(error).__name__, message=message)
+        caught_info = None
         if caught is not None:
             exc, line = caught
-            notes.insert(
-                0,
-                f"This statement raised {type(exc).__name__}: {_first_line(str(exc))} — caught by the except at "
-                f"line {line}.",
-            )
-        info = None
-        if error_pair is not None:
-            info = ErrorInfo(type=error_pair[0], message=error_pair[1], explanation=explanation or "")
+            caught_info = CaughtInfo(ErrorInfo(type=type(exc).__name__, message=str(exc)), except_line=line)
+        self.count += 1
+        source = self.program.statement_source(node)
         record = Step(
             index=self.count,
             line=node.lineno,
@@ -392,7 +382,6 @@ class Runner:
             error=info,
             stdout=stdout,
             warnings=warned,
-            notes=notes,
             tensors=tensors,
             arrays=arrays,
             narration=_narration(self.program, node),
@@ -401,6 +390,7 @@ class Runner:
             graph=snap.graph,
             function=self.interp.current_function,
             depth=self.interp.depth,
+            caught=caught_info,
         )
         self.emit(record)
         if info is not None:
@@ -410,10 +400,6 @@ class Runner:
                 raise StopRun()
             return False
         return True
-
-
-def _first_line(text: str) -> str:
-    return text.splitlines()[0] if text else ""
 
 
 def _narration(program: Program, node: ast.stmt) -> list[str]:
