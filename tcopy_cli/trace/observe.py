@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import torch
 
+from tcopy_cli.trace.compat import storage_objects_preserved
 from tcopy_cli.trace.graph import (
     GraphWalk,
     SavedEvent,
@@ -39,29 +40,46 @@ _VISIT_BUDGET = 5_000
 class StorageLabels:
     """Stable labels S1, S2 ... for storages, in order of first appearance in a run.
 
-    A storage's Python object lives exactly as long as the storage itself (torch
-    preserves it), so a weak reference tells when a storage is freed; its label is then
+    Where torch keeps one Python object per storage (2.2 on, see
+    ``compat.storage_objects_preserved``), the object lives exactly as long as the
+    storage itself, so a weak reference tells when a storage is freed; its label is then
     retired and a new storage at the same address gets a new label. Two storage objects
     over the same memory (``torch.from_numpy(t.numpy())``) get the same label.
 
     The references have no callbacks: Python code run while memory is freed would
     swallow a signal's exception (Ctrl-C, --timeout) raised during it. Dead entries are
     found and dropped when a new storage is labelled.
+
+    Older torch (2.1) makes a new Python object on each ``untyped_storage()`` call, and
+    a weak reference to one crashes the interpreter when collected. There a storage is
+    identified by its C++ storage object's address and its device, and liveness comes
+    from the run itself: a label no named tensor's storage (nor a named array's memory)
+    had during a step is retired at the end of that step (``end_step``), since its
+    storage may have been freed and its address reused.
     """
 
     def __init__(self) -> None:
-        # id(storage) -> (weak reference, label, (device, start, end))
-        self._entries: dict[int, tuple[weakref.ref[Any], str, tuple[str, int, int]]] = {}
+        # identity -> (weak reference or None, label, (device, start, end))
+        self._entries: dict[int, tuple[weakref.ref[Any] | None, str, tuple[str, int, int]]] = {}
         self._count = 0
+        self._by_object = storage_objects_preserved()
+        self._seen: set[int] = set()
 
     def label(self, storage: Any) -> str:
         """The label of ``storage`` (a torch.UntypedStorage)."""
-        key = id(storage)
-        entry = self._entries.get(key)
-        if entry is not None and entry[0]() is storage:
-            return entry[1]
-        self._entries = {k: e for k, e in self._entries.items() if e[0]() is not None}
         device = str(storage.device)
+        if self._by_object:
+            key = id(storage)
+            entry = self._entries.get(key)
+            if entry is not None and entry[0]() is storage:
+                return entry[1]
+            self._entries = {k: e for k, e in self._entries.items() if e[0] is not None and e[0]() is not None}
+        else:
+            key = hash((int(storage._cdata), device))
+            self._seen.add(key)
+            entry = self._entries.get(key)
+            if entry is not None:
+                return entry[1]
         start = int(storage.data_ptr())
         end = start + int(storage.nbytes())
         label = next(
@@ -75,8 +93,24 @@ class StorageLabels:
         if label is None:
             self._count += 1
             label = f"S{self._count}"
-        self._entries[key] = (weakref.ref(storage), label, (device, start, end))
+        self._entries[key] = (weakref.ref(storage) if self._by_object else None, label, (device, start, end))
         return label
+
+    def end_step(self, held: Iterable[tuple[int, int]]) -> None:
+        """Retire labels of storages not seen this step (memory identity only).
+
+        ``held`` are the [start, end) byte ranges of named arrays: an array keeps the
+        memory it views alive, so a label whose memory holds one is kept.
+        """
+        if self._by_object:
+            return
+        spans = [span for span in held if span[0] < span[1]]
+        self._entries = {
+            k: e
+            for k, e in self._entries.items()
+            if k in self._seen or any(e[2][1] <= lo and hi <= e[2][2] for lo, hi in spans)
+        }
+        self._seen = set()
 
 
 def _head(d: torch.Tensor, k: int) -> list[Any]:
@@ -324,9 +358,14 @@ class Observer:
                 node_id=node_id(t),
                 reach_ids=reach[name],
             )
-        spans = {name: tensor_span(t) for name, t in members if t.device.type != "meta"} if arrays else {}
+        spans = (
+            {name: tensor_span(t) for name, t in members if t.device.type != "meta" and _sizes_valid(t)}
+            if arrays
+            else {}
+        )
         array_records: dict[str, ArrayRecord] = {}
         array_spans = {name: _array_span(a) for name, a in arrays}
+        self.labels.end_step(array_spans.values())
         arrays_by_name = dict(arrays)
         members_by_name = dict(members)
         for name, a in arrays:
@@ -369,14 +408,21 @@ class Observer:
         return self.labels.label(st), int(st.nbytes()), int(st.data_ptr())
 
     def _record(self, t: torch.Tensor, storage: str, shares: list[str], grad: TensorRecord | None) -> TensorRecord:
-        d = t.detach()
+        valid = _sizes_valid(t)
         # Aliases of one view (a, a.detach(), a.data ...) are summarised once per step.
         key = (
-            (storage, t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype) if t.numel() > self.max_values else None
+            (storage, t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype)
+            if valid and t.numel() > self.max_values
+            else None
         )
-        if key is not None and key in self._memo:
+        if not valid:
+            # torch 2.1's resize_ with a negative size fails after setting it: the tensor
+            # can't even count its elements, let alone be read.
+            values, preview = None, "<not read: the tensor has a negative size (left by a failed resize_)>"
+        elif key is not None and key in self._memo:
             values, preview = self._memo[key]
         elif _fits_storage(t):
+            d = t.detach()
             try:
                 values, preview = tensor_values(d, self.max_values)
             except (RuntimeError, ValueError, TypeError, IndexError) as exc:
@@ -442,6 +488,11 @@ def _grad_fn_name(t: torch.Tensor) -> str | None:
     except RuntimeError:
         return "(invalid view)"  # torch refuses: a no_grad view whose base changed in place
     return type(fn).__name__ if fn is not None else None
+
+
+def _sizes_valid(t: torch.Tensor) -> bool:
+    """False for a tensor with a negative size (torch 2.1 leaves one after ``resize_(-1)``)."""
+    return all(s >= 0 for s in t.shape)
 
 
 def _fits_storage(t: torch.Tensor) -> bool:
