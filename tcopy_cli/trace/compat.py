@@ -75,7 +75,7 @@ def degraded() -> list[str]:
         )
     if not storage_objects_preserved():
         out.append(
-            f"storage labels: on torch {release} a storage is recognised by its memory, not its object, "
-            "so a storage no named tensor or array holds for a step gets a new label if it comes back"
+            f"storage labels: torch {release} has no lasting storage object, so a storage is followed "
+            "through the tensors seen on it; one that outlives all of them gets a new label if it comes back"
         )
     return out

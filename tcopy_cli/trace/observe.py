@@ -37,6 +37,24 @@ _MAX_CONTAINER_DEPTH = 3
 _VISIT_BUDGET = 5_000
 
 
+def _storage_key(t: torch.Tensor) -> int | None:
+    """The address of the C++ storage behind ``t``, or None where it has none."""
+    try:
+        return int(t.untyped_storage()._cdata)
+    except (RuntimeError, NotImplementedError, AttributeError):
+        return None
+
+
+@dataclass
+class _MemoryEntry:
+    """A storage known by its C++ object's address (torch without stable storage objects)."""
+
+    label: str
+    span: tuple[str, int, int]  # (device, start, end)
+    # Tensors seen on the storage: while one lives and still uses it, the storage lives.
+    tensors: list[weakref.ref[torch.Tensor]]
+
+
 class StorageLabels:
     """Stable labels S1, S2 ... for storages, in order of first appearance in a run.
 
@@ -52,65 +70,76 @@ class StorageLabels:
 
     Older torch (2.1) makes a new Python object on each ``untyped_storage()`` call, and
     a weak reference to one crashes the interpreter when collected. There a storage is
-    identified by its C++ storage object's address and its device, and liveness comes
-    from the run itself: a label no named tensor's storage (nor a named array's memory)
-    had during a step is retired at the end of that step (``end_step``), since its
-    storage may have been freed and its address reused.
+    known by the address of its C++ object, which a new storage may reuse once the old
+    one is freed, so liveness comes from weak references to the tensors seen on it: an
+    entry stands while one of them lives and still uses that storage, or while a named
+    array views its memory (``begin_step``). A storage that outlives every tensor tcopy
+    saw on it (held only by unnamed objects) gets a new label if it comes back.
     """
 
     def __init__(self) -> None:
-        # identity -> (weak reference or None, label, (device, start, end))
-        self._entries: dict[int, tuple[weakref.ref[Any] | None, str, tuple[str, int, int]]] = {}
+        # id(storage) -> (weak reference, label, (device, start, end))
+        self._entries: dict[int, tuple[weakref.ref[Any], str, tuple[str, int, int]]] = {}
         self._count = 0
         self._by_object = storage_objects_preserved()
-        self._seen: set[int] = set()
+        # (C++ storage address, device) -> entry, where storage objects aren't preserved
+        self._memory: dict[tuple[int, str], _MemoryEntry] = {}
+        self._held: list[tuple[int, int]] = []
 
-    def label(self, storage: Any) -> str:
-        """The label of ``storage`` (a torch.UntypedStorage)."""
-        device = str(storage.device)
-        if self._by_object:
-            key = id(storage)
-            entry = self._entries.get(key)
-            if entry is not None and entry[0]() is storage:
-                return entry[1]
-            self._entries = {k: e for k, e in self._entries.items() if e[0] is not None and e[0]() is not None}
-        else:
-            key = hash((int(storage._cdata), device))
-            self._seen.add(key)
-            entry = self._entries.get(key)
-            if entry is not None:
-                return entry[1]
-        start = int(storage.data_ptr())
-        end = start + int(storage.nbytes())
-        label = next(
-            (
-                lab
-                for _, lab, (dev, s0, s1) in self._entries.values()
-                if dev == device and s0 <= start and end <= s1 and start
-            ),
-            None,
-        )
-        if label is None:
-            self._count += 1
-            label = f"S{self._count}"
-        self._entries[key] = (weakref.ref(storage) if self._by_object else None, label, (device, start, end))
+    def begin_step(self, held: Iterable[tuple[int, int]]) -> None:
+        """Note the [start, end) byte ranges of named arrays: memory an array views is alive."""
+        self._held = [span for span in held if span[0] < span[1]]
+
+    def label(self, storage: Any, tensor: torch.Tensor | None = None) -> str:
+        """The label of ``storage`` (a torch.UntypedStorage), ``tensor``'s storage."""
+        if not self._by_object and tensor is not None:
+            return self._label_by_memory(storage, tensor)
+        key = id(storage)
+        entry = self._entries.get(key)
+        if entry is not None and entry[0]() is storage:
+            return entry[1]
+        self._entries = {k: e for k, e in self._entries.items() if e[0]() is not None}
+        span = _span_of(storage)
+        label = self._contained(span, ((e[1], e[2]) for e in self._entries.values())) or self._new_label()
+        self._entries[key] = (weakref.ref(storage), label, span)
         return label
 
-    def end_step(self, held: Iterable[tuple[int, int]]) -> None:
-        """Retire labels of storages not seen this step (memory identity only).
+    def _label_by_memory(self, storage: Any, tensor: torch.Tensor) -> str:
+        key = (int(storage._cdata), str(storage.device))
+        entry = self._memory.get(key)
+        if entry is not None and self._alive(key, entry):
+            if not any(ref() is tensor for ref in entry.tensors):
+                entry.tensors.append(weakref.ref(tensor))
+            return entry.label
+        self._memory = {k: e for k, e in self._memory.items() if self._alive(k, e)}
+        span = _span_of(storage)
+        label = self._contained(span, ((e.label, e.span) for e in self._memory.values())) or self._new_label()
+        self._memory[key] = _MemoryEntry(label, span, [weakref.ref(tensor)])
+        return label
 
-        ``held`` are the [start, end) byte ranges of named arrays: an array keeps the
-        memory it views alive, so a label whose memory holds one is kept.
-        """
-        if self._by_object:
-            return
-        spans = [span for span in held if span[0] < span[1]]
-        self._entries = {
-            k: e
-            for k, e in self._entries.items()
-            if k in self._seen or any(e[2][1] <= lo and hi <= e[2][2] for lo, hi in spans)
-        }
-        self._seen = set()
+    def _alive(self, key: tuple[int, str], entry: _MemoryEntry) -> bool:
+        """True while the storage of ``entry`` surely still exists (dead references are dropped)."""
+        entry.tensors = [ref for ref in entry.tensors if (t := ref()) is not None and _storage_key(t) == key[0]]
+        _, start, end = entry.span
+        return bool(entry.tensors) or any(start <= lo and hi <= end for lo, hi in self._held)
+
+    @staticmethod
+    def _contained(span: tuple[str, int, int], known: Iterable[tuple[str, tuple[str, int, int]]]) -> str | None:
+        """The label of a known storage whose memory holds ``span`` (same memory, other object)."""
+        device, start, end = span
+        return next(
+            (lab for lab, (dev, s0, s1) in known if dev == device and s0 <= start and end <= s1 and start),
+            None,
+        )
+
+    def _new_label(self) -> str:
+        self._count += 1
+        return f"S{self._count}"
+
+
+def _span_of(storage: Any) -> tuple[str, int, int]:
+    start = int(storage.data_ptr())
+    return str(storage.device), start, start + int(storage.nbytes())
 
 
 def _head(d: torch.Tensor, k: int) -> list[Any]:
@@ -306,6 +335,8 @@ class Observer:
             g = _grad_of(t)
             if g is not None:
                 grads[name] = g
+        array_spans = {name: _array_span(a) for name, a in arrays}
+        self.labels.begin_step(array_spans.values())
         members: list[tuple[str, torch.Tensor]] = tensors + [(f"{n}.grad", g) for n, g in grads.items()]
         storage_of: dict[str, str] = {}
         nbytes_of: dict[str, int] = {}
@@ -364,8 +395,6 @@ class Observer:
             else {}
         )
         array_records: dict[str, ArrayRecord] = {}
-        array_spans = {name: _array_span(a) for name, a in arrays}
-        self.labels.end_step(array_spans.values())
         arrays_by_name = dict(arrays)
         members_by_name = dict(members)
         for name, a in arrays:
@@ -405,7 +434,7 @@ class Observer:
             st = t.untyped_storage()
         except (RuntimeError, NotImplementedError):
             return f"no-storage:{id(t)}", 0, 0
-        return self.labels.label(st), int(st.nbytes()), int(st.data_ptr())
+        return self.labels.label(st, t), int(st.nbytes()), int(st.data_ptr())
 
     def _record(self, t: torch.Tensor, storage: str, shares: list[str], grad: TensorRecord | None) -> TensorRecord:
         valid = _sizes_valid(t)
