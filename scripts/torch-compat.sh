@@ -58,18 +58,16 @@ echo "== torch $actual"
 failures=0
 summary=()
 
-# 1. The test suite, run from a copy outside the source tree so the installed tcopy is
-#    what is tested (tests import tcopy_cli; the repository root would shadow it).
-tests=$dir/tests-$version
-rm -rf "$tests" && cp -r "$repo/tests" "$tests" && cp "$repo/pyproject.toml" "$tests/"
+# 1. The test suite, from the source tree (it is the code just installed; tests read
+#    the shipped examples from it).
 xdist=()
 [[ $workers != 0 ]] && xdist=(-n "$workers")
 echo "== test suite (log: $logs/pytest.log)"
-(cd "$tests" && "$py" -m pytest -q -p no:cacheprovider "${xdist[@]}" -c pyproject.toml --rootdir . . \
-  >"$logs/pytest.log" 2>&1)
+(cd "$repo" && "$py" -m pytest -q -p no:cacheprovider "${xdist[@]}" >"$logs/pytest.log" 2>&1)
 rc=$?
 line=$(grep -E '^(=+ )?[0-9]+ (passed|failed|error)|^=+ .*(passed|failed|error).* =+$' "$logs/pytest.log" | tail -1)
 summary+=("tests: rc=$rc ${line:-no summary line (crashed?)}")
+while read -r failed; do summary+=("  $failed"); done < <(grep -E '^(FAILED|ERROR) ' "$logs/pytest.log" | cut -c1-160)
 [[ $rc -ne 0 ]] && failures=$((failures + 1))
 
 # A run "crashes" when it dies of a signal (rc > 128), prints a Python traceback or
@@ -136,7 +134,7 @@ echo "== torch $actual: summary"
 printf '  %s\n' "${summary[@]}"
 
 if [[ ${KEEP_VENV:-0} != 1 ]]; then
-  rm -rf "$venv" "$tests"
+  rm -rf "$venv"
   echo "(removed $venv; logs in $logs)"
 fi
 exit $((failures > 0))

@@ -112,3 +112,28 @@ def test_negative_size_left_by_resize_is_reported() -> None:
         assert record.values is None and "negative size" in record.preview
     else:
         assert record.values == plain.tolist()
+
+
+def test_unmeasurable_version_counter_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where no setter form works, sharing is reported empty and the output says why."""
+    from typer.testing import CliRunner
+
+    from tcopy_cli.cli import app
+
+    monkeypatch.setattr(compat, "version_setter", lambda: None)
+    a = torch.zeros(2)
+    assert version_groups([[("a", a), ("v", a[1:])]]) == {}
+    release = torch.__version__.split("+")[0]
+    said = f"version counter sharing: not measurable on torch {release}"
+    script = "a = torch.zeros(2)\nv = a[1:]"
+    out = CliRunner().invoke(app, ["run", "-e", script, "--no-color", "--width", "200"]).stdout
+    assert f"degraded: {said}" in out
+    lines = CliRunner().invoke(app, ["run", "-e", script, "-f", "json"]).stdout.splitlines()
+    start = json.loads(lines[0])
+    assert any(s.startswith(said) for s in start["degraded"])
+    step = json.loads(lines[2])
+    assert step["tensors"]["v"]["shares_version_with"] == []
+    from tcopy_cli.trace.compare import compare_one
+
+    row = compare_one("x.detach()", "x = torch.ones(2, requires_grad=True)")
+    assert row.shares_version_counter is None and row.shares_storage is True

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from tcopy_cli.trace.compat import version_setter
+from tcopy_cli.trace import compat
 from tcopy_cli.trace.records import GraphNode, GraphRecord, SavedInfo
 
 MAX_GRAPH_NODES = 5_000
@@ -131,7 +131,7 @@ def version_groups(groups: Iterable[list[tuple[str, torch.Tensor]]]) -> dict[str
     ``compat.degraded()`` says the fact is not measurable.
     """
     out: dict[str, list[str]] = {}
-    set_version = version_setter()
+    set_version = compat.version_setter()
     if set_version is None:
         return out
     for members in groups:
