@@ -100,7 +100,9 @@ class StorageLabels:
             return entry[1]
         self._entries = {k: e for k, e in self._entries.items() if e[0]() is not None}
         span = _span_of(storage)
-        label = self._contained(span, ((e[1], e[2]) for e in self._entries.values())) or self._new_label()
+        # Spans are read now: a storage resized in place since it was labelled has moved.
+        known = ((e[1], _span_of(st) if (st := e[0]()) is not None else e[2]) for e in self._entries.values())
+        label = self._contained(span, known) or self._new_label()
         self._entries[key] = (weakref.ref(storage), label, span)
         return label
 
@@ -113,6 +115,9 @@ class StorageLabels:
             return entry.label
         self._memory = {k: e for k, e in self._memory.items() if self._alive(k, e)}
         span = _span_of(storage)
+        for e in self._memory.values():  # a storage resized in place since it was labelled has moved
+            if e.tensors and (t := e.tensors[0]()) is not None:
+                e.span = _span_of(t.untyped_storage())
         label = self._contained(span, ((e.label, e.span) for e in self._memory.values())) or self._new_label()
         self._memory[key] = _MemoryEntry(label, span, [weakref.ref(tensor)])
         return label
