@@ -21,13 +21,19 @@ def run(*args: str) -> tuple[int, str, str]:
 
 
 def _walk(t: torch.Tensor) -> list[tuple[str, list[str | None]]]:
-    """(op, [next ops]) for every node reachable from t, breadth first, as plain torch shows it."""
-    out, seen, queue = [], set(), [t.grad_fn]
+    """(op, [next ops]) for every node reachable from t, breadth first, as plain torch shows it.
+
+    The walk holds every node object it has seen: torch keeps a node's Python wrapper
+    only while something references it, so ids of dropped wrappers get reused.
+    """
+    out: list[tuple[str, list[str | None]]] = []
+    seen: list[object] = []
+    queue = [t.grad_fn]
     while queue:
         node = queue.pop(0)
-        if id(node) in seen:
+        if any(node is s for s in seen):
             continue
-        seen.add(id(node))
+        seen.append(node)
         out.append((type(node).__name__, [type(n).__name__ if n is not None else None for n, _ in node.next_functions]))
         queue.extend(n for n, _ in node.next_functions if n is not None)
     return out

@@ -79,8 +79,8 @@ def repl_cmd(
 
 def repl(console: Console, device: str, limits: Limits, max_values: int = MAX_VALUES) -> int:
     """Run the interactive loop; returns the exit status."""
-    from tcopy_cli.render import ViewOptions
     from tcopy_cli.pipeline import explaining
+    from tcopy_cli.render import ViewOptions
     from tcopy_cli.render.graph import graph_tree
     from tcopy_cli.render.table import TableRenderer
     from tcopy_cli.script.parse import parse_script

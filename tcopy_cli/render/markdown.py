@@ -29,6 +29,8 @@ class MarkdownRenderer:
         self.out.write(
             f"# {heading}\n\ntcopy {info.tcopy} · torch {info.torch} · device `{info.device}` · `{info.source}`\n\n"
         )
+        for fact in info.degraded:
+            self.out.write(f"> degraded: {fact}\n\n")
 
     def step(self, step: Step, shown: bool = True) -> None:
         """One step section (a hidden step still counts for change marks)."""

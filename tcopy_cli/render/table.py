@@ -47,6 +47,8 @@ class TableRenderer:
         )
         if info.title:
             self.console.print(Text(info.title, style="bold"))
+        for fact in info.degraded:
+            self.console.print(Text(f"degraded: {fact}", style="yellow"))
 
     def step(self, step: Step, shown: bool = True) -> None:
         """Render one step (a hidden step still counts for change marks)."""

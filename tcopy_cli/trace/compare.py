@@ -12,7 +12,7 @@ from typing import Any
 
 from tcopy_cli.errors import ScriptRejected
 from tcopy_cli.limits import Limits
-from tcopy_cli.trace import Trace, run_source
+from tcopy_cli.trace import Trace, compat, run_source
 from tcopy_cli.trace.records import Step, TensorRecord
 
 STANDARD = [
@@ -107,7 +107,9 @@ def compare_one(expression: str, setup: str, device: str = "cpu", limits: Limits
         "new_object": x.object_id != y.object_id,
         "shares_storage": x.storage == y.storage,
         "same_data_ptr": x.data_ptr == y.data_ptr,
-        "shares_version_counter": x.object_id == y.object_id or "x" in y.shares_version_with,
+        # None (shown n/a) where the release can't measure counter sharing (compat.degraded).
+        "shares_version_counter": x.object_id == y.object_id
+        or ("x" in y.shares_version_with if compat.version_setter() is not None else None),
         "requires_grad": y.requires_grad,
         "is_leaf": y.is_leaf,
         "grad_fn": y.grad_fn,

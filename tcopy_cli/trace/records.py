@@ -280,6 +280,12 @@ class Step:
         }
 
 
+def _degraded_facts() -> list[str]:
+    from tcopy_cli.trace.compat import degraded  # imports torch: only when a run starts
+
+    return degraded()
+
+
 @dataclass(frozen=True)
 class RunInfo:
     """Facts about a run, known before its first step."""
@@ -289,10 +295,12 @@ class RunInfo:
     device: str
     source: str
     title: str = ""
+    # What the installed torch can't give tcopy (compat.degraded); empty on current releases.
+    degraded: list[str] = field(default_factory=_degraded_facts)
 
     def to_json(self) -> dict[str, Any]:
-        """The ``start`` event."""
-        return {
+        """The ``start`` event (``degraded`` only where some fact is)."""
+        out: dict[str, Any] = {
             "event": "start",
             "format": "tcopy.jsonl/1",
             "tcopy": self.tcopy,
@@ -301,6 +309,9 @@ class RunInfo:
             "source": self.source,
             "title": self.title,
         }
+        if self.degraded:
+            out["degraded"] = self.degraded
+        return out
 
 
 @dataclass(frozen=True)
