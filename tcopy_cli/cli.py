@@ -6,6 +6,7 @@ stay fast.
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import time
@@ -703,6 +704,10 @@ def compare(
     fmt: FormatOpt = OutputFormat.table,
     no_color: NoColorOpt = False,
     width: WidthOpt = None,
+    export: Annotated[
+        Optional[Path],
+        typer.Option("--export", help="Also save the table view to FILE (.svg, .html or .txt).", show_default=False),
+    ] = None,
 ) -> None:
     """Compare copy operations by experiment: which shares memory, keeps the graph, lets gradients through.
 
@@ -717,6 +722,8 @@ def compare(
 
       tcopy compare "x.clone()" "x.detach()" "x.data" --setup "x = torch.randn(3, requires_grad=True)"
     """
+    if export is not None and export.suffix.lower() not in (".svg", ".html", ".htm", ".txt"):
+        _fail(f"--export needs a .svg, .html or .txt file name, not '{export.name}'", EXIT_USAGE)
     try:
         from tcopy_cli.render import compare as rc
         from tcopy_cli.trace import compare as tc
@@ -743,8 +750,13 @@ def compare(
         rc.render_json(sys.stdout, rows)
     elif fmt is OutputFormat.markdown:
         rc.render_markdown(sys.stdout, rows, setup, dev)
-    else:
-        rc.render_table(_make_console(no_color, width), rows, setup, dev)
+    if fmt is OutputFormat.table or export is not None:
+        console = _make_console(no_color, width, record=export is not None)
+        if fmt is not OutputFormat.table:  # the export still shows the table; stdout keeps the chosen format
+            console.file = io.StringIO()
+        rc.render_table(console, rows, setup, dev)
+        if export is not None:
+            _export(console, export, f"tcopy compare · {setup.splitlines()[-1]}")
 
 
 class GraphFormat(str, Enum):
