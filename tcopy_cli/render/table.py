@@ -128,7 +128,6 @@ class TableRenderer:
         devices = {r.cells["device"] for r in rows}
         show_device = devices != {self.device}
         cols = [c for c in COLUMNS if (c.wide if wide else c.narrow) and (c.key != "device" or show_device)]
-        shown = {c.key for c in cols}
         table = Table(
             box=box.SIMPLE_HEAD,
             pad_edge=False,
@@ -147,7 +146,7 @@ class TableRenderer:
                 max_width=30 if c.key == "values" else (20 if c.key == "grad" else None),
             )
         for row in rows:
-            mark = row.marker(shown)
+            mark = row.marker()
             cells: list[Text] = [Text(mark, style="bold green" if mark == "+" else "bold yellow")]
             for c in cols:
                 value = row.cells[c.key]
