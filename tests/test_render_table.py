@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
 import torch
 from typer.testing import CliRunner
 
@@ -74,3 +79,80 @@ def test_marks_are_the_same_at_80_and_160_columns_and_in_markdown() -> None:
     b.add_(1)
     assert a._version == 1  # b shares a's version counter
     assert narrow[10] == {"a": "~", "b": "~", "w": " ", "x": " ", "y": " "}
+
+
+VALUES_SCRIPT = """\
+import torch
+torch.manual_seed(0)
+m = torch.tensor([[1.0, 25.5, 3.0], [4.0, 2.0, 6.0]], requires_grad=True)
+n = (m * m).sum()
+n.backward()
+big = torch.randn(200, 300)
+"""
+
+
+def _step_block(text: str, index: int) -> str:
+    return re.split(r"^Step \d+ · ", text, flags=re.M)[index]
+
+
+def _header(block: str) -> list[str]:
+    line = next(ln for ln in block.splitlines() if ln.startswith("  name "))
+    return line.split()
+
+
+def test_small_matrix_is_an_aligned_grid_and_large_tensor_a_summary() -> None:
+    torch.manual_seed(0)
+    m = torch.tensor([[1.0, 25.5, 3.0], [4.0, 2.0, 6.0]], requires_grad=True)
+    big = torch.randn(200, 300)
+    for width in ("80", "100", "160"):
+        out = runner.invoke(app, ["run", "-e", VALUES_SCRIPT, "--width", width]).stdout
+        block = _step_block(out, 5)
+        # Both rows of m on lines of their own, columns aligned as torch prints them.
+        lines = block.splitlines()
+        first = next(ln for ln in lines if re.match(r"^[~ ] m ", ln))
+        second = lines[lines.index(first) + 1]
+        assert "[[  1., 25.5,   3.]," in first, block
+        col = first.index("[[")
+        assert second[col : col + 20] == " [  4.,   2.,   6.]]", block
+        listed = re.findall(r"-?\d+\.\d*", first[col : col + 20] + second[col : col + 20])
+        assert [float(x) for x in listed] == m.flatten().tolist()
+        # The large tensor: its statistics, measured on the whole tensor, readable in the table.
+        block = _step_block(out, 6)
+        stats = re.search(r"min (\S+)\s+(?:\S*\s+)*?max (\S+)\s+(?:\S*\s+)*?mean (\S+)", block.split("+ big ")[1])
+        assert stats is not None, block
+        assert float(stats[1]) == pytest.approx(big.min().item(), abs=1e-3)
+        assert float(stats[2]) == pytest.approx(big.max().item(), abs=1e-3)
+        assert float(stats[3]) == pytest.approx(big.mean().item(), abs=1e-3)
+        # Every column is there at every width, ver included.
+        assert _header(block)[-1] == "ver"
+
+
+def test_values_get_the_width_before_data_ptr() -> None:
+    script = "import torch\na = torch.ones(3)\nb = torch.arange(7.0) / 7\n"
+    out = runner.invoke(app, ["run", "-e", script, "--width", "120"]).stdout
+    assert "data_ptr" in _header(_step_block(out, 2))  # room for both
+    step3 = _step_block(out, 3)
+    assert "data_ptr" not in _header(step3)  # the values need the room: the hex address goes
+    expected = (
+        "["
+        + ", ".join(f"{v:.4g}" + ("." if float(v).is_integer() else "") for v in (torch.arange(7.0) / 7).tolist())
+        + "]"
+    )
+    assert expected in step3  # on one line
+    # and once given up, it does not come back in a later step
+    out = runner.invoke(app, ["run", "-e", script + "c = a * 2\n", "--width", "120"]).stdout
+    assert "data_ptr" not in _header(_step_block(out, 4))
+
+
+def test_ver_column_kept_at_80_columns_in_a_pipe(tmp_path: Path) -> None:
+    script = tmp_path / "norm.py"
+    script.write_text(VALUES_SCRIPT.replace("(m * m).sum()", "(m * m).norm()"))  # a long grad_fn
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "tcopy_cli", "run", str(script)], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    for index in range(3, 7):
+        block = _step_block(proc.stdout, index)
+        assert _header(block)[-1] == "ver", block
+        assert max(len(line) for line in block.splitlines()) <= 80

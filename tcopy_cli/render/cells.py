@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tcopy_cli.render.values import preview_statistics
 from tcopy_cli.trace.records import ArrayRecord, Step, TensorRecord
 
 PREVIEW_WIDTH = 48
@@ -59,12 +60,18 @@ def autograd_summary(r: TensorRecord) -> str:
     return r.grad_fn or "non-leaf"
 
 
+def _values_text(r: TensorRecord) -> str:
+    """The preview, or for a large tensor whose preview is too long its statistics."""
+    stats = preview_statistics(r.preview) if r.values is None else ""
+    return short_preview(stats if len(r.preview) > PREVIEW_WIDTH and stats else r.preview)
+
+
 def tensor_cells(name: str, r: TensorRecord) -> dict[str, str]:
     """Text of every column for one tensor."""
     storage = r.storage if r.storage_offset == 0 else f"{r.storage}+{r.storage_offset}"
     return {
         "name": name,
-        "values": short_preview(r.preview),
+        "values": _values_text(r),
         "shape": "(" + ", ".join(str(d) for d in r.shape) + ("," if len(r.shape) == 1 else "") + ")",
         "dtype": r.dtype,
         "device": r.device,
@@ -108,6 +115,7 @@ class Row:
     new: bool
     changed: frozenset[str]
     """Columns whose fact changed since the previous step (whether shown or not)."""
+    record: TensorRecord | ArrayRecord | None = None
 
     def marker(self) -> str:
         """``+`` for a new name, ``~`` when one of the tensor's own facts changed, blank otherwise.
@@ -163,9 +171,11 @@ def array_facts(a: ArrayRecord) -> dict[str, object]:
     }
 
 
-def _named(step: Step) -> dict[str, tuple[dict[str, str], dict[str, object]]]:
-    named = {n: (tensor_cells(n, r), tensor_facts(r)) for n, r in step.tensors.items()}
-    named.update({n: (array_cells(n, a), array_facts(a)) for n, a in step.arrays.items()})
+def _named(step: Step) -> dict[str, tuple[dict[str, str], dict[str, object], TensorRecord | ArrayRecord]]:
+    named: dict[str, tuple[dict[str, str], dict[str, object], TensorRecord | ArrayRecord]] = {
+        n: (tensor_cells(n, r), tensor_facts(r), r) for n, r in step.tensors.items()
+    }
+    named.update({n: (array_cells(n, a), array_facts(a), a) for n, a in step.arrays.items()})
     return named
 
 
@@ -175,7 +185,7 @@ def step_rows(
     """Rows for a step, compared with the previous step's facts."""
     before = _named(previous) if previous is not None else {}
     rows: list[Row] = []
-    for name, (cells, facts) in _named(step).items():
+    for name, (cells, facts, record) in _named(step).items():
         if watch and not any(_watched(name, w) for w in watch):
             continue
         old = before.get(name)
@@ -183,7 +193,7 @@ def step_rows(
         changed = frozenset() if old is None else frozenset(k for k, v in facts.items() if old[1].get(k, v) != v)
         if only_changed and not new and not changed and previous is not None:
             continue
-        rows.append(Row(cells, new or (previous is None), changed))
+        rows.append(Row(cells, new or (previous is None), changed, record))
     return rows
 
 
