@@ -156,3 +156,64 @@ def test_ver_column_kept_at_80_columns_in_a_pipe(tmp_path: Path) -> None:
         block = _step_block(proc.stdout, index)
         assert _header(block)[-1] == "ver", block
         assert max(len(line) for line in block.splitlines()) <= 80
+
+
+MEMORY_SCRIPT = """\
+import torch
+a = torch.tensor([1.0])
+b = torch.arange(6.0)
+v = b[2:]
+print("nothing changes")
+"""
+
+
+def _memory_maps(text: str) -> dict[int, list[str]]:
+    """{step: lines of its storage map} for the steps that drew one."""
+    maps: dict[int, list[str]] = {}
+    blocks = re.split(r"^Step (\d+) · ", text, flags=re.M)[1:]
+    for index, body in zip(blocks[::2], blocks[1::2]):
+        if "  memory:" in body:
+            lines = body.split("  memory:\n")[1].splitlines()
+            maps[int(index)] = [ln for ln in lines if ln.strip()]
+    return maps
+
+
+def test_memory_map_bars_scale_with_bytes_and_are_not_redrawn() -> None:
+    out = runner.invoke(app, ["run", "-e", MEMORY_SCRIPT, "--memory", "--width", "100"]).stdout
+    maps = _memory_maps(out)
+    assert sorted(maps) == [2, 3, 4]  # step 5 changed nothing in memory: no second copy of the map
+    a, b, v = torch.tensor([1.0]), torch.arange(6.0), torch.arange(6.0)[2:]
+    sizes = {"S1": a.untyped_storage().nbytes(), "S2": b.untyped_storage().nbytes()}
+    assert sizes == {"S1": 4, "S2": 24}
+    bars = {ln.split()[0]: ln.split("[")[1].split("]")[0] for ln in maps[4] if ln.strip().startswith("S")}
+    # One scale for every bar: the lengths keep the ratio of the byte counts (to within a character).
+    assert len(bars["S2"]) == pytest.approx(len(bars["S1"]) * sizes["S2"] / sizes["S1"], abs=1)
+    # Byte ranges name the first and the last byte covered.
+    start = v.storage_offset() * v.element_size()
+    last = start + v.numel() * v.element_size() - 1
+    assert f"bytes {start}–{last}" in "\n".join(maps[4]) and "bytes 0–23" in "\n".join(maps[4])
+    assert "bytes 0–3" in "\n".join(maps[4])
+
+
+def test_piped_lines_have_no_trailing_spaces(tmp_path: Path) -> None:
+    script = tmp_path / "s.py"
+    script.write_text(VALUES_SCRIPT + MEMORY_SCRIPT.replace("import torch\n", ""))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR")}
+    for extra in ([], ["--width", "160"], ["--memory", "--graph"], ["-f", "markdown"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "tcopy_cli", "run", str(script), *extra],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+        bad = [line for line in proc.stdout.splitlines() if line != line.rstrip()]
+        assert not bad, (extra, bad[:3])
+
+
+def test_markdown_counts_in_the_singular() -> None:
+    out = runner.invoke(app, ["run", "-e", "a = torch.ones(2)\na.backward()", "-f", "markdown"]).stdout
+    assert out.rstrip().endswith("2 steps, 1 error")
+    out = runner.invoke(app, ["run", "-e", "a = torch.ones(2)", "-f", "markdown"]).stdout
+    assert out.rstrip().endswith("1 step, 0 errors")

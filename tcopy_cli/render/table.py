@@ -16,7 +16,8 @@ from tcopy_cli.explain.errors import UNKNOWN
 from tcopy_cli.render.cells import Row, removed_names, step_rows
 from tcopy_cli.render.graph import graph_tree
 from tcopy_cli.render.layout import plan
-from tcopy_cli.render.memory import memory_map
+from tcopy_cli.render.memory import memory_map, memory_signature
+from tcopy_cli.render.trim import Trimmed
 from tcopy_cli.render.values import value_lines
 from tcopy_cli.trace.records import RunInfo, RunSummary, Step, TensorRecord
 
@@ -42,24 +43,27 @@ class TableRenderer:
         self.device = "cpu"
         self.graph_signature: tuple[object, ...] | None = None
         self.level = 0  # columns given up so far (see layout.plan)
+        self.memory_signature: tuple[object, ...] | None = None
 
     def start(self, info: RunInfo) -> None:
         """The line above the first step."""
         self.device = info.device
         self.console.print(
-            Text.assemble(
-                ("tcopy ", "bold"),
-                (info.tcopy, ""),
-                " · torch ",
-                info.torch,
-                " · device ",
-                (info.device, "bold"),
-                " · ",
-                (info.source, "italic"),
+            Trimmed(
+                Text.assemble(
+                    ("tcopy ", "bold"),
+                    (info.tcopy, ""),
+                    " · torch ",
+                    info.torch,
+                    " · device ",
+                    (info.device, "bold"),
+                    " · ",
+                    (info.source, "italic"),
+                )
             )
         )
         if info.title:
-            self.console.print(Text(info.title, style="bold"))
+            self.console.print(Trimmed(Text(info.title, style="bold")))
 
     def step(self, step: Step, shown: bool = True) -> None:
         """Render one step (a hidden step still counts for change marks)."""
@@ -88,9 +92,7 @@ class TableRenderer:
         rows = step_rows(step, self.previous, self.options.watch, self.options.only_changed)
         if rows:
             parts.append(self._table(rows))
-        elif not step.tensors and not step.arrays:
-            parts.append(Text("  (no tensors yet)", style="dim"))
-        elif self.options.only_changed:
+        elif self.options.only_changed and (step.tensors or step.arrays):
             parts.append(Text("  (no tensor changed)", style="dim"))
         gone = removed_names(step, self.previous)
         if gone:
@@ -106,7 +108,10 @@ class TableRenderer:
                 style = "bold yellow" if note.startswith("⚠") else "cyan"
                 parts.append(Padding(Text("• " + note, style=style), (0, 0, 0, 2)))
         if self.options.memory:
-            parts.append(memory_map(step, self.console.width))
+            memory = memory_signature(step)
+            if memory != self.memory_signature:  # drawn again only when something in it changed
+                parts.append(memory_map(step, self.console.width))
+            self.memory_signature = memory
         if self.options.graph and step.graph is not None and step.graph.roots:
             sig = step.graph.signature()
             if sig != self.graph_signature:
@@ -122,7 +127,7 @@ class TableRenderer:
             if self.options.explain and err.explanation != UNKNOWN:
                 parts.append(Padding(Text("why: " + err.explanation, style="magenta"), (0, 0, 0, 4)))
         parts.append(Text(""))
-        return Group(*parts)
+        return Trimmed(Group(*parts))
 
     def _table(self, rows: list[Row]) -> Table:
         show_device = {r.cells["device"] for r in rows} != {self.device}
