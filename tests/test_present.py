@@ -250,6 +250,7 @@ def test_examples_are_listed_with_titles() -> None:
         "accumulate",
         "no_grad",
         "new_tensor",
+        "clone_detach_data",
     ):
         assert required in names
     assert all(title for _, title in examples.catalogue())
