@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import sys
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from tcopy_cli.cli.app import EXIT_SCRIPT, fail
+from tcopy_cli.cli.app import EXIT_SCRIPT, EXIT_USAGE, fail
 from tcopy_cli.cli.formats import OutputFormat
 from tcopy_cli.cli.options import DeviceOpt, FormatOpt, NoColorOpt, WidthOpt
+from tcopy_cli.cli.present import export as save_export
 from tcopy_cli.cli.present import make_console
 from tcopy_cli.errors import ScriptRejected, UsageError
 from tcopy_cli.limits import Limits
@@ -31,6 +34,10 @@ def compare(
     fmt: FormatOpt = OutputFormat.table,
     no_color: NoColorOpt = False,
     width: WidthOpt = None,
+    export: Annotated[
+        Optional[Path],
+        typer.Option("--export", help="Also save the table view to FILE (.svg, .html or .txt).", show_default=False),
+    ] = None,
     *,
     limits: Limits,
 ) -> None:
@@ -47,6 +54,8 @@ def compare(
 
       tcopy compare "x.clone()" "x.detach()" "x.data" --setup "x = torch.randn(3, requires_grad=True)"
     """
+    if export is not None and export.suffix.lower() not in (".svg", ".html", ".htm", ".txt"):
+        fail(f"--export needs a .svg, .html or .txt file name, not '{export.name}'", EXIT_USAGE)
     from tcopy_cli.render import compare as rc
     from tcopy_cli.trace import compare as tc
     from tcopy_cli.trace.runner import available_devices, resolve_device
@@ -69,5 +78,10 @@ def compare(
         rc.render_json(sys.stdout, rows)
     elif fmt is OutputFormat.markdown:
         rc.render_markdown(sys.stdout, rows, setup, dev)
-    else:
-        rc.render_table(make_console(no_color, width), rows, setup, dev)
+    if fmt is OutputFormat.table or export is not None:
+        console = make_console(no_color, width, record=export is not None)
+        if fmt is not OutputFormat.table:  # the export still shows the table; stdout keeps the chosen format
+            console.file = io.StringIO()
+        rc.render_table(console, rows, setup, dev)
+        if export is not None:
+            save_export(console, export, f"tcopy compare · {setup.splitlines()[-1]}")

@@ -66,6 +66,21 @@ def examples_cmd(
     if fmt is ListFormat.json:
         sys.stdout.write(dumps({"name": name, "title": examples.title(text), "source": text}) + "\n")
         return
+    if not _isatty(sys.stdout):  # piped or redirected: the file itself, byte for byte, never wrapped
+        out = getattr(sys.stdout, "buffer", None)
+        if out is not None:
+            out.write(examples.raw(name))
+            out.flush()
+        else:
+            sys.stdout.write(text)
+        return
     from rich.syntax import Syntax
 
-    console.print(Syntax(text, "python", theme="ansi_dark", background_color="default"))
+    console.print(Syntax(text, "python", theme="ansi_dark", background_color="default"), soft_wrap=True)
+
+
+def _isatty(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError):
+        return False

@@ -18,6 +18,13 @@ def _files() -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
+def raw(name: str) -> bytes:
+    """The bytes of an example's file; KeyError if there is none by that name."""
+    if name not in _files():
+        raise KeyError(name)
+    return resources.files(__name__).joinpath(f"{name}.py").read_bytes()
+
+
 def names() -> list[str]:
     """Example names, sorted."""
     return list(_files())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tcopy_cli.render.values import preview_statistics
 from tcopy_cli.trace.records import ArrayRecord, Step, TensorRecord
 
 PREVIEW_WIDTH = 48
@@ -60,12 +61,18 @@ def autograd_summary(r: TensorRecord) -> str:
     return r.grad_fn or "non-leaf"
 
 
+def _values_text(r: TensorRecord) -> str:
+    """The preview, or for a large tensor whose preview is too long its statistics."""
+    stats = preview_statistics(r.preview) if r.values is None else ""
+    return short_preview(stats if len(r.preview) > PREVIEW_WIDTH and stats else r.preview)
+
+
 def tensor_cells(name: str, r: TensorRecord) -> dict[str, str]:
     """Text of every column for one tensor."""
     storage = r.storage if r.storage_offset == 0 else f"{r.storage}+{r.storage_offset}"
     return {
         "name": name,
-        "values": short_preview(r.preview),
+        "values": _values_text(r),
         "shape": "(" + ", ".join(str(d) for d in r.shape) + ("," if len(r.shape) == 1 else "") + ")",
         "dtype": r.dtype,
         "device": r.device,
@@ -108,35 +115,86 @@ class Row:
     cells: dict[str, str]
     new: bool
     changed: frozenset[str]
+    """Columns whose fact changed since the previous step (whether shown or not)."""
+    record: TensorRecord | ArrayRecord | None = None
 
-    def marker(self, shown: set[str] | None = None) -> str:
-        """``+`` for a new name, ``~`` for a row with a changed (shown) cell, blank otherwise."""
+    def marker(self) -> str:
+        """``+`` for a new name, ``~`` when one of the tensor's own facts changed, blank otherwise.
+
+        The mark depends on the facts only, never on which columns the width leaves
+        visible, so it is the same at every width and in Markdown.
+        """
         if self.new:
             return "+"
-        changed = self.changed if shown is None else self.changed & shown
-        return "~" if changed else " "
+        return "~" if self.changed else " "
+
+
+def _grad_facts(g: TensorRecord | None) -> object:
+    return None if g is None else (_values_fact(g), g.shape, g.dtype, g.data_ptr, g.storage, g.storage_offset)
+
+
+def _values_fact(r: TensorRecord | ArrayRecord) -> object:
+    # Listed values when there are few enough; else the preview, which carries the
+    # statistics of the whole tensor (and its first values).
+    return r.preview if r.values is None else repr(r.values)
+
+
+def tensor_facts(r: TensorRecord) -> dict[str, object]:
+    """What each column stands for, as facts to compare between steps (not the cut-down cell text).
+
+    ``shares`` is left out: it names other tensors, so it changes when another name is
+    bound or deleted while this tensor stays the same.
+    """
+    return {
+        "values": _values_fact(r),
+        "shape": tuple(r.shape),
+        "dtype": r.dtype,
+        "device": r.device,
+        "data_ptr": r.data_ptr,
+        "storage": (r.storage, r.storage_offset),
+        "requires_grad": r.requires_grad,
+        "is_leaf": r.is_leaf,
+        "grad_fn": r.grad_fn,
+        "autograd": (r.requires_grad, r.is_leaf, r.grad_fn),
+        "grad": _grad_facts(r.grad),
+        "version": r.version,
+    }
+
+
+def array_facts(a: ArrayRecord) -> dict[str, object]:
+    """The facts of a NumPy array row (see ``tensor_facts``)."""
+    return {
+        "values": _values_fact(a),
+        "shape": tuple(a.shape),
+        "dtype": a.dtype,
+        "data_ptr": a.data_ptr,
+        "storage": a.storage,
+    }
+
+
+def _named(step: Step) -> dict[str, tuple[dict[str, str], dict[str, object], TensorRecord | ArrayRecord]]:
+    named: dict[str, tuple[dict[str, str], dict[str, object], TensorRecord | ArrayRecord]] = {
+        n: (tensor_cells(n, r), tensor_facts(r), r) for n, r in step.tensors.items()
+    }
+    named.update({n: (array_cells(n, a), array_facts(a), a) for n, a in step.arrays.items()})
+    return named
 
 
 def step_rows(
     step: Step, previous: Step | None, watch: Sequence[str] | None = None, only_changed: bool = False
 ) -> list[Row]:
-    """Rows for a step, compared with the previous step's rows."""
-    before: dict[str, dict[str, str]] = {}
-    if previous is not None:
-        before = {n: tensor_cells(n, r) for n, r in previous.tensors.items()}
-        before.update({n: array_cells(n, a) for n, a in previous.arrays.items()})
+    """Rows for a step, compared with the previous step's facts."""
+    before = _named(previous) if previous is not None else {}
     rows: list[Row] = []
-    current = [(n, tensor_cells(n, r)) for n, r in step.tensors.items()]
-    current += [(n, array_cells(n, a)) for n, a in step.arrays.items()]
-    for name, cells in current:
+    for name, (cells, facts, record) in _named(step).items():
         if watch and not any(_watched(name, w) for w in watch):
             continue
         old = before.get(name)
         new = old is None and previous is not None
-        changed = frozenset() if old is None else frozenset(k for k, v in cells.items() if old.get(k) != v)
+        changed = frozenset() if old is None else frozenset(k for k, v in facts.items() if old[1].get(k, v) != v)
         if only_changed and not new and not changed and previous is not None:
             continue
-        rows.append(Row(cells, new or (previous is None), changed))
+        rows.append(Row(cells, new or (previous is None), changed, record))
     return rows
 
 

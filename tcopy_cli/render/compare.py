@@ -1,102 +1,172 @@
-"""Rendering of ``tcopy compare`` results: a Rich table, JSON Lines or Markdown."""
+"""Rendering of ``tcopy compare`` results: a Rich table, JSON Lines or Markdown.
+
+Every answer is a plain word whose colour says what it means for ``x``: tied to x
+(shared memory, same object, writes visible), independent of x (new memory, own
+counter), in the graph (gradients flow) or cut from it (blocked), and the one that
+matters most, SILENT (autograd computes gradients from changed values without an error).
+
+The terminal layout is the widest one that fits without breaking a word: one row per
+expression when the questions fit as columns, else the questions as rows and the
+expressions as columns, in as many blocks as the width needs.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TextIO
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
 from tcopy_cli.render.jsonl import dumps
+from tcopy_cli.render.trim import Trimmed
 from tcopy_cli.trace.compare import Comparison
 
-WIDE = 160
+# What an answer means, and its colour.
+TIED = "yellow"  # y and x are one: memory, object, counter or writes shared
+OWN = "cyan"  # y is independent of x
+FLOWS = "green"  # in the graph: gradients reach x
+CUT = "blue"  # cut from the graph
+DETECTED = "green"
+SILENT = "bold red"
+PLAIN = ""
+NOT_APPLICABLE = "dim"
 
-# (header, field, word when true, word when false)
-COLUMNS: list[tuple[str, str, str, str]] = [
-    ("new object", "new_object", "new", "same"),
-    ("memory", "shares_storage", "shared", "new"),
-    ("data_ptr", "same_data_ptr", "same", "differs"),
-    ("version counter", "shares_version_counter", "shared", "own"),
-    ("requires_grad", "requires_grad", "yes", "no"),
-    ("leaf", "is_leaf", "leaf", "non-leaf"),
-    ("grad_fn", "grad_fn", "", ""),
-    ("grad reaches x", "grad_flows_to_source", "flows", "blocked"),
-    ("in-place shows in x", "inplace_visible_in_source", "visible", "not visible"),
-    ("autograd notices", "autograd_detects_inplace", "detected", "SILENT"),
+
+@dataclass(frozen=True)
+class Question:
+    """One measured fact: its label, the Comparison field, and the word and colour for each answer."""
+
+    label: str
+    key: str
+    yes: tuple[str, str] = ("", PLAIN)
+    no: tuple[str, str] = ("", PLAIN)
+
+
+QUESTIONS: list[Question] = [
+    Question("object", "new_object", ("new", OWN), ("same object", TIED)),
+    Question("memory", "shares_storage", ("shared", TIED), ("new", OWN)),
+    Question("data_ptr", "same_data_ptr", ("same", TIED), ("different", OWN)),
+    Question("version counter", "shares_version_counter", ("shared", TIED), ("own", OWN)),
+    Question("requires_grad", "requires_grad", ("yes", FLOWS), ("no", CUT)),
+    Question("leaf", "is_leaf", ("leaf", PLAIN), ("non-leaf", PLAIN)),
+    Question("grad_fn", "grad_fn"),
+    Question("grad reaches x", "grad_flows_to_source", ("flows", FLOWS), ("blocked", CUT)),
+    Question("in-place shows in x", "inplace_visible_in_source", ("visible", TIED), ("not visible", OWN)),
+    Question("autograd notices", "autograd_detects_inplace", ("detected", DETECTED), ("SILENT", SILENT)),
 ]
 
+FOOTNOTE = (
+    "Each answer was measured in a fresh run: 'grad reaches x' runs y.sum().backward(); 'in-place shows in x' "
+    "adds 1 to y in place; 'autograd notices' does that after z = (x * x).sum() saved x, then calls z.backward() "
+    "(SILENT = gradients computed from changed values without an error; n/a = the write does not reach x). "
+    "Colours: yellow = tied to x, cyan = independent of x, green = in the graph, blue = cut from it."
+)
 
-def cell(c: Comparison, key: str, yes: str, no: str) -> tuple[str, str]:
-    """(text, style) for one cell."""
+
+def answer(c: Comparison, q: Question) -> tuple[str, str]:
+    """(word, style) for one question about one expression."""
     if c.error is not None:
-        return ("-", "dim")
-    value = getattr(c, key)
-    if key == "grad_fn":
-        return (value or "-", "")
+        return ("error", "bold red") if q is QUESTIONS[0] else ("-", NOT_APPLICABLE)
+    value = getattr(c, q.key)
+    if q.key == "grad_fn":
+        return (value, "magenta") if value else ("-", NOT_APPLICABLE)
     if value is None:
-        return ("n/a", "dim")
-    if key == "autograd_detects_inplace" and value is False:
-        return ("✗ " + no, "bold red")
-    return ("✓ " + yes, "green") if value else ("✗ " + no, "yellow")
+        return ("n/a", NOT_APPLICABLE)
+    return q.yes if value else q.no
 
 
 def render_table(console: Console, rows: list[Comparison], setup: str, device: str) -> None:
-    """A Rich table with words beside the ticks."""
-    console.print(Text.assemble(("Source: ", "bold"), setup.replace("\n", "; "), "  ·  device ", (device, "bold")))
-    if console.width < WIDE:
-        _render_cards(console, rows)
-    else:
-        _render_wide(console, rows)
-    notes: list[str] = []
+    """The comparison in the layout that fits ``console.width``, then warnings, errors and how it was measured."""
+    parts: list[RenderableType] = [
+        Text.assemble(("Source: ", "bold"), setup.replace("\n", "; "), "  ·  device ", (device, "bold")),
+        Text(""),
+    ]
+    wide = _by_expression(console, rows)
+    parts.extend([wide, Text("")] if wide is not None else _by_question(console, rows))
     for c in rows:
         if c.error is not None:
-            notes.append(f"{c.expression}: {c.error['type']}: {c.error['message'].splitlines()[0]}")
+            message = c.error["message"].splitlines()[0] if c.error["message"] else ""
+            parts.append(Padding(Text(f"{c.expression}: {c.error['type']}: {message}", style="red"), (0, 0, 0, 2)))
         for w in c.warnings:
-            notes.append(f"{c.expression}: warning: {w}")
-    for n in notes:
-        console.print(Padding(Text(n, style="yellow"), (0, 0, 0, 2)))
-    console.print(
-        Text(
-            "Each cell was measured in a fresh run: 'grad reaches x' runs y.sum().backward(); 'in-place shows in x' "
-            "adds 1 to y in place; 'autograd notices' does that after z = (x * x).sum() saved x, then calls "
-            "z.backward() (SILENT = gradients computed from changed values without an error).",
-            style="dim",
-        )
-    )
+            parts.append(Padding(Text(f"{c.expression}: warning: {w}", style="yellow"), (0, 0, 0, 2)))
+    parts.append(Text(FOOTNOTE, style="dim"))
+    console.print(Trimmed(Group(*parts)))
 
 
-def _render_cards(console: Console, rows: list[Comparison]) -> None:
-    """Narrow terminals: one block per expression, facts as 'label: ✓ word'."""
+def _natural_width(console: Console, table: Table) -> int:
+    """Columns the table takes when nothing constrains it."""
+    lines = console.render_lines(table, console.options.update_width(10_000), pad=False)
+    return max((Segment.get_line_length(line) for line in lines), default=0)
+
+
+def _longest_word(text: str) -> int:
+    return max((len(w) for w in text.split()), default=0)
+
+
+def _table(first_header: str) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False, padding=(0, 1))
+    table.add_column(first_header, no_wrap=True, style="bold cyan")
+    return table
+
+
+def _by_expression(console: Console, rows: list[Comparison]) -> Table | None:
+    """One row per expression, a column per question, or None if that can't fit the console.
+
+    Headers wrap between words; spare columns go to the headers that need the fewest
+    to fit on one line.
+    """
+    widths = [max(_longest_word(q.label), *(len(answer(c, q)[0]) for c in rows)) for q in QUESTIONS]
+    spare = console.width - _natural_width(console, _expression_rows(rows, widths))
+    if spare < 0:
+        return None
+    for i in sorted(range(len(QUESTIONS)), key=lambda i: len(QUESTIONS[i].label) - widths[i]):
+        extra = len(QUESTIONS[i].label) - widths[i]
+        if 0 < extra <= spare:
+            widths[i] += extra
+            spare -= extra
+    return _expression_rows(rows, widths)
+
+
+def _expression_rows(rows: list[Comparison], widths: list[int]) -> Table:
+    table = _table("y =")
+    for q, width in zip(QUESTIONS, widths):
+        table.add_column(q.label, width=width)  # every answer fits; a header wraps between its words
     for c in rows:
-        console.print(Text(f"y = {c.expression}", style="bold cyan"))
-        if c.error is not None:
-            console.print(Padding(Text(f"error: {c.error['type']}", style="bold red"), (0, 0, 0, 4)))
-            continue
-        line = Text()
-        for i, (header, key, yes, no) in enumerate(COLUMNS):
-            text, style = cell(c, key, yes, no)
-            if i:
-                line.append(" · ", style="dim")
-            line.append(f"{header}: ", style="bold")
-            line.append(text, style=style)
-        console.print(Padding(line, (0, 0, 0, 4)))
+        table.add_row(c.expression, *(Text(*answer(c, q)) for q in QUESTIONS))
+    return table
 
 
-def _render_wide(console: Console, rows: list[Comparison]) -> None:
-    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
-    table.add_column("y =", no_wrap=True, style="bold cyan")
-    for header, *_ in COLUMNS:
-        table.add_column(header, overflow="fold")
+def _by_question(console: Console, rows: list[Comparison]) -> list[RenderableType]:
+    """The questions as rows and the expressions as columns, in blocks that each fit the console."""
+    blocks: list[list[Comparison]] = []
     for c in rows:
-        cells = [Text(*cell(c, key, yes, no)) for _, key, yes, no in COLUMNS]
-        if c.error is not None:
-            cells[0] = Text(f"error: {c.error['type']}", style="bold red")
-        table.add_row(c.expression, *cells)
-    console.print(table)
+        if blocks and _natural_width(console, _question_rows([*blocks[-1], c])) <= console.width:
+            blocks[-1].append(c)
+        else:
+            blocks.append([c])
+    out: list[RenderableType] = []
+    for block in blocks:
+        table = _question_rows(block)
+        if _natural_width(console, table) > console.width:  # one expression too long for a header
+            out.append(Text(f"y = {block[0].expression}", style="bold cyan"))
+            table = _question_rows(block, headers=False)
+        out.extend([table, Text("")])
+    return out
+
+
+def _question_rows(block: list[Comparison], headers: bool = True) -> Table:
+    table = _table("y =")
+    table.show_header = headers
+    for c in block:
+        table.add_column(c.expression, no_wrap=True)
+    for q in QUESTIONS:
+        table.add_row(q.label, *(Text(*answer(c, q)) for c in block))
+    return table
 
 
 def render_json(out: TextIO, rows: list[Comparison]) -> None:
@@ -106,14 +176,15 @@ def render_json(out: TextIO, rows: list[Comparison]) -> None:
 
 
 def render_markdown(out: TextIO, rows: list[Comparison], setup: str, device: str) -> None:
-    """A GitHub table."""
+    """A GitHub table, one row per expression; SILENT in bold."""
     out.write(f"Source: `{setup.replace(chr(10), '; ')}` · device `{device}`\n\n")
-    out.write("| y = | " + " | ".join(h for h, *_ in COLUMNS) + " |\n")
-    out.write("|---|" + "|".join("---" for _ in COLUMNS) + "|\n")
+    out.write("| y = | " + " | ".join(q.label for q in QUESTIONS) + " |\n")
+    out.write("|---|" + "|".join("---" for _ in QUESTIONS) + "|\n")
     for c in rows:
-        cells = [cell(c, key, yes, no)[0] for _, key, yes, no in COLUMNS]
-        if c.error is not None:
-            cells[0] = f"error: {c.error['type']}"
+        cells = []
+        for q in QUESTIONS:
+            word, style = answer(c, q)
+            cells.append(f"**{word}**" if style in (SILENT, "bold red") else word)
         out.write(f"| `{c.expression}` | " + " | ".join(cells) + " |\n")
     out.write("\n")
     for c in rows:
@@ -121,3 +192,4 @@ def render_markdown(out: TextIO, rows: list[Comparison], setup: str, device: str
             out.write(f"- `{c.expression}`: **{c.error['type']}**: {c.error['message'].splitlines()[0]}\n")
         for w in c.warnings:
             out.write(f"- `{c.expression}`: warning: {w}\n")
+    out.write(f"\n{FOOTNOTE.split(' Colours:')[0]}\n")

@@ -62,8 +62,6 @@ class MarkdownRenderer:
                     cells.append(text)
                 w(f"| {row.marker().strip() or ' '} | " + " | ".join(cells) + " |\n")
             w("\n")
-        elif not step.tensors and not step.arrays:
-            w("_(no tensors yet)_\n\n")
         gone = removed_names(step, self.previous)
         if gone:
             w("Removed: " + ", ".join(f"`{n}`" for n in gone) + "\n\n")
@@ -90,4 +88,5 @@ class MarkdownRenderer:
 
     def end(self, summary: RunSummary) -> None:
         """Closing line."""
-        self.out.write(f"---\n\n{summary.steps} steps, {summary.errors} errors\n")
+        steps = f"{summary.steps} step{'s' if summary.steps != 1 else ''}"
+        self.out.write(f"---\n\n{steps}, {summary.errors} error{'s' if summary.errors != 1 else ''}\n")

@@ -23,31 +23,58 @@ def span(r: TensorRecord) -> tuple[int, int, bool]:
     return start, end, start != end and not is_row_major(r.shape, r.stride)
 
 
-def _bar(start: int, end: int, total: int, width: int, char: str) -> str:
-    if total <= 0:
-        return ""
-    a = int(start * width / total)
-    b = max(a + 1, round(end * width / total)) if end > start else a
-    return " " * a + char * (b - a) + " " * (width - b)
+def _bar(start: int, end: int, scale: float, char: str) -> str:
+    """Byte span [start, end) as a bar, ``scale`` characters a byte (at least one character)."""
+    a = int(start * scale)
+    b = max(a + 1, round(end * scale)) if end > start else a
+    return " " * a + char * (b - a)
 
 
-def memory_map(step: Step, width: int = 80) -> RenderableType:
-    """A picture of every storage a name uses after ``step``."""
+def byte_range(start: int, end: int) -> str:
+    """``bytes 0–23``: the first and the last byte covered (inclusive), or ``no bytes``."""
+    return f"bytes {start}–{end - 1}" if end > start else "no bytes"
+
+
+def _storages(step: Step) -> dict[str, list[tuple[str, TensorRecord]]]:
     storages: dict[str, list[tuple[str, TensorRecord]]] = {}
     for name, r in step.tensors.items():
         storages.setdefault(r.storage, []).append((name, r))
         if r.grad is not None:
             storages.setdefault(r.grad.storage, []).append((f"{name}.grad", r.grad))
+    return storages
+
+
+def memory_signature(step: Step) -> tuple[object, ...]:
+    """Everything the map draws: two steps with equal signatures draw the same map."""
+    return (
+        tuple(
+            (label, r.storage_nbytes, r.device, name, span(r))
+            for label, group in _storages(step).items()
+            for name, r in group
+        ),
+        tuple((n, a.storage) for n, a in step.arrays.items()),
+    )
+
+
+def memory_map(step: Step, width: int = 80) -> RenderableType:
+    """A picture of every storage a name uses after ``step``.
+
+    Bars share one scale, so a storage twice the bytes draws twice as long; names are
+    drawn over the bytes they cover.
+    """
+    storages = _storages(step)
     if not storages:
         return Text("")
     name_w = max(7, min(18, max(len(n) for group in storages.values() for n, _ in group) + 3))
     bar_w = max(10, width - name_w - 26)
+    largest = max(group[0][1].storage_nbytes for group in storages.values())
+    scale = bar_w / largest if largest > 0 else 0.0
     lines: list[RenderableType] = []
     for label, group in sorted(storages.items(), key=lambda kv: int(kv[0][1:]) if kv[0][1:].isdigit() else 0):
         first = group[0][1]
         total = first.storage_nbytes
         head = Text(f"  {label:<{name_w - 2}}", style="bold")
-        head.append("[" + "█" * bar_w + "]", style="blue")
+        head.append("[" + _bar(0, total, scale, "█") + "]", style="blue")
         head.append(f" {total:,} B {first.device}", style="dim")
         lines.append(head)
         seen: set[str] = set()
@@ -57,9 +84,9 @@ def memory_map(step: Step, width: int = 80) -> RenderableType:
             seen.add(name)
             start, end, strided = span(r)
             char = "▒" if strided else "█"
-            row = Text(f"  {name:<{name_w - 2}}", style="cyan")
-            row.append(" " + _bar(start, end, total, bar_w, char) + " ", style="yellow" if strided else "green")
-            row.append(f" bytes {start}–{end}" + (" strided" if strided else ""), style="dim")
+            row = Text(f"  {name:<{name_w - 2}} ", style="cyan")
+            row.append(_bar(start, end, scale, char), style="yellow" if strided else "green")
+            row.append(f"  {byte_range(start, end)}" + (" strided" if strided else ""), style="dim")
             lines.append(row)
         for aname, a in step.arrays.items():
             if a.storage == label:

@@ -11,12 +11,14 @@ from rich.table import Table
 from rich.text import Text
 
 from tcopy_cli.render import ViewOptions
-from tcopy_cli.render.cells import COLUMNS, Row, removed_names, step_rows
+from tcopy_cli.render.cells import Row, removed_names, step_rows
 from tcopy_cli.render.graph import graph_tree
-from tcopy_cli.render.memory import memory_map
-from tcopy_cli.trace.records import RunInfo, RunSummary, Step
+from tcopy_cli.render.layout import plan
+from tcopy_cli.render.memory import memory_map, memory_signature
+from tcopy_cli.render.trim import Trimmed
+from tcopy_cli.render.values import value_lines
+from tcopy_cli.trace.records import RunInfo, RunSummary, Step, TensorRecord
 
-WIDE = 120
 NOTE_STYLES = {"info": "cyan", "warning": "bold yellow"}
 
 
@@ -29,26 +31,30 @@ class TableRenderer:
         self.previous: Step | None = None
         self.device = "cpu"
         self.graph_signature: tuple[object, ...] | None = None
+        self.level = 0  # columns given up so far (see layout.plan)
+        self.memory_signature: tuple[object, ...] | None = None
 
     def start(self, info: RunInfo) -> None:
         """The line above the first step."""
         self.device = info.device
         self.console.print(
-            Text.assemble(
-                ("tcopy ", "bold"),
-                (info.tcopy, ""),
-                " · torch ",
-                info.torch,
-                " · device ",
-                (info.device, "bold"),
-                " · ",
-                (info.source, "italic"),
+            Trimmed(
+                Text.assemble(
+                    ("tcopy ", "bold"),
+                    (info.tcopy, ""),
+                    " · torch ",
+                    info.torch,
+                    " · device ",
+                    (info.device, "bold"),
+                    " · ",
+                    (info.source, "italic"),
+                )
             )
         )
         if info.title:
-            self.console.print(Text(info.title, style="bold"))
+            self.console.print(Trimmed(Text(info.title, style="bold")))
         for fact in info.degraded:
-            self.console.print(Text(f"degraded: {fact}", style="yellow"))
+            self.console.print(Trimmed(Text(f"degraded: {fact}", style="yellow")))
 
     def step(self, step: Step, shown: bool = True) -> None:
         """Render one step (a hidden step still counts for change marks)."""
@@ -85,9 +91,7 @@ class TableRenderer:
         rows = step_rows(step, previous, self.options.watch, self.options.only_changed)
         if rows:
             parts.append(self._table(rows))
-        elif not step.tensors and not step.arrays:
-            parts.append(Text("  (no tensors yet)", style="dim"))
-        elif self.options.only_changed:
+        elif self.options.only_changed and (step.tensors or step.arrays):
             parts.append(Text("  (no tensor changed)", style="dim"))
         gone = removed_names(step, previous)
         if gone:
@@ -103,7 +107,10 @@ class TableRenderer:
                 style = NOTE_STYLES[note.severity]
                 parts.append(Padding(Text("• " + note.line, style=style), (0, 0, 0, 2)))
         if self.options.memory:
-            parts.append(memory_map(step, self.console.width))
+            memory = memory_signature(step)
+            if memory != self.memory_signature:  # drawn again only when something in it changed
+                parts.append(memory_map(step, self.console.width))
+            self.memory_signature = memory
         if self.options.graph and step.graph is not None and step.graph.roots:
             sig = step.graph.signature()
             if sig != self.graph_signature:
@@ -119,14 +126,11 @@ class TableRenderer:
             if self.options.explain and err.explained:
                 parts.append(Padding(Text("why: " + err.explanation, style="magenta"), (0, 0, 0, 4)))
         parts.append(Text(""))
-        return Group(*parts)
+        return Trimmed(Group(*parts))
 
     def _table(self, rows: list[Row]) -> Table:
-        wide = self.console.width >= WIDE
-        devices = {r.cells["device"] for r in rows}
-        show_device = devices != {self.device}
-        cols = [c for c in COLUMNS if (c.wide if wide else c.narrow) and (c.key != "device" or show_device)]
-        shown = {c.key for c in cols}
+        show_device = {r.cells["device"] for r in rows} != {self.device}
+        layout, self.level = plan(rows, self.console.width, show_device, self.level)
         table = Table(
             box=box.SIMPLE_HEAD,
             pad_edge=False,
@@ -135,28 +139,13 @@ class TableRenderer:
             padding=(0, 0),
         )
         table.add_column("", width=1, no_wrap=True)
-        for c in cols:
-            folding = c.key in ("values", "grad", "shares", "name")
-            table.add_column(
-                c.header,
-                no_wrap=not folding,
-                overflow="fold",
-                min_width={"values": 14, "version": 3, "grad": 8}.get(c.key),
-                max_width=30 if c.key == "values" else (20 if c.key == "grad" else None),
-            )
+        for c in layout.columns:
+            table.add_column(c.header, width=layout.widths[c.key], no_wrap=c.key not in FOLDING, overflow="fold")
         for row in rows:
-            mark = row.marker(shown)
+            mark = row.marker()
             cells: list[Text] = [Text(mark, style="bold green" if mark == "+" else "bold yellow")]
-            for c in cols:
-                value = row.cells[c.key]
-                style = ""
-                if c.key in row.changed and not row.new:
-                    style = "bold yellow"
-                elif row.new and c.key == "name":
-                    style = "bold green"
-                elif value in ("yes", "leaf+grad"):
-                    style = "green"
-                cells.append(Text(value, style=style))
+            for c in layout.columns:
+                cells.append(_cell(row, c.key, layout.widths[c.key]))
             table.add_row(*cells)
         return table
 
@@ -173,3 +162,26 @@ class TableRenderer:
                 style=style,
             )
         )
+
+
+# Columns whose text may wrap onto more lines; the rest stay on one line and end in "…".
+FOLDING = ("values", "grad", "shares", "name")
+
+
+def _cell(row: Row, key: str, width: int) -> Text:
+    """One cell: values as a line, a grid or a summary; other facts as their text."""
+    value = row.cells[key]
+    style = ""
+    if key in row.changed and not row.new:
+        style = "bold yellow"
+    elif row.new and key == "name":
+        style = "bold green"
+    elif value in ("yes", "leaf+grad"):
+        style = "green"
+    record = row.record
+    if key == "grad" and isinstance(record, TensorRecord):
+        record = record.grad
+    if key in ("values", "grad") and record is not None:
+        lines, wraps = value_lines(record, width)
+        return Text("\n".join(lines), style=style, no_wrap=not wraps, overflow="fold" if wraps else "ellipsis")
+    return Text(value, style=style, overflow="fold" if key in FOLDING else "ellipsis")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from dataclasses import replace
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.padding import Padding
 from rich.text import Text
 
@@ -26,7 +26,9 @@ def _step(src: str) -> Step:
 
 
 def _note_texts(step: Step) -> list[Text]:
-    group = TableRenderer(Console(width=100, record=True)).render_step(step)
+    trimmed = TableRenderer(Console(width=100, record=True)).render_step(step)
+    group = trimmed.inner
+    assert isinstance(group, Group)
     return [
         p.renderable
         for p in group.renderables

@@ -1,0 +1,219 @@
+"""The step table: change marks, columns and values at different widths, piped output."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from tcopy_cli.cli import app
+
+runner = CliRunner()
+
+# Each step changes something a narrow table hides, or changes nothing of an existing tensor.
+MARKS_SCRIPT = """\
+import torch
+a = torch.zeros(3, requires_grad=True)
+b = a.detach()
+w = torch.ones(1000)
+w[999] = 5.0
+x = torch.ones(2)
+x.data = torch.zeros(2)
+y = a * 2
+y = a + 1
+b.add_(1)
+"""
+
+
+def _names_by_step(script: str) -> dict[int, list[str]]:
+    result = runner.invoke(app, ["run", "-e", script, "-f", "json"])
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    return {e["index"]: list(e["tensors"]) for e in events if e["event"] == "step"}
+
+
+def table_marks(text: str, names: dict[int, list[str]]) -> dict[int, dict[str, str]]:
+    """{step: {name: mark}} read from the table view."""
+    blocks = re.split(r"^Step (\d+) · ", text, flags=re.M)[1:]
+    marks: dict[int, dict[str, str]] = {}
+    for index, body in zip(blocks[::2], blocks[1::2]):
+        step = int(index)
+        marks[step] = {}
+        for name in names[step]:
+            m = re.search(rf"^([+~ ]) {re.escape(name)} ", body, flags=re.M)
+            assert m is not None, (step, name, body)
+            marks[step][name] = m[1]
+    return marks
+
+
+def markdown_marks(text: str) -> dict[int, dict[str, str]]:
+    marks: dict[int, dict[str, str]] = {}
+    for index, body in re.findall(r"^### Step (\d+) ·(.*?)(?=^### Step|\Z)", text, flags=re.M | re.S):
+        marks[int(index)] = {m[1]: m[0].strip() or " " for m in re.findall(r"^\| ([+~ ]) \| ([^ |]+) \|", body, re.M)}
+    return marks
+
+
+def test_marks_are_the_same_at_80_and_160_columns_and_in_markdown() -> None:
+    names = _names_by_step(MARKS_SCRIPT)
+    narrow = table_marks(runner.invoke(app, ["run", "-e", MARKS_SCRIPT, "--width", "80"]).stdout, names)
+    wide = table_marks(runner.invoke(app, ["run", "-e", MARKS_SCRIPT, "--width", "160"]).stdout, names)
+    md = markdown_marks(runner.invoke(app, ["run", "-e", MARKS_SCRIPT, "-f", "markdown"]).stdout)
+    assert narrow == wide
+    assert {k: v for k, v in md.items() if v} == {k: v for k, v in narrow.items() if v}
+    # What plain torch says changed, step by step (0-based lines of MARKS_SCRIPT + 1).
+    a = torch.zeros(3, requires_grad=True)
+    b = a.detach()
+    assert b.data_ptr() == a.data_ptr()
+    assert narrow[3] == {"a": " ", "b": "+"}  # only a's sharing changed: not a fact of a itself
+    w = torch.ones(1000)
+    w[999] = 5.0  # past the listed values, but max and mean change
+    assert narrow[5]["w"] == "~"
+    assert narrow[7]["x"] == "~"  # x.data = ...: new memory
+    assert narrow[9]["y"] == "~"  # a new tensor under the same name: grad_fn changed
+    b.add_(1)
+    assert a._version == 1  # b shares a's version counter
+    assert narrow[10] == {"a": "~", "b": "~", "w": " ", "x": " ", "y": " "}
+
+
+VALUES_SCRIPT = """\
+import torch
+torch.manual_seed(0)
+m = torch.tensor([[1.0, 25.5, 3.0], [4.0, 2.0, 6.0]], requires_grad=True)
+n = (m * m).sum()
+n.backward()
+big = torch.randn(200, 300)
+"""
+
+
+def _step_block(text: str, index: int) -> str:
+    return re.split(r"^Step \d+ · ", text, flags=re.M)[index]
+
+
+def _header(block: str) -> list[str]:
+    line = next(ln for ln in block.splitlines() if ln.startswith("  name "))
+    return line.split()
+
+
+def test_small_matrix_is_an_aligned_grid_and_large_tensor_a_summary() -> None:
+    torch.manual_seed(0)
+    m = torch.tensor([[1.0, 25.5, 3.0], [4.0, 2.0, 6.0]], requires_grad=True)
+    big = torch.randn(200, 300)
+    for width in ("80", "100", "160"):
+        out = runner.invoke(app, ["run", "-e", VALUES_SCRIPT, "--width", width]).stdout
+        block = _step_block(out, 5)
+        # Both rows of m on lines of their own, columns aligned as torch prints them.
+        lines = block.splitlines()
+        first = next(ln for ln in lines if re.match(r"^[~ ] m ", ln))
+        second = lines[lines.index(first) + 1]
+        assert "[[  1., 25.5,   3.]," in first, block
+        col = first.index("[[")
+        assert second[col : col + 20] == " [  4.,   2.,   6.]]", block
+        listed = re.findall(r"-?\d+\.\d*", first[col : col + 20] + second[col : col + 20])
+        assert [float(x) for x in listed] == m.flatten().tolist()
+        # The large tensor: its statistics, measured on the whole tensor, readable in the table.
+        block = _step_block(out, 6)
+        stats = re.search(r"min (\S+)\s+(?:\S*\s+)*?max (\S+)\s+(?:\S*\s+)*?mean (\S+)", block.split("+ big ")[1])
+        assert stats is not None, block
+        assert float(stats[1]) == pytest.approx(big.min().item(), abs=1e-3)
+        assert float(stats[2]) == pytest.approx(big.max().item(), abs=1e-3)
+        assert float(stats[3]) == pytest.approx(big.mean().item(), abs=1e-3)
+        # Every column is there at every width, ver included.
+        assert _header(block)[-1] == "ver"
+
+
+def test_values_get_the_width_before_data_ptr() -> None:
+    script = "import torch\na = torch.ones(3)\nb = torch.arange(7.0) / 7\n"
+    out = runner.invoke(app, ["run", "-e", script, "--width", "120"]).stdout
+    assert "data_ptr" in _header(_step_block(out, 2))  # room for both
+    step3 = _step_block(out, 3)
+    assert "data_ptr" not in _header(step3)  # the values need the room: the hex address goes
+    expected = (
+        "["
+        + ", ".join(f"{v:.4g}" + ("." if float(v).is_integer() else "") for v in (torch.arange(7.0) / 7).tolist())
+        + "]"
+    )
+    assert expected in step3  # on one line
+    # and once given up, it does not come back in a later step
+    out = runner.invoke(app, ["run", "-e", script + "c = a * 2\n", "--width", "120"]).stdout
+    assert "data_ptr" not in _header(_step_block(out, 4))
+
+
+def test_ver_column_kept_at_80_columns_in_a_pipe(tmp_path: Path) -> None:
+    script = tmp_path / "norm.py"
+    script.write_text(VALUES_SCRIPT.replace("(m * m).sum()", "(m * m).norm()"))  # a long grad_fn
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "tcopy_cli", "run", str(script)], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    for index in range(3, 7):
+        block = _step_block(proc.stdout, index)
+        assert _header(block)[-1] == "ver", block
+        assert max(len(line) for line in block.splitlines()) <= 80
+
+
+MEMORY_SCRIPT = """\
+import torch
+a = torch.tensor([1.0])
+b = torch.arange(6.0)
+v = b[2:]
+print("nothing changes")
+"""
+
+
+def _memory_maps(text: str) -> dict[int, list[str]]:
+    """{step: lines of its storage map} for the steps that drew one."""
+    maps: dict[int, list[str]] = {}
+    blocks = re.split(r"^Step (\d+) · ", text, flags=re.M)[1:]
+    for index, body in zip(blocks[::2], blocks[1::2]):
+        if "  memory:" in body:
+            lines = body.split("  memory:\n")[1].splitlines()
+            maps[int(index)] = [ln for ln in lines if ln.strip()]
+    return maps
+
+
+def test_memory_map_bars_scale_with_bytes_and_are_not_redrawn() -> None:
+    out = runner.invoke(app, ["run", "-e", MEMORY_SCRIPT, "--memory", "--width", "100"]).stdout
+    maps = _memory_maps(out)
+    assert sorted(maps) == [2, 3, 4]  # step 5 changed nothing in memory: no second copy of the map
+    a, b, v = torch.tensor([1.0]), torch.arange(6.0), torch.arange(6.0)[2:]
+    sizes = {"S1": a.untyped_storage().nbytes(), "S2": b.untyped_storage().nbytes()}
+    assert sizes == {"S1": 4, "S2": 24}
+    bars = {ln.split()[0]: ln.split("[")[1].split("]")[0] for ln in maps[4] if ln.strip().startswith("S")}
+    # One scale for every bar: the lengths keep the ratio of the byte counts (to within a character).
+    assert len(bars["S2"]) == pytest.approx(len(bars["S1"]) * sizes["S2"] / sizes["S1"], abs=1)
+    # Byte ranges name the first and the last byte covered.
+    start = v.storage_offset() * v.element_size()
+    last = start + v.numel() * v.element_size() - 1
+    assert f"bytes {start}–{last}" in "\n".join(maps[4]) and "bytes 0–23" in "\n".join(maps[4])
+    assert "bytes 0–3" in "\n".join(maps[4])
+
+
+def test_piped_lines_have_no_trailing_spaces(tmp_path: Path) -> None:
+    script = tmp_path / "s.py"
+    script.write_text(VALUES_SCRIPT + MEMORY_SCRIPT.replace("import torch\n", ""))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR")}
+    for extra in ([], ["--width", "160"], ["--memory", "--graph"], ["-f", "markdown"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "tcopy_cli", "run", str(script), *extra],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+        bad = [line for line in proc.stdout.splitlines() if line != line.rstrip()]
+        assert not bad, (extra, bad[:3])
+
+
+def test_markdown_counts_in_the_singular() -> None:
+    out = runner.invoke(app, ["run", "-e", "a = torch.ones(2)\na.backward()", "-f", "markdown"]).stdout
+    assert out.rstrip().endswith("2 steps, 1 error")
+    out = runner.invoke(app, ["run", "-e", "a = torch.ones(2)", "-f", "markdown"]).stdout
+    assert out.rstrip().endswith("1 step, 0 errors")
