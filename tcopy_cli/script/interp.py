@@ -30,12 +30,16 @@ from tcopy_cli.script.sandbox import (
     SafeFunction,
     ScriptClass,
     ScriptFunction,
+    Sealed,
     SuperProxy,
     TypeView,
     build_all_modules,
+    check_store,
+    check_text,
+    check_value,
     get_attribute,
+    guard_call,
     is_context_manager,
-    is_passable,
     is_storable,
     resolve_method,
     set_attribute,
@@ -133,13 +137,13 @@ _CMPOPS: dict[type, Callable[[Any, Any], Any]] = {
 }
 _SPEC_NUMBER = re.compile(r"\d+")
 _SIZED_BUILTINS = frozenset(
-    {"list", "tuple", "sorted", "sum", "min", "max", "any", "all", "enumerate", "zip", "reversed", "dict", "map"}
+    {"list", "tuple", "set", "sorted", "sum", "min", "max", "any", "all", "enumerate", "zip", "reversed", "dict", "map"}
 )
 # Builtins that only display their arguments, so any storable value may be passed.
 _DISPLAY_BUILTINS = frozenset({"print", "str", "type", "bool", "len"})
 
 
-class Interpreter:
+class Interpreter(Sealed):
     """Evaluates one Program; the namespace persists across statements."""
 
     def __init__(self, program: Program, limits: Limits, hook: StepHook) -> None:
@@ -426,7 +430,9 @@ class Interpreter:
             self._check_container(base)
             if not is_storable(value):
                 raise NotAllowedError(f"{type_name(value)} can't be stored")
-            base[self.eval(target.slice)] = value
+            index = self.eval(target.slice)
+            check_store(base, index, value, self.limits)
+            base[index] = value
         else:  # pragma: no cover
             raise NotAllowedError(f"can't assign to {type(target).__name__}")
 
@@ -457,7 +463,9 @@ class Interpreter:
             idx = self.eval(target.slice)
             cur = base[idx]
             rhs = self.eval(stmt.value)
-            base[idx] = self._apply_binop(stmt.op, cur, rhs, op)
+            new = self._apply_binop(stmt.op, cur, rhs, op)
+            check_store(base, idx, new, self.limits)
+            base[idx] = new
         elif isinstance(target, ast.Attribute):
             base = self.eval(target.value)
             cur = get_attribute(base, target.attr)
@@ -680,11 +688,15 @@ class Interpreter:
 
     def _eval_JoinedStr(self, node: ast.JoinedStr) -> str:
         parts: list[str] = []
+        total = 0
         for value in node.values:
             if isinstance(value, ast.Constant):
                 parts.append(str(value.value))
             elif isinstance(value, ast.FormattedValue):
                 parts.append(self._format_value(value))
+            total += len(parts[-1]) if parts else 0
+            if total > self.limits.max_str_len:  # checked per field: each may be near the limit
+                self._raise_limit("the formatted string is too long", "max_str_len")
         text = "".join(parts)
         if len(text) > self.limits.max_str_len:
             self._raise_limit("the formatted string is too long", "max_str_len")
@@ -692,6 +704,7 @@ class Interpreter:
 
     def _format_value(self, node: ast.FormattedValue) -> str:
         value = self.eval(node.value)
+        check_text(value)
         if self._repr_size(value) > self.limits.max_str_len:
             self._raise_limit("the formatted value would be too long", "max_str_len")
         if node.conversion == ord("r"):
@@ -772,6 +785,7 @@ class Interpreter:
             self._check_builtin(name, args, kwargs)
         elif isinstance(func, ast.Attribute):
             self._check_method(name, base, size_args)
+        guard_call(fn, args, kwargs, self.limits)
         result = fn(*args, **kwargs)
         self._check_result(result)
         return result
@@ -941,15 +955,8 @@ class Interpreter:
                 raise TypeError("isinstance() arg 2 must be a type or tuple of types")
         return isinstance(obj, tuple(resolved))
 
-    def _check_argument(self, value: Any, strict: bool, depth: int = 0) -> None:
-        if not (is_passable(value) if strict else is_storable(value)):
-            raise NotAllowedError(f"{type_name(value)} can't be passed as an argument")
-        if depth < 3 and isinstance(value, (list, tuple)) and len(value) <= 1000:
-            for item in value:
-                self._check_argument(item, strict, depth + 1)
-        if isinstance(value, dict) and depth < 3:
-            for item in value.values():
-                self._check_argument(item, strict, depth + 1)
+    def _check_argument(self, value: Any, strict: bool) -> None:
+        check_value(value, strict)
 
     # --- limits ----------------------------------------------------------------------
 
@@ -1045,7 +1052,7 @@ class Interpreter:
             if result.numel() > self.limits.max_elements:
                 self._raise_limit(f"the result has {result.numel():,} elements", "max_elements")
         elif isinstance(result, np.ndarray):
-            if result.dtype.kind == "O":
+            if result.dtype.hasobject:
                 raise NotAllowedError("NumPy arrays of Python objects are not allowed (dtype=object)")
             if result.size > self.limits.max_elements:
                 self._raise_limit(f"the result has {result.size:,} elements", "max_elements")
@@ -1181,7 +1188,7 @@ class Interpreter:
         return table
 
 
-class _ScriptCallable:
+class _ScriptCallable(Sealed):
     """A script function handed to torch (a hook) or a builtin (map, sorted key).
 
     Calling it runs the function in the interpreter without reporting steps: its prints
