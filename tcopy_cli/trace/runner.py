@@ -23,7 +23,7 @@ from tcopy_cli.explain import Explainer
 from tcopy_cli.limits import Limits
 from tcopy_cli.script.interp import Caught, ControlFlow, Interpreter
 from tcopy_cli.script.parse import Program
-from tcopy_cli.trace.observe import Observer
+from tcopy_cli.trace.observe import Observer, Snapshot
 from tcopy_cli.trace.records import ErrorInfo, RunInfo, RunSummary, Step
 
 # Seconds the hard watchdog waits past --timeout for a single C operation to return
@@ -154,6 +154,12 @@ class Runner:
         self.errors = 0
         self.explainer = Explainer()
         self.current_node: ast.stmt | None = None
+        # The statement last started, kept after its step ends: a timeout that fires while
+        # tcopy reports it (observing thousands of tensors) is reported there.
+        self.last_node: ast.stmt | None = None
+        # Characters of notes, warnings and error messages reported so far (--max-output
+        # counts them with what the script printed).
+        self.reported = 0
         self.stopped_by: str | None = None
         self.grad_enabled = True
         self.deadline: float | None = None
@@ -198,10 +204,17 @@ class Runner:
                 except StopRun:
                     pass
         except TimeoutExceeded as exc:
-            # Raised outside a statement (between steps, while the run was already ending,
-            # or as the watchdog disarms): report it once, on the current statement.
-            if self.stopped_by is None and self.current_node is not None:
-                self._emit_error(self.current_node, exc)
+            # Raised outside a statement (between steps, while tcopy reported one, while
+            # the run was already ending, or as the watchdog disarms): report it once, on
+            # the statement it interrupted. A run that timed out never ends "ok".
+            node = self.current_node or self.last_node
+            if self.stopped_by is None:
+                if node is not None:
+                    # No time is left to observe the namespace again (that may be what
+                    # ran out of time): the error step carries no tensor records.
+                    self._emit_error(node, exc, observe=False)
+                else:
+                    self.errors += 1
             self.stopped_by = "timeout"
         finally:
             if on_main:
@@ -239,7 +252,7 @@ class Runner:
         """
         self._check_step_budget(node)
         saved = (self.current_node, self.interp.out, self.grad_enabled)
-        self.current_node = node
+        self.current_node = self.last_node = node
         self.interp.out = out = io.StringIO()
         self.grad_enabled = torch.is_grad_enabled()
         error: BaseException | None = None
@@ -274,7 +287,7 @@ class Runner:
         reported on a step of its own if no step follows), so nothing is lost.
         """
         self._check_deadline(node)
-        self.current_node = node
+        self.current_node = self.last_node = node
         self.interp.out = out = io.StringIO()
         error: BaseException | None = None
         result: Any = None
@@ -330,8 +343,8 @@ class Runner:
             self.stopped_by = "max_steps"
             raise StopRun()
 
-    def _emit_error(self, node: ast.stmt, exc: BaseException) -> None:
-        self._finish(node, "", [], exc, stop=False)
+    def _emit_error(self, node: ast.stmt, exc: BaseException, observe: bool = True) -> None:
+        self._finish(node, "", [], exc, stop=False, observe=observe)
 
     def _flush_pending(self) -> None:
         """Header output with no step after it becomes a step of the header."""
@@ -347,12 +360,15 @@ class Runner:
         error: BaseException | None,
         stop: bool = True,
         caught: tuple[BaseException, int] | None = None,
+        observe: bool = True,
     ) -> bool:
         _, pending_out, pending_warn = self.pending
         if pending_out or pending_warn:
             stdout, warned = pending_out + stdout, pending_warn + warned
             self.pending = (None, "", [])
-        if self.options.device == "cpu":
+        if not observe:
+            snap = Snapshot({}, {}, 0, [])
+        elif self.options.device == "cpu":
             snap = self.observer.snapshot(self.interp.visible_names())
         else:
             # The default-device mode routes every torch call through Python; observing
@@ -394,6 +410,23 @@ class Runner:
                 f"This statement raised {type(exc).__name__}: {_first_line(str(exc))} — caught by the except at "
                 f"line {line}.",
             )
+        self.reported += sum(map(len, notes)) + sum(map(len, warned)) + len(explanation or "")
+        self.reported += len(error_pair[1]) if error_pair is not None else 0
+        if self.interp.printed + self.reported > limits.max_output and self.stopped_by != "max_output":
+            # Notes and error messages are output too: a script that catches a huge error
+            # in a loop must not flood the report.
+            self.stopped_by = "max_output"
+            error = LimitExceeded(
+                f"the run's output (printed text, notes and error messages) passed {limits.max_output:,} "
+                "characters (raise it with --max-output)",
+                "max_output",
+            )
+            error_pair = (type(error).__name__, str(error))
+            caught = None
+            notes, explanation = self.explainer.explain(
+                self.count, node.lineno, source, tensors, arrays, [], self.grad_enabled, [], error_pair
+            )
+            stdout, warned = stdout[: max(0, limits.max_output - self.interp.printed)], []
         info = None
         if error_pair is not None:
             info = ErrorInfo(type=error_pair[0], message=error_pair[1], explanation=explanation or "")
@@ -418,7 +451,7 @@ class Runner:
         self.emit(record)
         if info is not None:
             self.errors += 1
-            fatal = isinstance(error, TimeoutExceeded) or self.stopped_by == "max_steps"
+            fatal = isinstance(error, TimeoutExceeded) or self.stopped_by in ("max_steps", "max_output")
             if stop and (not self.options.keep_going or fatal):
                 raise StopRun()
             return False
