@@ -536,6 +536,9 @@ def _unlisted_bytes(ns: dict[str, Any], walk: GraphWalk, counted: set[int]) -> i
         variable = getattr(node, "variable", None)
         if isinstance(variable, torch.Tensor):
             add(variable)
+            grad = _grad_of(variable)
+            if grad is not None:
+                add(grad)
         for t in _saved_tensors(node):
             add(t)
     return sum(extra.values())
