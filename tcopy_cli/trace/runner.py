@@ -288,17 +288,23 @@ class Runner:
         """
         self._check_deadline(node)
         self.current_node = self.last_node = node
+        # A header inside a function that a step called (print(f()) with a loop in f)
+        # hands the step's capture back afterwards, or what the step prints is lost.
+        outer_out = self.interp.out
         self.interp.out = out = io.StringIO()
         error: BaseException | None = None
         result: Any = None
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                result = action()
-            except (StopRun, KeyboardInterrupt, ControlFlow):
-                raise
-            except Exception as exc:
-                error = exc
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    result = action()
+                except (StopRun, KeyboardInterrupt, ControlFlow):
+                    raise
+                except Exception as exc:
+                    error = exc
+        finally:
+            self.interp.out = outer_out
         printed, warned = out.getvalue(), [str(w.message) for w in caught]
         if error is not None and (line := self.interp.would_catch(error)) is not None:
             self._finish(node, printed, warned, None, caught=(error, line))
