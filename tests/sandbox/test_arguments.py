@@ -96,10 +96,11 @@ def test_text_check_reaches_nested_values(value: object) -> None:
 
 def test_values_a_script_may_hold_still_print_like_python(tmp_path: Path) -> None:
     a = torch.ones(2, requires_grad=True)
-    expected = f"{[[[[1.5]]]]} {[a.shape]} {str((1, 'x'))} {'%s-%d' % ('v', 3)}\n"
+    formatted = "%s-%d" % ("v", 3)  # noqa: UP031 - the script uses % formatting
+    expected = f"{[[[[1.5]]]]} {[a.shape]} {(1, 'x')!s} {formatted}\n"
     with guarded(tmp_path):
         trace = run_source(
             "a = torch.ones(2, requires_grad=True)\n"
-            "print(f'{[[[[1.5]]]]} {[a.shape]} {str((1, \"x\"))} {\"%s-%d\" % (\"v\", 3)}')"
+            'print(f\'{[[[[1.5]]]]} {[a.shape]} {str((1, "x"))} {"%s-%d" % ("v", 3)}\')'
         )
     assert trace.steps[-1].stdout == expected
