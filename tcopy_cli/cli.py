@@ -321,7 +321,9 @@ def run(
     ] = Limits.max_str_len,
     max_output: Annotated[
         int,
-        typer.Option("--max-output", min=0, help="Limit: characters the script may print.", rich_help_panel="Limits"),
+        typer.Option(
+            "--max-output", min=0, help="Limit: characters of output (prints, notes, errors).", rich_help_panel="Limits"
+        ),
     ] = Limits.max_output,
     max_depth: Annotated[
         int,
