@@ -127,6 +127,16 @@ def estimate_numel(
     if name in _DATA_FACTORIES and args:
         return data_numel(args[0])
     size_kw = kwargs.get("size")
+    if name == "empty_strided":
+        # The memory spans the largest offset the strides reach, not just numel.
+        dims = _size_from([size_kw]) if size_kw is not None else _size_from(args[:1])
+        stride_kw = kwargs.get("stride")
+        strides = _size_from([stride_kw]) if stride_kw is not None else _size_from(args[1:2])
+        if dims is None:
+            return None
+        if strides is None or len(strides) != len(dims) or any(d <= 0 for d in dims):
+            return _prod(dims)
+        return max(_prod(dims), 1 + sum((d - 1) * abs(st) for d, st in zip(dims, strides)))
     if name in _SIZE_FACTORIES:
         if name == "Tensor" or name.endswith("Tensor"):
             # Legacy constructors allocate for int sizes, copy for data.

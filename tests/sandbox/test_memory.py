@@ -165,3 +165,25 @@ def test_numpy_item_sizes_count_in_bytes_not_elements() -> None:
     # 5000 elements is far under --max-elements; 5000 strings of a million characters are
     # 20 GB, which is what NumPy would allocate.
     assert np.dtype("U1000000").itemsize * 5000 > Limits().max_bytes
+
+
+@pytest.mark.parametrize(
+    ("size", "stride"),
+    [((2,), (1,)), ((3, 4), (4, 1)), ((3, 4), (1, 3)), ((2, 3), (10, 2)), ((0, 5), (7, 1)), ((4,), (0,))],
+)
+def test_empty_strided_estimate_covers_the_memory_torch_allocates(
+    size: tuple[int, ...], stride: tuple[int, ...]
+) -> None:
+    t = torch.empty_strided(size, stride)
+    estimate = alloc.estimate_numel("empty_strided", [size, stride], {})
+    assert estimate is not None
+    assert estimate * t.element_size() >= t.untyped_storage().nbytes()
+    assert estimate == max(t.numel(), t.untyped_storage().nbytes() // t.element_size())
+
+
+def test_empty_strided_with_huge_strides_is_refused_before_allocating(tmp_path: Path) -> None:
+    with guarded(tmp_path):
+        trace = run_source("t = torch.empty_strided((2,), (2**31,))")
+    step = trace.steps[-1]
+    assert step.error is not None and step.error.type == "LimitExceeded"
+    assert "would" in step.error.message
