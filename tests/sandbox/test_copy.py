@@ -75,20 +75,16 @@ TCOPY_OBJECTS = [
 ]
 
 
-@pytest.mark.parametrize(("setup", "expr"), TCOPY_OBJECTS)
-def test_tcopy_objects_refuse_to_be_deep_copied(setup: str, expr: str, tmp_path: Path) -> None:
-    src = "import copy\n" + setup + f"c = copy.deepcopy({expr})"
-    with guarded(tmp_path):
-        step = refused(src)
-    assert isinstance(step, Step) and step.error is not None
-    assert step.error.type == "NotAllowedError" and "belongs to tcopy" in step.error.message
-
-
 # A shallow copy of a hook handle or of a list shares its items (tcopy's objects are not
-# copied), so only tcopy's objects themselves are refused.
-@pytest.mark.parametrize(("setup", "expr"), [TCOPY_OBJECTS[i] for i in (0, 1, 2, 4)])
-def test_tcopy_objects_refuse_to_be_copied(setup: str, expr: str, tmp_path: Path) -> None:
-    src = "import copy\n" + setup + f"c = copy.copy({expr})"
+# copied), so copy.copy is refused only for tcopy's objects themselves.
+COPY_CASES = [("deepcopy", setup, expr) for setup, expr in TCOPY_OBJECTS] + [
+    ("copy", *TCOPY_OBJECTS[i]) for i in (0, 1, 2, 4)
+]
+
+
+@pytest.mark.parametrize(("fn", "setup", "expr"), COPY_CASES)
+def test_tcopy_objects_refuse_to_be_copied(fn: str, setup: str, expr: str, tmp_path: Path) -> None:
+    src = "import copy\n" + setup + f"c = copy.{fn}({expr})"
     with guarded(tmp_path):
         step = refused(src)
     assert isinstance(step, Step) and step.error is not None
