@@ -36,6 +36,7 @@ _MAX_CONTAINER_DEPTH = 3
 _VISIT_BUDGET = 5_000
 # Items looked at per step when counting bytes that no record lists (tensors in sets).
 _BYTE_COUNT_BUDGET = 100_000
+_SCALAR_TYPES = frozenset({int, float, bool, str, complex, type(None)})
 
 
 class StorageLabels:
@@ -500,9 +501,9 @@ def _saved_tensors(node: Any) -> list[torch.Tensor]:
 def _unlisted_bytes(ns: dict[str, Any], walk: GraphWalk, counted: set[int]) -> int:
     """Bytes of storages the script keeps alive that no record lists, for --max-bytes.
 
-    Tensors in sets (anywhere in the script's containers) and tensors the autograd graph
-    holds: saved for backward, or leaves behind it. ``counted`` holds the data pointers
-    of storages already in the total.
+    Tensors in sets, or past the items the records show of a long list, anywhere in the
+    script's containers; and tensors the autograd graph holds: saved for backward, or
+    leaves behind it. ``counted`` holds the data pointers of storages already in the total.
     """
     extra: dict[int, int] = {}
 
@@ -515,23 +516,28 @@ def _unlisted_bytes(ns: dict[str, Any], walk: GraphWalk, counted: set[int]) -> i
         if ptr not in counted:
             extra[ptr] = max(extra.get(ptr, 0), nbytes)
 
-    stack: list[tuple[Any, bool]] = [(v, False) for v in ns.values()]
+    stack: list[Any] = list(ns.values())
     seen: set[int] = set()
     budget = _BYTE_COUNT_BUDGET
     while stack and budget > 0:
-        value, in_set = stack.pop()
+        value = stack.pop()
         budget -= 1
         if isinstance(value, torch.Tensor):
-            if in_set:
-                add(value)
+            add(value)  # counted once: storages already in the total are skipped
+            grad = _grad_of(value)
+            if grad is not None:
+                add(grad)
             continue
         if isinstance(value, (list, tuple, dict, set, frozenset)) and not isinstance(value, torch.Size):
             if id(value) in seen:
                 continue
             seen.add(id(value))
-            items = list(value.values()) if isinstance(value, dict) else list(value)
-            is_set = in_set or isinstance(value, (set, frozenset))
-            stack.extend((item, is_set) for item in items[:budget])
+            items = value.values() if isinstance(value, dict) else value
+            # Numbers and strings hold no tensor: a container of only those is passed over
+            # at C speed.
+            if _SCALAR_TYPES.issuperset(map(type, items)):
+                continue
+            stack.extend(item for item in items if type(item) not in _SCALAR_TYPES)
     for node in walk.nodes.values():
         variable = getattr(node, "variable", None)
         if isinstance(variable, torch.Tensor):

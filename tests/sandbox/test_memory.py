@@ -135,6 +135,15 @@ def test_byte_count_includes_tensors_the_graph_keeps_alive() -> None:
     assert Observer().snapshot({"y": y}).total_bytes == _storage_bytes(x, y) + _storage_bytes(x.grad)  # type: ignore[arg-type]
 
 
+def test_byte_count_includes_tensors_past_the_items_the_records_show() -> None:
+    # Records list the first items of a long list; the byte count sees all of them.
+    big = torch.ones(10_000)
+    big.grad = torch.ones(10_000)
+    ns = {"items": [0.5] * 1500 + [torch.ones(1)] * 20 + [[big]], "plain": list(range(100_000))}
+    snap = Observer().snapshot(ns)
+    assert snap.total_bytes == _storage_bytes(ns["items"][1500], big, big.grad)  # type: ignore[arg-type]
+
+
 def test_byte_count_does_not_count_shared_storage_twice() -> None:
     a = torch.ones(1000)
     ns = {"a": a, "s": {a[2:], a.view(10, 100)}}
