@@ -15,13 +15,17 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
+from tcopy_cli.limits import DEFAULT_MAX_VALUES
+
 if TYPE_CHECKING:
     from tcopy_cli.trace import Trace
 
 
-def run_script(source: str, device: str = "cpu", keep_going: bool = False, max_values: int = 100) -> Trace:
-    """Run ``source`` in the sandbox and return every step (see tcopy_cli.trace.Trace)."""
-    from tcopy_cli.trace import run_source
+def run_script(
+    source: str, device: str = "cpu", keep_going: bool = False, max_values: int = DEFAULT_MAX_VALUES
+) -> Trace:
+    """Run ``source`` in the sandbox and return every step, explained (see tcopy_cli.trace.Trace)."""
+    from tcopy_cli.pipeline import run_source
 
     return run_source(source, device=device, keep_going=keep_going, max_values=max_values)
 

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+
+from tcopy_cli.errors import LimitExceeded, TimeoutExceeded
+
+DEFAULT_MAX_VALUES = 100
+"""Tensors with at most this many elements have their values listed (--max-values)."""
 
 
 @dataclass(frozen=True)
@@ -25,7 +30,30 @@ class Limits:
     """Characters of output in total: printed text, notes, warnings and error messages."""
     max_depth: int = 100
     """Nesting depth of expressions and blocks."""
+    max_call_depth: int = 50
+    """Nesting of calls to script-defined functions and methods (recursion depth)."""
     max_script_bytes: int = 1_000_000
     """Size of the script source."""
     timeout: float = 120.0
     """Wall-clock seconds for the whole run."""
+
+    def message(self, name: str, detail: str) -> str:
+        """``detail`` followed by the limit's value and the flag that raises it."""
+        if name not in _NAMES:
+            raise ValueError(f"no limit named {name!r}")
+        value = getattr(self, name)
+        shown = f"{value:g} s" if isinstance(value, float) else f"{value:,}"
+        return f"{detail} (limit {shown}; raise it with {flag(name)})"
+
+    def exceeded(self, name: str, detail: str) -> LimitExceeded:
+        """The error for limit ``name``; the caller raises it."""
+        cls = TimeoutExceeded if name == "timeout" else LimitExceeded
+        return cls(self.message(name, detail), name)
+
+
+_NAMES = frozenset(f.name for f in fields(Limits))
+
+
+def flag(name: str) -> str:
+    """The command-line flag of limit ``name`` (max_steps -> --max-steps)."""
+    return "--" + name.replace("_", "-")

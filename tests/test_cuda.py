@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from tcopy_cli import examples
 from tcopy_cli.cli import app
+from tcopy_cli.pipeline import run_source as run_explained
 from tcopy_cli.trace import run_source
 from tcopy_cli.trace.compare import SETUPS, STANDARD, compare
 
@@ -45,7 +46,7 @@ def test_cross_device_copy() -> None:
     last = steps[-1].tensors
     assert last["h"].device == "cpu" and last["h"].grad_fn == "CopyBackwards"
     assert last["g"].grad is not None and last["g"].grad.values == [3.0, 3.0] and last["g"].grad.device == "cuda:0"
-    err = run_source("a = torch.ones(2, device='cuda')\nb = a + torch.ones(2, device='cpu')").steps[-1]
+    err = run_explained("a = torch.ones(2, device='cuda')\nb = a + torch.ones(2, device='cpu')").steps[-1]
     assert err.error is not None and "different devices" in err.error.explanation
 
 

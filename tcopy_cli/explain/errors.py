@@ -10,6 +10,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tcopy_cli.explain.facts import StepFacts, note
+from tcopy_cli.trace.records import ErrorInfo, Note
+
 UNKNOWN = "tcopy knows no further explanation for this error; the message above is torch's (or Python's) own."
 
 
@@ -150,11 +153,57 @@ _RULES: list[_Rule] = [
 ]
 
 
-def explain_error(type_name: str, message: str) -> str:
-    """A plain-language explanation for an error, or the 'unknown' text."""
+def explain_error(type_name: str, message: str) -> str | None:
+    """A plain-language explanation for an error, or None when no rule knows it."""
     for rule in _RULES:
         if type_name in rule.types:
             m = rule.pattern.search(message)
             if m:
                 return rule.explain(m)
-    return UNKNOWN
+    return None
+
+
+def explain_step_error(f: StepFacts, error: ErrorInfo) -> ErrorInfo:
+    """The step's error with its explanation, naming earlier steps where the facts allow."""
+    message = error.message
+    state = f.state
+    base = explain_error(error.type, message)
+    if "modified by an inplace operation" in message:
+        m = re.search(r"output \d+ of (\w+)", message)
+        op = m[1] if m else None
+        candidates = [b for b in state.bumps if op is None or b.event.node.startswith(op)] or state.bumps
+        if candidates:
+            b = candidates[-1]
+            return _explained(
+                error,
+                f"{b.event.node} saved {b.event.tensor} at version {b.event.saved_version} to compute "
+                f"gradients; the earlier step {b.index} (line {b.line}: {b.source}) changed it in place "
+                f"afterwards, so backward refuses to use it. Fix: use an out-of-place operation there "
+                f"(e.g. y = y * 2 instead of y.mul_(2) or y *= 2), or clone() before the in-place change.",
+            )
+    if "backward through the graph a second time" in message and state.backward_steps:
+        return _explained(
+            error,
+            f"The graph was already used by the backward in step {state.backward_steps[-1]}, which freed the "
+            f"values it had saved. " + (base or UNKNOWN),
+        )
+    if base is None:
+        return ErrorInfo(error.type, error.message, UNKNOWN, explained=False)
+    return _explained(error, base)
+
+
+def _explained(error: ErrorInfo, text: str) -> ErrorInfo:
+    return ErrorInfo(error.type, error.message, text, explained=True)
+
+
+def caught_error(f: StepFacts) -> list[Note]:
+    """An error the statement raised that a surrounding try/except handles."""
+    caught = f.step.caught
+    if caught is None:
+        return []
+    return [
+        note(
+            "error.caught",
+            f"This statement raised {caught.error.headline} — caught by the except at line {caught.except_line}.",
+        )
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tcopy_cli.trace.records import ArrayRecord, Step, TensorRecord
@@ -117,7 +118,7 @@ class Row:
 
 
 def step_rows(
-    step: Step, previous: Step | None, watch: list[str] | None = None, only_changed: bool = False
+    step: Step, previous: Step | None, watch: Sequence[str] | None = None, only_changed: bool = False
 ) -> list[Row]:
     """Rows for a step, compared with the previous step's rows."""
     before: dict[str, dict[str, str]] = {}

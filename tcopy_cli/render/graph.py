@@ -89,6 +89,18 @@ def _quote(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
+def _label_lines(node: GraphNode) -> list[str]:
+    """A node's box in DOT and Mermaid: its class, the leaf it feeds, what it saved."""
+    lines = [node.op]
+    if node.variable:
+        lines.append("→ " + ", ".join(node.variable))
+    for s in node.saved:
+        lines.append(
+            f"saved {s.attr.removeprefix('_saved_')}={s.tensor} v{s.saved_version}" + (" STALE" if s.stale else "")
+        )
+    return lines
+
+
 def to_dot(graph: GraphRecord) -> str:
     """Graphviz DOT (edges point the way gradients flow)."""
     out = ["digraph autograd {", "  rankdir=TB;", '  node [shape=box, fontname="monospace"];']
@@ -96,10 +108,7 @@ def to_dot(graph: GraphRecord) -> str:
         out.append(f'  "t:{_quote(name)}" [label="{_quote(name)}", shape=ellipse, style=filled, fillcolor="#d0e8ff"];')
         out.append(f'  "t:{_quote(name)}" -> {root};')
     for node in graph.nodes.values():
-        label = node.op + ("\n→ " + ", ".join(node.variable) if node.variable else "")
-        for s in node.saved:
-            label += f"\nsaved {s.attr.removeprefix('_saved_')}={s.tensor} v{s.saved_version}"
-            label += " STALE" if s.stale else ""
+        label = "\n".join(_label_lines(node))
         color = ', style=filled, fillcolor="#d8f5d0"' if node.variable else ""
         out.append(f'  {node.label} [label="{_quote(label)}"{color}];')
         for i, nxt in enumerate(node.next):
@@ -115,10 +124,7 @@ def to_mermaid(graph: GraphRecord) -> str:
     for i, (name, root) in enumerate(graph.roots.items()):
         out.append(f'  T{i}(["{_mq(name)}"]) --> {root}')
     for node in graph.nodes.values():
-        label = node.op + ("<br/>→ " + ", ".join(node.variable) if node.variable else "")
-        for s in node.saved:
-            label += f"<br/>saved {s.attr.removeprefix('_saved_')}={s.tensor} v{s.saved_version}"
-            label += " STALE" if s.stale else ""
+        label = "<br/>".join(_label_lines(node))
         out.append(f'  {node.label}["{_mq(label)}"]')
         for i, nxt in enumerate(node.next):
             if nxt is not None:

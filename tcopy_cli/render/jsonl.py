@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
+from tcopy_cli.render import ViewOptions
 from tcopy_cli.trace.records import RunInfo, RunSummary, Step
 
 
@@ -16,9 +17,9 @@ def dumps(obj: dict[str, Any]) -> str:
 class JsonRenderer:
     """Writes events to a text stream, flushing each line so pipes see steps as they run."""
 
-    def __init__(self, out: TextIO, graph: bool = False) -> None:
+    def __init__(self, out: TextIO, options: ViewOptions | None = None) -> None:
         self.out = out
-        self.graph = graph
+        self.graph = (options or ViewOptions()).graph
 
     def _write(self, obj: dict[str, Any]) -> None:
         self.out.write(dumps(obj) + "\n")
@@ -35,9 +36,11 @@ class JsonRenderer:
             event["graph"] = step.graph.to_json()
         self._write(event)
 
-    def rejected(self, line: int, column: int, message: str) -> None:
-        """The ``rejected`` event for a script refused before running."""
+    def rejected(self, info: RunInfo, line: int, column: int, message: str) -> None:
+        """``start``, ``rejected`` and ``end`` for a script refused before running."""
+        self.start(info)
         self._write({"event": "rejected", "line": line, "column": column, "message": message})
+        self.end(RunSummary(steps=0, errors=0, rejected=True))
 
     def end(self, summary: RunSummary) -> None:
         """The ``end`` event."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
+from tcopy_cli.render import ViewOptions
 from tcopy_cli.render.cells import COLUMNS, removed_names, step_rows
 from tcopy_cli.trace.records import RunInfo, RunSummary, Step
 
@@ -15,13 +16,9 @@ def _cell(text: str) -> str:
 class MarkdownRenderer:
     """Writes Markdown to a text stream."""
 
-    def __init__(
-        self, out: TextIO, explain: bool = True, only_changed: bool = False, watch: list[str] | None = None
-    ) -> None:
+    def __init__(self, out: TextIO, options: ViewOptions | None = None) -> None:
         self.out = out
-        self.explain = explain
-        self.only_changed = only_changed
-        self.watch = watch
+        self.options = options or ViewOptions()
         self.previous: Step | None = None
         self.device = "cpu"
 
@@ -32,6 +29,8 @@ class MarkdownRenderer:
         self.out.write(
             f"# {heading}\n\ntcopy {info.tcopy} · torch {info.torch} · device `{info.device}` · `{info.source}`\n\n"
         )
+        for fact in info.degraded:
+            self.out.write(f"> degraded: {fact}\n\n")
 
     def step(self, step: Step, shown: bool = True) -> None:
         """One step section (a hidden step still counts for change marks)."""
@@ -46,7 +45,7 @@ class MarkdownRenderer:
             w(f"*{line}*\n\n")
         fence = "````" if "```" in step.source else "```"
         w(f"{fence}python\n{step.source}\n{fence}\n\n")
-        rows = step_rows(step, self.previous, self.watch, self.only_changed)
+        rows = step_rows(step, self.previous, self.options.watch, self.options.only_changed)
         if rows:
             devices = {r.cells["device"] for r in rows}
             cols = [c for c in COLUMNS if c.wide and (c.key != "device" or devices != {self.device})]
@@ -72,20 +71,21 @@ class MarkdownRenderer:
             w("Printed:\n\n```\n" + step.stdout.rstrip("\n") + "\n```\n\n")
         for warning in step.warnings:
             w(f"> ⚠ **warning:** {_cell(warning)}\n\n")
-        if self.explain:
-            for note in step.notes:
-                w(f"- {note}\n")
-            if step.notes:
+        if self.options.explain:
+            for note in step.explanations:
+                text = f"**{note.line}**" if note.severity == "warning" else note.line
+                w(f"- {text}\n")
+            if step.explanations:
                 w("\n")
         if step.error is not None:
             w(f"> **{step.error.type}:** {_cell(step.error.message)}\n")
-            if self.explain:
+            if self.options.explain and step.error.explained:
                 w(">\n> " + _cell(step.error.explanation) + "\n")
             w("\n")
         self.previous = step
 
-    def rejected(self, line: int, column: int, message: str) -> None:
-        """Refusal notice."""
+    def rejected(self, info: RunInfo, line: int, column: int, message: str) -> None:
+        """Refusal notice (no heading: nothing ran)."""
         self.out.write(f"**Refused** at line {line}, column {column}: {_cell(message)}\n")
 
     def end(self, summary: RunSummary) -> None:

@@ -9,25 +9,18 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from tcopy_cli.trace.layout import is_row_major
 from tcopy_cli.trace.records import Step, TensorRecord
 
 
 def span(r: TensorRecord) -> tuple[int, int, bool]:
-    """(first byte, end byte, strided?) of a tensor inside its storage."""
-    es = r.element_size
-    if any(d == 0 for d in r.shape):
-        return r.storage_offset * es, r.storage_offset * es, False
-    lo = sum(min(0, (s - 1) * st) for s, st in zip(r.shape, r.stride))
-    hi = sum(max(0, (s - 1) * st) for s, st in zip(r.shape, r.stride))
-    # Strided: not laid out row-major (a transpose, a column, a step slice), even when
-    # it happens to cover its whole span.
-    expected = 1
-    strided = False
-    for size, st in reversed(list(zip(r.shape, r.stride))):
-        if size != 1 and st != expected:
-            strided = True
-        expected *= size
-    return (r.storage_offset + lo) * es, (r.storage_offset + hi + 1) * es, strided
+    """(first byte, end byte, strided?) of a tensor inside its storage.
+
+    Strided: not laid out row-major (a transpose, a column, a step slice), even when it
+    happens to cover its whole span.
+    """
+    start, end = r.byte_span()
+    return start, end, start != end and not is_row_major(r.shape, r.stride)
 
 
 def _bar(start: int, end: int, total: int, width: int, char: str) -> str:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
@@ -12,32 +10,22 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from tcopy_cli.explain.errors import UNKNOWN
+from tcopy_cli.render import ViewOptions
 from tcopy_cli.render.cells import COLUMNS, Row, removed_names, step_rows
 from tcopy_cli.render.graph import graph_tree
 from tcopy_cli.render.memory import memory_map
 from tcopy_cli.trace.records import RunInfo, RunSummary, Step
 
 WIDE = 120
-
-
-@dataclass
-class TableOptions:
-    """What the table view shows."""
-
-    explain: bool = True
-    only_changed: bool = False
-    watch: list[str] | None = None
-    graph: bool = False
-    memory: bool = False
+NOTE_STYLES = {"info": "cyan", "warning": "bold yellow"}
 
 
 class TableRenderer:
     """Writes each step to a Rich console as it arrives."""
 
-    def __init__(self, console: Console, options: TableOptions | None = None) -> None:
+    def __init__(self, console: Console, options: ViewOptions | None = None) -> None:
         self.console = console
-        self.options = options or TableOptions()
+        self.options = options or ViewOptions()
         self.previous: Step | None = None
         self.device = "cpu"
         self.graph_signature: tuple[object, ...] | None = None
@@ -59,6 +47,8 @@ class TableRenderer:
         )
         if info.title:
             self.console.print(Text(info.title, style="bold"))
+        for fact in info.degraded:
+            self.console.print(Text(f"degraded: {fact}", style="yellow"))
 
     def step(self, step: Step, shown: bool = True) -> None:
         """Render one step (a hidden step still counts for change marks)."""
@@ -66,8 +56,16 @@ class TableRenderer:
             self.console.print(self.render_step(step))
         self.previous = step
 
-    def render_step(self, step: Step) -> RenderableType:
-        """The renderable for a step (used by export and tests too)."""
+    def forget(self) -> None:
+        """Start over: the next step compares with nothing, so every tensor in it is new."""
+        self.previous = None
+
+    def render_step(self, step: Step, fresh: bool = False) -> RenderableType:
+        """The renderable for a step (used by export and tests too).
+
+        ``fresh`` shows every tensor as it is, without change marks against the step before.
+        """
+        previous = None if fresh else self.previous
         parts: list[RenderableType] = []
         for line in step.narration:
             parts.append(Text(line, style="italic cyan"))
@@ -84,14 +82,14 @@ class TableRenderer:
             parts.append(Syntax(step.source, "python", theme="ansi_dark", background_color="default", word_wrap=True))
         else:  # no colour to show: skip building the highlighter
             parts.append(Text(step.source))
-        rows = step_rows(step, self.previous, self.options.watch, self.options.only_changed)
+        rows = step_rows(step, previous, self.options.watch, self.options.only_changed)
         if rows:
             parts.append(self._table(rows))
         elif not step.tensors and not step.arrays:
             parts.append(Text("  (no tensors yet)", style="dim"))
         elif self.options.only_changed:
             parts.append(Text("  (no tensor changed)", style="dim"))
-        gone = removed_names(step, self.previous)
+        gone = removed_names(step, previous)
         if gone:
             parts.append(Text("  removed: " + ", ".join(gone), style="dim"))
         if step.stdout:
@@ -101,9 +99,9 @@ class TableRenderer:
         for w in step.warnings:
             parts.append(Padding(Text("⚠ warning: " + w, style="yellow"), (0, 0, 0, 2)))
         if self.options.explain:
-            for note in step.notes:
-                style = "bold yellow" if note.startswith("⚠") else "cyan"
-                parts.append(Padding(Text("• " + note, style=style), (0, 0, 0, 2)))
+            for note in step.explanations:
+                style = NOTE_STYLES[note.severity]
+                parts.append(Padding(Text("• " + note.line, style=style), (0, 0, 0, 2)))
         if self.options.memory:
             parts.append(memory_map(step, self.console.width))
         if self.options.graph and step.graph is not None and step.graph.roots:
@@ -118,7 +116,7 @@ class TableRenderer:
             parts.append(
                 Padding(Text.assemble(("✗ " + err.type + ": ", "bold red"), (err.message, "red")), (0, 0, 0, 2))
             )
-            if self.options.explain and err.explanation != UNKNOWN:
+            if self.options.explain and err.explained:
                 parts.append(Padding(Text("why: " + err.explanation, style="magenta"), (0, 0, 0, 4)))
         parts.append(Text(""))
         return Group(*parts)
@@ -161,6 +159,9 @@ class TableRenderer:
                 cells.append(Text(value, style=style))
             table.add_row(*cells)
         return table
+
+    def rejected(self, info: RunInfo, line: int, column: int, message: str) -> None:
+        """Nothing on stdout: the command line shows the refused line with a caret on stderr."""
 
     def end(self, summary: RunSummary) -> None:
         """The closing line."""

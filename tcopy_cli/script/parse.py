@@ -51,6 +51,8 @@ def header_source(lines: list[str], node: ast.stmt) -> str:
     return text
 
 
+# The nodes a script may contain. Exactly interp.NODE_HANDLERS plus interp.PART_NODES
+# (tests/script/test_node_table.py checks it); listed here so parsing needs no torch.
 _STMT_NODES: tuple[type, ...] = (
     ast.Expr,
     ast.Assign,
@@ -166,7 +168,7 @@ class _Validator(ast.NodeVisitor):
             raise self.reject(node, f"{type(node).__name__} is not allowed here")
         self.depth += 1
         if self.depth > self.limits.max_depth:
-            raise self.reject(node, f"the script nests more than {self.limits.max_depth} levels deep (--max-depth)")
+            raise self.reject(node, _too_deep(self.limits))
         super().generic_visit(node)
         self.depth -= 1
 
@@ -390,11 +392,20 @@ def _is_module_base(node: ast.expr) -> bool:
     return isinstance(node, (ast.Name, ast.Attribute))
 
 
+def check_script_size(size: int, limits: Limits) -> None:
+    """Refuse a script of ``size`` bytes if it is over --max-script-bytes (before it is parsed)."""
+    if size > limits.max_script_bytes:
+        raise ScriptRejected(limits.message("max_script_bytes", "the script is larger than the limit"), 1, 1)
+
+
+def _too_deep(limits: Limits) -> str:
+    return limits.message("max_depth", "the script nests too deeply")
+
+
 def parse_script(source: str, origin: str = "<inline>", limits: Limits | None = None) -> Program:
     """Parse and validate ``source``; raise ScriptRejected with line and column on refusal."""
     limits = limits or Limits()
-    if len(source.encode("utf-8", "surrogatepass")) > limits.max_script_bytes:
-        raise ScriptRejected(f"the script is larger than {limits.max_script_bytes} bytes (--max-script-bytes)", 1, 1)
+    check_script_size(len(source.encode("utf-8", "surrogatepass")), limits)
     if source.startswith("\ufeff"):
         source = source[1:]
     source = source.replace("\r\n", "\n").replace("\r", "\n")
@@ -410,7 +421,7 @@ def parse_script(source: str, origin: str = "<inline>", limits: Limits | None = 
     try:
         _Validator(limits, _script_attributes(tree)).visit(tree)
     except RecursionError:
-        raise ScriptRejected(f"the script nests more than {limits.max_depth} levels deep (--max-depth)", 1, 1) from None
+        raise ScriptRejected(_too_deep(limits), 1, 1) from None
     lines = source.split("\n")
     comments = _comments(lines)
     title, after = _title(comments)

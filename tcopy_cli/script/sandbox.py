@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tcopy_cli.errors import LimitExceeded, NotAllowedError
+from tcopy_cli.errors import NotAllowedError
 from tcopy_cli.limits import Limits
 from tcopy_cli.script import alloc, policy
 
@@ -526,11 +526,6 @@ def check_text(value: Any) -> None:
     check_value(value, strict=False, what="shown as text")
 
 
-def _limit_error(limits: Limits, message: str, limit: str) -> LimitExceeded:
-    flag = "--" + limit.replace("_", "-")
-    return LimitExceeded(f"{message} (limit {getattr(limits, limit):,}; raise it with {flag})", limit)
-
-
 # dtype's position among the positional arguments of NumPy calls that take one.
 _NUMPY_DTYPE_POSITION = {
     "array": 1,
@@ -591,10 +586,9 @@ def _check_numpy_call(fn: Any, name: str, owner: Any, args: list[Any], kwargs: d
     else:
         numel = alloc.estimate_numel(name, args, kwargs)
     if numel is not None and numel * dtype.itemsize > limits.max_bytes:
-        raise _limit_error(
-            limits,
-            f"{name}() would allocate {numel * dtype.itemsize:,} bytes ({numel:,} items of {dtype.itemsize:,} bytes)",
+        raise limits.exceeded(
             "max_bytes",
+            f"{name}() would allocate {numel * dtype.itemsize:,} bytes ({numel:,} items of {dtype.itemsize:,} bytes)",
         )
 
 
@@ -658,4 +652,4 @@ def check_store(base: Any, index: Any, value: Any, limits: Limits) -> None:
     removed = len(range(*index.indices(len(base))))
     size = len(base) - removed + added
     if size > limits.max_str_len:
-        raise _limit_error(limits, f"the list would grow to {size:,} items", "max_str_len")
+        raise limits.exceeded("max_str_len", f"the list would grow to {size:,} items")

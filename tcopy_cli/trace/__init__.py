@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tcopy_cli.limits import Limits
+from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
 from tcopy_cli.trace.records import RunInfo, RunSummary, Step
 
 
@@ -21,12 +21,15 @@ def run_source(
     source: str,
     device: str = "cpu",
     keep_going: bool = False,
-    max_values: int = 100,
+    max_values: int = DEFAULT_MAX_VALUES,
     limits: Limits | None = None,
     origin: str = "<inline>",
     graph: bool = False,
 ) -> Trace:
-    """Parse, validate and run ``source``; collect the steps. Raises ScriptRejected."""
+    """Parse, validate and run ``source``; collect the steps. Raises ScriptRejected.
+
+    The steps carry facts only; ``tcopy_cli.pipeline.run_source`` adds the notes.
+    """
     from tcopy_cli.script.parse import parse_script
     from tcopy_cli.trace.runner import Runner, RunOptions, resolve_device
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tcopy_cli.errors import ScriptRejected
-from tcopy_cli.trace import Trace, run_source
+from tcopy_cli.limits import Limits
+from tcopy_cli.trace import Trace, compat, run_source
 from tcopy_cli.trace.records import Step, TensorRecord
 
 STANDARD = [
@@ -73,8 +74,8 @@ class Comparison:
         }
 
 
-def _run(script: str, device: str) -> Trace:
-    return run_source("import copy\n" + script, device=device, keep_going=False)
+def _run(script: str, device: str, limits: Limits | None) -> Trace:
+    return run_source("import copy\n" + script, device=device, keep_going=False, limits=limits)
 
 
 def _step_of(trace: Trace, marker: str) -> Step | None:
@@ -88,11 +89,11 @@ def _error_of(trace: Trace) -> Step | None:
     return next((s for s in trace.steps if s.status == "error"), None)
 
 
-def compare_one(expression: str, setup: str, device: str = "cpu") -> Comparison:
+def compare_one(expression: str, setup: str, device: str = "cpu", limits: Limits | None = None) -> Comparison:
     """Measure one expression against the source ``x`` made by ``setup``."""
     assign = f"y = {expression}"
     base = f"{setup}\n{assign}\n"
-    first = _run(base, device)
+    first = _run(base, device, limits)
     made = _step_of(first, assign)
     if made is None:
         err = _error_of(first)
@@ -106,24 +107,26 @@ def compare_one(expression: str, setup: str, device: str = "cpu") -> Comparison:
         "new_object": x.object_id != y.object_id,
         "shares_storage": x.storage == y.storage,
         "same_data_ptr": x.data_ptr == y.data_ptr,
-        "shares_version_counter": x.object_id == y.object_id or "x" in y.shares_version_with,
+        # None (shown n/a) where the release can't measure counter sharing (compat.degraded).
+        "shares_version_counter": x.object_id == y.object_id
+        or ("x" in y.shares_version_with if compat.version_setter() is not None else None),
         "requires_grad": y.requires_grad,
         "is_leaf": y.is_leaf,
         "grad_fn": y.grad_fn,
         "device": y.device,
         "warnings": made.warnings,
     }
-    facts["grad_flows_to_source"] = _grad_flows(base, device, x)
-    visible = _inplace_visible(base, device)
+    facts["grad_flows_to_source"] = _grad_flows(base, device, x, limits)
+    visible = _inplace_visible(base, device, limits)
     facts["inplace_visible_in_source"] = visible
-    facts["autograd_detects_inplace"] = _autograd_detects(setup, assign, device) if visible else None
+    facts["autograd_detects_inplace"] = _autograd_detects(setup, assign, device, limits) if visible else None
     return Comparison(expression, **facts)
 
 
-def _grad_flows(base: str, device: str, x: TensorRecord) -> bool:
+def _grad_flows(base: str, device: str, x: TensorRecord, limits: Limits | None) -> bool:
     if not x.requires_grad:
         return False
-    trace = _run(base + "y.sum().backward()\n", device)
+    trace = _run(base + "y.sum().backward()\n", device, limits)
     step = _step_of(trace, "y.sum().backward()")
     if step is None or step.status == "error":
         return False
@@ -131,8 +134,8 @@ def _grad_flows(base: str, device: str, x: TensorRecord) -> bool:
     return g is not None and g.values is not None and any(v != 0 for v in _flat(g.values))
 
 
-def _inplace_visible(base: str, device: str) -> bool | None:
-    trace = _run(base + "with torch.no_grad():\n    y.add_(1)\n", device)
+def _inplace_visible(base: str, device: str, limits: Limits | None) -> bool | None:
+    trace = _run(base + "with torch.no_grad():\n    y.add_(1)\n", device, limits)
     before = _step_of(trace, "y = ")
     after = _step_of(trace, "y.add_(1)")
     if before is None or after is None or after.status == "error":
@@ -140,9 +143,9 @@ def _inplace_visible(base: str, device: str) -> bool | None:
     return bool(before.tensors["x"].values != after.tensors["x"].values)
 
 
-def _autograd_detects(setup: str, assign: str, device: str) -> bool | None:
+def _autograd_detects(setup: str, assign: str, device: str, limits: Limits | None) -> bool | None:
     script = f"{setup}\nz = (x * x).sum()\n{assign}\nwith torch.no_grad():\n    y.add_(1)\nz.backward()\n"
-    trace = _run(script, device)
+    trace = _run(script, device, limits)
     step = _step_of(trace, "z.backward()")
     if step is None:
         return None
@@ -155,6 +158,6 @@ def _flat(v: Any) -> list[Any]:
     return [v]
 
 
-def compare(expressions: list[str], setup: str, device: str = "cpu") -> list[Comparison]:
-    """Measure every expression (each in fresh runs)."""
-    return [compare_one(e, setup, device) for e in expressions]
+def compare(expressions: list[str], setup: str, device: str = "cpu", limits: Limits | None = None) -> list[Comparison]:
+    """Measure every expression (each in fresh runs, each run within ``limits``)."""
+    return [compare_one(e, setup, device, limits) for e in expressions]

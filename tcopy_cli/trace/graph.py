@@ -13,14 +13,14 @@ from typing import Any
 
 import torch
 
-from tcopy_cli.trace.records import GraphNode, GraphRecord, SavedInfo
+from tcopy_cli.trace import compat
+from tcopy_cli.trace.records import GraphNode, GraphRecord, SavedEvent, SavedInfo
 
 MAX_GRAPH_NODES = 5_000
 # Saved tensors larger than this are not copied; changes to them can't be checked.
 MAX_FINGERPRINT_ELEMENTS = 1_000_000
 MAX_FINGERPRINT_TOTAL = 20_000_000
 
-_set_version = getattr(getattr(torch._C, "_autograd", None), "_unsafe_set_version_counter", None)
 # A version no real tensor reaches in a short script.
 _PROBE = 987_654_321
 
@@ -127,10 +127,12 @@ def version_groups(groups: Iterable[list[tuple[str, torch.Tensor]]]) -> dict[str
 
     Only tensors on one storage can share a counter. The probe sets one tensor's counter
     to an unusual value, reads the others, and restores it, so nothing observable
-    changes. Without the probe (older torch), the result is empty.
+    changes. Where torch offers no way to set a counter, the result is empty and
+    ``compat.degraded()`` says the fact is not measurable.
     """
     out: dict[str, list[str]] = {}
-    if _set_version is None:
+    set_version = compat.version_setter()
+    if set_version is None:
         return out
     for members in groups:
         if len(members) < 2:
@@ -140,7 +142,10 @@ def version_groups(groups: Iterable[list[tuple[str, torch.Tensor]]]) -> dict[str
                 original = t._version
             except RuntimeError:  # inference tensors have no counter
                 continue
-            _set_version((t,), (_PROBE,))
+            try:
+                set_version(t, _PROBE)
+            except (RuntimeError, TypeError):  # a tensor kind the setter refuses
+                continue
             try:
                 shared = []
                 for j, (other, u) in enumerate(members):
@@ -151,21 +156,9 @@ def version_groups(groups: Iterable[list[tuple[str, torch.Tensor]]]) -> dict[str
                         except RuntimeError:
                             pass
             finally:
-                _set_version((t,), (original,))
+                set_version(t, original)
             out[name] = shared
     return out
-
-
-@dataclass(frozen=True)
-class SavedEvent:
-    """Something that happened to a tensor autograd saved for backward."""
-
-    kind: str  # "bumped": in-place change torch will catch; "silent": changed, no version bump; "unchecked": too large
-    node: str
-    attr: str
-    tensor: str
-    saved_version: int
-    affects: tuple[str, ...] = ()
 
 
 @dataclass

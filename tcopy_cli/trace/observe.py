@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import torch
 
+from tcopy_cli.limits import DEFAULT_MAX_VALUES
+from tcopy_cli.trace.compat import storage_objects_preserved
 from tcopy_cli.trace.graph import (
     GraphWalk,
-    SavedEvent,
     SavedTensorTracker,
     build_graph,
     node_id,
@@ -27,7 +28,8 @@ from tcopy_cli.trace.graph import (
     safe_is_leaf,
     version_groups,
 )
-from tcopy_cli.trace.records import ArrayRecord, GraphRecord, TensorRecord
+from tcopy_cli.trace.layout import byte_span
+from tcopy_cli.trace.records import ArrayRecord, GraphRecord, SavedEvent, TensorRecord
 from tcopy_cli.trace.values import format_nested, format_number, json_values
 
 PREVIEW_ITEMS = 6
@@ -39,47 +41,114 @@ _BYTE_COUNT_BUDGET = 100_000
 _SCALAR_TYPES = frozenset({int, float, bool, str, complex, type(None)})
 
 
+def _storage_key(t: torch.Tensor) -> int | None:
+    """The address of the C++ storage behind ``t``, or None where it has none."""
+    try:
+        return int(t.untyped_storage()._cdata)
+    except (RuntimeError, NotImplementedError, AttributeError):
+        return None
+
+
+@dataclass
+class _MemoryEntry:
+    """A storage known by its C++ object's address (torch without stable storage objects)."""
+
+    label: str
+    span: tuple[str, int, int]  # (device, start, end)
+    # Tensors seen on the storage: while one lives and still uses it, the storage lives.
+    tensors: list[weakref.ref[torch.Tensor]]
+
+
 class StorageLabels:
     """Stable labels S1, S2 ... for storages, in order of first appearance in a run.
 
-    A storage's Python object lives exactly as long as the storage itself (torch
-    preserves it), so a weak reference tells when a storage is freed; its label is then
+    Where torch keeps one Python object per storage (2.2 on, see
+    ``compat.storage_objects_preserved``), the object lives exactly as long as the
+    storage itself, so a weak reference tells when a storage is freed; its label is then
     retired and a new storage at the same address gets a new label. Two storage objects
     over the same memory (``torch.from_numpy(t.numpy())``) get the same label.
 
     The references have no callbacks: Python code run while memory is freed would
     swallow a signal's exception (Ctrl-C, --timeout) raised during it. Dead entries are
     found and dropped when a new storage is labelled.
+
+    Older torch (2.1) makes a new Python object on each ``untyped_storage()`` call, and
+    a weak reference to one crashes the interpreter when collected. There a storage is
+    known by the address of its C++ object, which a new storage may reuse once the old
+    one is freed, so liveness comes from weak references to the tensors seen on it: an
+    entry stands while one of them lives and still uses that storage, or while a named
+    array views its memory (``begin_step``). A storage that outlives every tensor tcopy
+    saw on it (held only by unnamed objects) gets a new label if it comes back.
     """
 
     def __init__(self) -> None:
         # id(storage) -> (weak reference, label, (device, start, end))
         self._entries: dict[int, tuple[weakref.ref[Any], str, tuple[str, int, int]]] = {}
         self._count = 0
+        self._by_object = storage_objects_preserved()
+        # (C++ storage address, device) -> entry, where storage objects aren't preserved
+        self._memory: dict[tuple[int, str], _MemoryEntry] = {}
+        self._held: list[tuple[int, int]] = []
 
-    def label(self, storage: Any) -> str:
-        """The label of ``storage`` (a torch.UntypedStorage)."""
+    def begin_step(self, held: Iterable[tuple[int, int]]) -> None:
+        """Note the [start, end) byte ranges of named arrays: memory an array views is alive."""
+        self._held = [span for span in held if span[0] < span[1]]
+
+    def label(self, storage: Any, tensor: torch.Tensor | None = None) -> str:
+        """The label of ``storage`` (a torch.UntypedStorage), ``tensor``'s storage."""
+        if not self._by_object and tensor is not None:
+            return self._label_by_memory(storage, tensor)
         key = id(storage)
         entry = self._entries.get(key)
         if entry is not None and entry[0]() is storage:
             return entry[1]
         self._entries = {k: e for k, e in self._entries.items() if e[0]() is not None}
-        device = str(storage.device)
-        start = int(storage.data_ptr())
-        end = start + int(storage.nbytes())
-        label = next(
-            (
-                lab
-                for _, lab, (dev, s0, s1) in self._entries.values()
-                if dev == device and s0 <= start and end <= s1 and start
-            ),
+        span = _span_of(storage)
+        # Spans are read now: a storage resized in place since it was labelled has moved.
+        known = ((e[1], _span_of(st) if (st := e[0]()) is not None else e[2]) for e in self._entries.values())
+        label = self._contained(span, known) or self._new_label()
+        self._entries[key] = (weakref.ref(storage), label, span)
+        return label
+
+    def _label_by_memory(self, storage: Any, tensor: torch.Tensor) -> str:
+        key = (int(storage._cdata), str(storage.device))
+        entry = self._memory.get(key)
+        if entry is not None and self._alive(key, entry):
+            if not any(ref() is tensor for ref in entry.tensors):
+                entry.tensors.append(weakref.ref(tensor))
+            return entry.label
+        self._memory = {k: e for k, e in self._memory.items() if self._alive(k, e)}
+        span = _span_of(storage)
+        for e in self._memory.values():  # a storage resized in place since it was labelled has moved
+            if e.tensors and (t := e.tensors[0]()) is not None:
+                e.span = _span_of(t.untyped_storage())
+        label = self._contained(span, ((e.label, e.span) for e in self._memory.values())) or self._new_label()
+        self._memory[key] = _MemoryEntry(label, span, [weakref.ref(tensor)])
+        return label
+
+    def _alive(self, key: tuple[int, str], entry: _MemoryEntry) -> bool:
+        """True while the storage of ``entry`` surely still exists (dead references are dropped)."""
+        entry.tensors = [ref for ref in entry.tensors if (t := ref()) is not None and _storage_key(t) == key[0]]
+        _, start, end = entry.span
+        return bool(entry.tensors) or any(start <= lo and hi <= end for lo, hi in self._held)
+
+    @staticmethod
+    def _contained(span: tuple[str, int, int], known: Iterable[tuple[str, tuple[str, int, int]]]) -> str | None:
+        """The label of a known storage whose memory holds ``span`` (same memory, other object)."""
+        device, start, end = span
+        return next(
+            (lab for lab, (dev, s0, s1) in known if dev == device and s0 <= start and end <= s1 and start),
             None,
         )
-        if label is None:
-            self._count += 1
-            label = f"S{self._count}"
-        self._entries[key] = (weakref.ref(storage), label, (device, start, end))
-        return label
+
+    def _new_label(self) -> str:
+        self._count += 1
+        return f"S{self._count}"
+
+
+def _span_of(storage: Any) -> tuple[str, int, int]:
+    start = int(storage.data_ptr())
+    return str(storage.device), start, start + int(storage.nbytes())
 
 
 def _head(d: torch.Tensor, k: int) -> list[Any]:
@@ -156,13 +225,9 @@ def tensor_values(d: torch.Tensor, max_values: int) -> tuple[Any, str]:
 
 def tensor_span(t: torch.Tensor) -> tuple[int, int]:
     """[start, end) byte addresses a tensor's elements cover (start == end if empty)."""
-    es = t.element_size()
-    ptr = t.data_ptr()
-    if t.numel() == 0:
-        return ptr, ptr
-    lo = sum(min(0, (s - 1) * st) for s, st in zip(t.shape, t.stride()))
-    hi = sum(max(0, (s - 1) * st) for s, st in zip(t.shape, t.stride()))
-    return ptr + lo * es, ptr + (hi + 1) * es
+    ptr = t.data_ptr()  # already includes the storage offset
+    start, end = byte_span(t.shape, t.stride(), 0, t.element_size())
+    return ptr + start, ptr + end
 
 
 def _array_span(a: np.ndarray) -> tuple[int, int]:
@@ -238,7 +303,7 @@ class Snapshot:
 class Observer:
     """Builds tensor and array records for a namespace after each step."""
 
-    def __init__(self, max_values: int = 100, graph: bool = False) -> None:
+    def __init__(self, max_values: int = DEFAULT_MAX_VALUES, graph: bool = False) -> None:
         self.max_values = max_values
         self.graph = graph
         self.labels = StorageLabels()
@@ -275,6 +340,8 @@ class Observer:
             g = _grad_of(t)
             if g is not None:
                 grads[name] = g
+        array_spans = {name: _array_span(a) for name, a in arrays}
+        self.labels.begin_step(array_spans.values())
         members: list[tuple[str, torch.Tensor]] = tensors + [(f"{n}.grad", g) for n, g in grads.items()]
         storage_of: dict[str, str] = {}
         nbytes_of: dict[str, int] = {}
@@ -314,22 +381,27 @@ class Observer:
         events = self.saved.update(walk, describe, lambda nid: walk.leaves_behind(nid, leaf_names))
 
         records: dict[str, TensorRecord] = {}
+        position = {name: i for i, (name, _) in enumerate(tensors)}
         for name, t in tensors:
             grad_rec = None
             if name in grads:
                 grad_rec = self._record(grads[name], storage_of[f"{name}.grad"], sharing(f"{name}.grad"), None)
             rec = self._record(t, storage_of[name], sharing(name), grad_rec)
-            reached = [n for nid in reach[name] for n in names_of_node.get(nid, []) if n != name]
+            # In the order of the names, not of the set of node ids (which changes from run to run).
+            reached = {n for nid in reach[name] for n in names_of_node.get(nid, []) if n != name}
             records[name] = replace(
                 rec,
                 shares_version_with=shares_version.get(name, []),
-                reaches=list(dict.fromkeys(reached)),
+                reaches=sorted(reached, key=position.__getitem__),
                 node_id=node_id(t),
                 reach_ids=reach[name],
             )
-        spans = {name: tensor_span(t) for name, t in members if t.device.type != "meta"} if arrays else {}
+        spans = (
+            {name: tensor_span(t) for name, t in members if t.device.type != "meta" and _sizes_valid(t)}
+            if arrays
+            else {}
+        )
         array_records: dict[str, ArrayRecord] = {}
-        array_spans = {name: _array_span(a) for name, a in arrays}
         arrays_by_name = dict(arrays)
         members_by_name = dict(members)
         for name, a in arrays:
@@ -370,17 +442,24 @@ class Observer:
             st = t.untyped_storage()
         except (RuntimeError, NotImplementedError):
             return f"no-storage:{id(t)}", 0, 0
-        return self.labels.label(st), int(st.nbytes()), int(st.data_ptr())
+        return self.labels.label(st, t), int(st.nbytes()), int(st.data_ptr())
 
     def _record(self, t: torch.Tensor, storage: str, shares: list[str], grad: TensorRecord | None) -> TensorRecord:
-        d = t.detach()
+        valid = _sizes_valid(t)
         # Aliases of one view (a, a.detach(), a.data ...) are summarised once per step.
         key = (
-            (storage, t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype) if t.numel() > self.max_values else None
+            (storage, t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype)
+            if valid and t.numel() > self.max_values
+            else None
         )
-        if key is not None and key in self._memo:
+        if not valid:
+            # torch 2.1's resize_ with a negative size fails after setting it: the tensor
+            # can't even count its elements, let alone be read.
+            values, preview = None, "<not read: the tensor has a negative size (left by a failed resize_)>"
+        elif key is not None and key in self._memo:
             values, preview = self._memo[key]
         elif _fits_storage(t):
+            d = t.detach()
             try:
                 values, preview = tensor_values(d, self.max_values)
             except (RuntimeError, ValueError, TypeError, IndexError) as exc:
@@ -448,6 +527,11 @@ def _grad_fn_name(t: torch.Tensor) -> str | None:
     return type(fn).__name__ if fn is not None else None
 
 
+def _sizes_valid(t: torch.Tensor) -> bool:
+    """False for a tensor with a negative size (torch 2.1 leaves one after ``resize_(-1)``)."""
+    return all(s >= 0 for s in t.shape)
+
+
 def _fits_storage(t: torch.Tensor) -> bool:
     """True when every element of ``t`` lies inside its storage."""
     try:
@@ -456,9 +540,8 @@ def _fits_storage(t: torch.Tensor) -> bool:
         return t.device.type == "meta"
     if t.numel() == 0:
         return True
-    hi = sum(max(0, (s - 1) * st) for s, st in zip(t.shape, t.stride()))
-    lo = sum(min(0, (s - 1) * st) for s, st in zip(t.shape, t.stride()))
-    return t.storage_offset() + lo >= 0 and (t.storage_offset() + hi + 1) * t.element_size() <= nbytes
+    start, end = byte_span(t.shape, t.stride(), int(t.storage_offset()), t.element_size())
+    return start >= 0 and end <= nbytes
 
 
 def _grad_of(t: torch.Tensor) -> torch.Tensor | None:

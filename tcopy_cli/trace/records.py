@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal
 
-if TYPE_CHECKING:
-    from tcopy_cli.trace.graph import SavedEvent
+from tcopy_cli.trace.layout import byte_span
 
 
 @dataclass(frozen=True)
@@ -61,6 +60,10 @@ class TensorRecord:
             "shares_version_with": self.shares_version_with,
             "reaches": self.reaches,
         }
+
+    def byte_span(self) -> tuple[int, int]:
+        """[start, end) bytes the elements cover inside the storage."""
+        return byte_span(self.shape, self.stride, self.storage_offset, self.element_size)
 
 
 @dataclass(frozen=True)
@@ -155,12 +158,35 @@ class GraphRecord:
 
 
 @dataclass(frozen=True)
+class SavedEvent:
+    """Something that happened to a tensor autograd saved for backward."""
+
+    kind: str  # "bumped": in-place change torch will catch; "silent": changed, no version bump; "unchecked": too large
+    node: str
+    attr: str
+    tensor: str
+    saved_version: int
+    affects: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ErrorInfo:
-    """A failing statement: exception class name, message and a plain explanation."""
+    """A failing statement: exception class name, message and a plain explanation.
+
+    The run records only the type and message; the explain pass fills ``explanation``
+    and sets ``explained`` when it knows more than the message says.
+    """
 
     type: str
     message: str
-    explanation: str
+    explanation: str = ""
+    explained: bool = False
+
+    @property
+    def headline(self) -> str:
+        """``Type: first line of the message``, for one-line reports."""
+        first = self.message.splitlines()[0] if self.message else ""
+        return f"{self.type}: {first}"
 
     def to_json(self) -> dict[str, str]:
         """The JSON object for this error."""
@@ -168,8 +194,48 @@ class ErrorInfo:
 
 
 @dataclass(frozen=True)
+class CaughtInfo:
+    """An error a statement raised that a surrounding ``try`` handles (the step is ok)."""
+
+    error: ErrorInfo
+    except_line: int
+
+
+Severity = Literal["info", "warning"]
+WARNING_MARK = "⚠ "
+
+
+@dataclass(frozen=True)
+class Note:
+    """One plain-language note about a step, made by an explain rule from its facts.
+
+    ``kind`` names the rule's finding (``relation.view``, ``grad.accumulated`` ...),
+    ``tensors`` the names it is about. ``severity`` is ``warning`` for a note that
+    means wrong results or a coming failure the user may not see otherwise.
+    """
+
+    kind: str
+    severity: Severity
+    text: str
+    tensors: tuple[str, ...] = ()
+
+    @property
+    def line(self) -> str:
+        """The note as one line of text (the JSON ``notes`` entry): warnings carry a ⚠ mark."""
+        return WARNING_MARK + self.text if self.severity == "warning" else self.text
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object (an entry of ``explanations``)."""
+        return {"kind": self.kind, "severity": self.severity, "text": self.text, "tensors": list(self.tensors)}
+
+
+@dataclass(frozen=True)
 class Step:
-    """One executed statement and the state after it."""
+    """One executed statement and the state after it.
+
+    A run emits facts only (``explanations`` empty, errors unexplained); the explain
+    pass returns a copy with notes and error explanations filled in.
+    """
 
     index: int
     line: int
@@ -178,7 +244,6 @@ class Step:
     error: ErrorInfo | None
     stdout: str
     warnings: list[str]
-    notes: list[str]
     tensors: dict[str, TensorRecord]
     arrays: dict[str, ArrayRecord]
     narration: list[str] = field(default_factory=list)
@@ -187,6 +252,13 @@ class Step:
     graph: GraphRecord | None = None
     function: str | None = None
     depth: int = 0
+    caught: CaughtInfo | None = None
+    explanations: list[Note] = field(default_factory=list)
+
+    @property
+    def notes(self) -> list[str]:
+        """The notes as lines of text."""
+        return [n.line for n in self.explanations]
 
     def to_json(self) -> dict[str, Any]:
         """The ``step`` event of the JSON Lines format."""
@@ -200,11 +272,18 @@ class Step:
             "stdout": self.stdout,
             "warnings": self.warnings,
             "notes": self.notes,
+            "explanations": [n.to_json() for n in self.explanations],
             "tensors": {k: v.to_json() for k, v in self.tensors.items()},
             "arrays": {k: v.to_json() for k, v in self.arrays.items()},
             "function": self.function,
             "depth": self.depth,
         }
+
+
+def _degraded_facts() -> list[str]:
+    from tcopy_cli.trace.compat import degraded  # imports torch: only when a run starts
+
+    return degraded()
 
 
 @dataclass(frozen=True)
@@ -216,10 +295,12 @@ class RunInfo:
     device: str
     source: str
     title: str = ""
+    # What the installed torch can't give tcopy (compat.degraded); empty on current releases.
+    degraded: list[str] = field(default_factory=_degraded_facts)
 
     def to_json(self) -> dict[str, Any]:
-        """The ``start`` event."""
-        return {
+        """The ``start`` event (``degraded`` only where some fact is)."""
+        out: dict[str, Any] = {
             "event": "start",
             "format": "tcopy.jsonl/1",
             "tcopy": self.tcopy,
@@ -228,6 +309,9 @@ class RunInfo:
             "source": self.source,
             "title": self.title,
         }
+        if self.degraded:
+            out["degraded"] = self.degraded
+        return out
 
 
 @dataclass(frozen=True)

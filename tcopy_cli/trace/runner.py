@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import io
-import os
 import signal
-import sys
 import threading
 import time
 import warnings
@@ -18,13 +15,12 @@ from typing import Any
 import torch
 
 from tcopy_cli import __version__
-from tcopy_cli.errors import LimitExceeded, StopRun, TimeoutExceeded, UsageError
-from tcopy_cli.explain import Explainer
-from tcopy_cli.limits import Limits
+from tcopy_cli.errors import StopRun, TimeoutExceeded, UsageError
+from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
 from tcopy_cli.script.interp import Caught, ControlFlow, Interpreter
 from tcopy_cli.script.parse import Program
 from tcopy_cli.trace.observe import Observer, Snapshot
-from tcopy_cli.trace.records import ErrorInfo, RunInfo, RunSummary, Step
+from tcopy_cli.trace.records import CaughtInfo, ErrorInfo, RunInfo, RunSummary, Step
 
 # Seconds the hard watchdog waits past --timeout for a single C operation to return
 # before it ends the process (Python cannot interrupt code running inside torch).
@@ -38,10 +34,11 @@ class RunOptions:
     device: str = "cpu"
     limits: Limits = field(default_factory=Limits)
     keep_going: bool = False
-    max_values: int = 100
+    max_values: int = DEFAULT_MAX_VALUES
     graph: bool = False
-    hard_timeout: bool = False
-    """End the process if one torch operation outlasts --timeout by 5 s (the CLI does)."""
+    on_stuck: Callable[[str], None] | None = None
+    """Called (from the watchdog thread, with a message) if one torch operation outlasts
+    --timeout by 5 s; the command line passes a function that reports and ends the process."""
 
 
 def available_devices() -> list[str]:
@@ -95,13 +92,16 @@ def torch_session(device: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def watchdog(seconds: float, describe: Callable[[], str], hard: bool = True) -> Iterator[None]:
-    """--timeout: an interval timer interrupts Python code; a thread ends a stuck C call.
+def watchdog(
+    seconds: float, describe: Callable[[], str], on_stuck: Callable[[str], None] | None = None
+) -> Iterator[None]:
+    """--timeout: an interval timer interrupts Python code; a thread reports a stuck C call.
 
     SIGALRM raises TimeoutExceeded between Python bytecodes, which covers loops and
     everything tcopy itself does. A single torch operation running in C can't be
-    interrupted; if the process is still busy ``HARD_TIMEOUT_GRACE`` seconds later,
-    the watchdog thread writes a message to stderr and exits with status 1.
+    interrupted; if the process is still busy ``HARD_TIMEOUT_GRACE`` seconds later, the
+    watchdog thread calls ``on_stuck`` with a message (the command line reports it and
+    ends the process; the Python API passes nothing and never ends it).
     """
     if seconds <= 0:
         yield
@@ -109,22 +109,20 @@ def watchdog(seconds: float, describe: Callable[[], str], hard: bool = True) -> 
     use_signal = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
     done = threading.Event()
 
-    def hard_stop() -> None:
+    def hard_stop(report: Callable[[str], None]) -> None:
         if not done.wait(seconds + HARD_TIMEOUT_GRACE):
-            sys.stderr.write(
-                f"tcopy: timed out after {seconds:g} s (--timeout) in {describe()}; a single "
-                "operation did not return, so tcopy stopped the process.\n"
+            report(
+                f"timed out after {seconds:g} s (--timeout) in {describe()}; a single "
+                "operation did not return, so tcopy stopped the process."
             )
-            sys.stderr.flush()
-            os._exit(1)
 
-    if hard:  # only the command line may end the process; the Python API never does
-        threading.Thread(target=hard_stop, name="tcopy-watchdog", daemon=True).start()
+    if on_stuck is not None:
+        threading.Thread(target=hard_stop, args=(on_stuck,), name="tcopy-watchdog", daemon=True).start()
     previous: Any = None
     if use_signal:
 
         def on_alarm(_sig: int, _frame: Any) -> None:
-            raise TimeoutExceeded(f"the run took longer than {seconds:g} s (limit --timeout)", "timeout")
+            raise Limits(timeout=seconds).exceeded("timeout", "the run took longer than the limit")
 
         previous = signal.signal(signal.SIGALRM, on_alarm)
         signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -141,7 +139,8 @@ class Runner:
     """Executes a Program and emits a Step after every statement.
 
     It is the interpreter's StepHook: the interpreter walks blocks and loops, and
-    hands each simple statement here to be captured, observed and explained.
+    hands each simple statement here to be captured and observed. Steps carry facts
+    only; notes are added by the explain pass (see tcopy_cli.pipeline).
     """
 
     def __init__(self, program: Program, options: RunOptions, emit: Callable[[Step], None]) -> None:
@@ -152,7 +151,6 @@ class Runner:
         self.interp = Interpreter(program, options.limits, self)
         self.count = 0
         self.errors = 0
-        self.explainer = Explainer()
         self.current_node: ast.stmt | None = None
         # The statement last started, kept after its step ends: a timeout that fires while
         # tcopy reports it (observing thousands of tensors) is reported there.
@@ -197,7 +195,7 @@ class Runner:
 
             previous_sigint = signal.signal(signal.SIGINT, on_sigint)
         try:
-            with watchdog(timeout, self._where, self.options.hard_timeout):
+            with watchdog(timeout, self._where, self.options.on_stuck):
                 try:
                     self.interp.run()
                     self._flush_pending()
@@ -227,14 +225,14 @@ class Runner:
         """
         errors = self.errors
         self.program = program
-        self.interp.program = program
+        self.interp.load(program)
         self.stopped_by = None
         self._run_body()
         return self.errors - errors
 
     def close(self) -> None:
         """Drop the script's names so its tensors are freed now, not at the next GC."""
-        self.interp.ns.clear()
+        self.interp.forget()
 
     def _where(self) -> str:
         node = self.current_node
@@ -251,14 +249,13 @@ class Runner:
         on its step (status ok, with a note) and then travels on to the ``except``.
         """
         self._check_step_budget(node)
-        saved = (self.current_node, self.interp.out, self.grad_enabled)
+        saved = (self.current_node, self.grad_enabled)
         self.current_node = self.last_node = node
-        self.interp.out = out = io.StringIO()
         self.grad_enabled = torch.is_grad_enabled()
         error: BaseException | None = None
         handled_at: int | None = None
         try:
-            with warnings.catch_warnings(record=True) as caught:
+            with self.interp.capture_output() as out, warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 try:
                     action()
@@ -275,7 +272,7 @@ class Runner:
             else:
                 ok = self._finish(node, out.getvalue(), warned, error)
         finally:
-            self.current_node, self.interp.out, self.grad_enabled = saved
+            self.current_node, self.grad_enabled = saved
         if handled_at is not None and error is not None:
             raise Caught(error)
         return ok
@@ -288,23 +285,18 @@ class Runner:
         """
         self._check_deadline(node)
         self.current_node = self.last_node = node
-        # A header inside a function that a step called (print(f()) with a loop in f)
-        # hands the step's capture back afterwards, or what the step prints is lost.
-        outer_out = self.interp.out
-        self.interp.out = out = io.StringIO()
         error: BaseException | None = None
         result: Any = None
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                try:
-                    result = action()
-                except (StopRun, KeyboardInterrupt, ControlFlow):
-                    raise
-                except Exception as exc:
-                    error = exc
-        finally:
-            self.interp.out = outer_out
+        # capture_output hands the enclosing capture back afterwards: a header inside a
+        # function that a step called (print(f()) with a loop in f) loses nothing.
+        with self.interp.capture_output() as out, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                result = action()
+            except (StopRun, KeyboardInterrupt, ControlFlow):
+                raise
+            except Exception as exc:
+                error = exc
         printed, warned = out.getvalue(), [str(w.message) for w in caught]
         if error is not None and (line := self.interp.would_catch(error)) is not None:
             self._finish(node, printed, warned, None, caught=(error, line))
@@ -331,9 +323,7 @@ class Runner:
             if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
                 signal.setitimer(signal.ITIMER_REAL, 0)  # the alarm must not fire into the reporting
             self.deadline = None
-            exc = TimeoutExceeded(
-                f"the run took longer than {self.options.limits.timeout:g} s (limit --timeout)", "timeout"
-            )
+            exc = self.options.limits.exceeded("timeout", "the run took longer than the limit")
             self._emit_error(node, exc)
             self.stopped_by = "timeout"
             raise StopRun()
@@ -341,10 +331,7 @@ class Runner:
     def _check_step_budget(self, node: ast.stmt) -> None:
         self._check_deadline(node)
         if self.count >= self.options.limits.max_steps:
-            exc = LimitExceeded(
-                f"the script ran more than {self.options.limits.max_steps:,} steps (raise it with --max-steps)",
-                "max_steps",
-            )
+            exc = self.options.limits.exceeded("max_steps", "the script ran too many steps")
             self._emit_error(node, exc)
             self.stopped_by = "max_steps"
             raise StopRun()
@@ -375,13 +362,13 @@ class Runner:
         if not observe:
             snap = Snapshot({}, {}, 0, [])
         elif self.options.device == "cpu":
-            snap = self.observer.snapshot(self.interp.visible_names())
+            snap = self.observer.snapshot(self.interp.names())
         else:
             # The default-device mode routes every torch call through Python; observing
             # creates no tensors that need it, so switch it off while observing.
             torch.set_default_device(None)
             try:
-                snap = self.observer.snapshot(self.interp.visible_names())
+                snap = self.observer.snapshot(self.interp.names())
             finally:
                 torch.set_default_device(self.options.device)
         tensors, arrays, total = snap.tensors, snap.arrays, snap.total_bytes
@@ -389,53 +376,36 @@ class Runner:
         if error is None and caught is None and self.count >= limits.max_steps:
             # A statement that called a function finishes after the function's own steps,
             # which may have used up the budget meanwhile.
-            error = LimitExceeded(
-                f"the script ran more than {limits.max_steps:,} steps (raise it with --max-steps)", "max_steps"
-            )
+            error = limits.exceeded("max_steps", "the script ran too many steps")
             self.stopped_by = "max_steps"
         if error is None and total > limits.max_bytes:
-            error = LimitExceeded(
-                f"tensors now use {total:,} bytes, more than {limits.max_bytes:,} (raise it with --max-bytes)",
-                "max_bytes",
-            )
-        error_pair = None
+            error = limits.exceeded("max_bytes", f"tensors now use {total:,} bytes")
+        info = None
         if error is not None:
             message = str(error)
             if isinstance(error, KeyError):
                 message = repr(error.args[0]) if error.args else ""
-            error_pair = (type(error).__name__, message)
-        self.count += 1
-        source = self.program.statement_source(node)
-        notes, explanation = self.explainer.explain(
-            self.count, node.lineno, source, tensors, arrays, warned, self.grad_enabled, snap.saved_events, error_pair
-        )
+            info = ErrorInfo(type=type(error).__name__, message=message)
+        caught_info = None
         if caught is not None:
             exc, line = caught
-            notes.insert(
-                0,
-                f"This statement raised {type(exc).__name__}: {_first_line(str(exc))} — caught by the except at "
-                f"line {line}.",
-            )
-        self.reported += sum(map(len, notes)) + sum(map(len, warned)) + len(explanation or "")
-        self.reported += len(error_pair[1]) if error_pair is not None else 0
-        if self.interp.printed + self.reported > limits.max_output and self.stopped_by != "max_output":
-            # Notes and error messages are output too: a script that catches a huge error
-            # in a loop must not flood the report.
+            caught_info = CaughtInfo(ErrorInfo(type=type(exc).__name__, message=str(exc)), except_line=line)
+        # Notes and error messages are output too: a script that catches a huge error in
+        # a loop must not flood the report. The notes the explain pass adds quote these
+        # texts (warnings, error and caught messages), so they are what is counted.
+        self.reported += sum(map(len, warned))
+        self.reported += len(info.message) if info is not None else 0
+        self.reported += len(caught_info.error.message) if caught_info is not None else 0
+        printed = self.interp.output.printed
+        if printed + self.reported > limits.max_output and self.stopped_by != "max_output":
             self.stopped_by = "max_output"
-            error = LimitExceeded(
-                f"the run's output (printed text, notes and error messages) passed {limits.max_output:,} "
-                "characters (raise it with --max-output)",
-                "max_output",
-            )
-            error_pair = (type(error).__name__, str(error))
-            caught = None
-            notes, explanation = self.explainer.explain(
-                self.count, node.lineno, source, tensors, arrays, [], self.grad_enabled, [], error_pair
-            )
-            stdout, warned = stdout[: max(0, limits.max_output - self.interp.printed)], []
-        info = None
-        if error_pair is not None:
-            info = ErrorInfo(type=error_pair[0], message=error_pair[1], explanation=explanation or "")
+            detail = "the run's output (printed text, notes and error messages) is too long"
+            error = limits.exceeded("max_output", detail)
+            info = ErrorInfo(type=type(error).__name__, message=str(error))
+            caught_info = None
+            stdout, warned = stdout[: max(0, limits.max_output - printed + len(stdout))], []
+        self.count += 1
+        source = self.program.statement_source(node)
         record = Step(
             index=self.count,
             line=node.lineno,
@@ -444,15 +414,15 @@ class Runner:
             error=info,
             stdout=stdout,
             warnings=warned,
-            notes=notes,
             tensors=tensors,
             arrays=arrays,
             narration=_narration(self.program, node),
             grad_enabled=self.grad_enabled,
             saved_events=snap.saved_events,
             graph=snap.graph,
-            function=self.interp.call_stack[-1][0] if self.interp.call_stack else None,
-            depth=len(self.interp.call_stack),
+            function=self.interp.current_function,
+            depth=self.interp.depth,
+            caught=caught_info,
         )
         self.emit(record)
         if info is not None:
@@ -462,10 +432,6 @@ class Runner:
                 raise StopRun()
             return False
         return True
-
-
-def _first_line(text: str) -> str:
-    return text.splitlines()[0] if text else ""
 
 
 def _narration(program: Program, node: ast.stmt) -> list[str]:

@@ -16,7 +16,8 @@ from sandbox_guard import guarded, refused
 from tcopy_cli.errors import NotAllowedError
 from tcopy_cli.limits import Limits
 from tcopy_cli.script import sandbox
-from tcopy_cli.script.interp import Interpreter, _ScriptCallable
+from tcopy_cli.script.functions import ScriptCallable
+from tcopy_cli.script.interp import Interpreter
 from tcopy_cli.script.parse import parse_script
 from tcopy_cli.trace import run_source
 from tcopy_cli.trace.records import Step
@@ -114,7 +115,7 @@ def _sealed_instances() -> list[object]:
         sandbox.ScriptClass("M", torch.nn.Module, frozenset()),
         sandbox.SuperProxy(torch.nn.Module()),
         interp,
-        _ScriptCallable(interp, fn),
+        ScriptCallable(interp, fn),
     ]
 
 

@@ -17,7 +17,8 @@ from sandbox_guard import guarded
 
 from tcopy_cli.errors import ScriptRejected, TimeoutExceeded
 from tcopy_cli.limits import Limits
-from tcopy_cli.trace import observe, run_source
+from tcopy_cli.pipeline import run_source
+from tcopy_cli.trace import observe
 
 OUTSIDE_A_LOOP = [
     ("break", (1, 1)),

@@ -1,6 +1,6 @@
 """Golden files of what a user sees, with volatile fields normalised.
 
-Regenerate after an intended change with ``TCOPY_UPDATE_GOLDEN=1 pytest tests/test_render.py``
+Regenerate after an intended change with ``TCOPY_UPDATE_GOLDEN=1 pytest tests/render/test_render.py``
 and review the diff: the golden files show exactly what a user sees.
 """
 
@@ -67,6 +67,7 @@ def check_golden(name: str, actual: str) -> None:
         ("table-140.txt", ["--width", "140"]),
         ("table-only-changed.txt", ["--width", "100", "--only-changed"]),
         ("markdown.md", ["--format", "markdown"]),
+        ("json.jsonl", ["--format", "json"]),
     ],
 )
 def test_golden(name: str, args: list[str], tmp_path: Path) -> None:

@@ -9,13 +9,20 @@ import ast
 import contextlib
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import typer
 from rich.console import Console
 from rich.text import Text
 
-from tcopy_cli.errors import ScriptRejected
+from tcopy_cli.cli.app import stop_process
+from tcopy_cli.cli.options import MAX_VALUES, DeviceOpt, MaxValuesOpt, NoColorOpt, WidthOpt
+from tcopy_cli.cli.present import export, make_console
+from tcopy_cli.errors import ScriptRejected, UsageError
 from tcopy_cli.limits import Limits
-from tcopy_cli.script.parse import Program
+
+if TYPE_CHECKING:
+    from tcopy_cli.script.parse import Program
 
 HELP = """\
 Type PyTorch statements; each one runs as a step and its table prints at once.
@@ -50,19 +57,41 @@ def _save_history(path: Path) -> None:
         readline.write_history_file(path)
 
 
-def repl(console: Console, device: str, limits: Limits, max_values: int = 100) -> int:
+def repl_cmd(
+    device: DeviceOpt = "cpu",
+    max_values: MaxValuesOpt = MAX_VALUES,
+    no_color: NoColorOpt = False,
+    width: WidthOpt = None,
+    *,
+    limits: Limits,
+) -> None:
+    """An interactive prompt: each statement you type is a step, shown at once.
+
+    Commands: :vars, :graph, :reset, :export FILE, :help, :quit. Same sandbox and limits as 'run'
+    (--timeout applies to each entered statement).
+    """
+    from tcopy_cli.trace.runner import resolve_device
+
+    dev = resolve_device(device)
+    console = make_console(no_color, width, record=True)
+    raise typer.Exit(repl(console, dev, limits, max_values))
+
+
+def repl(console: Console, device: str, limits: Limits, max_values: int = MAX_VALUES) -> int:
     """Run the interactive loop; returns the exit status."""
+    from tcopy_cli.pipeline import explaining
+    from tcopy_cli.render import ViewOptions
     from tcopy_cli.render.graph import graph_tree
-    from tcopy_cli.render.table import TableOptions, TableRenderer
+    from tcopy_cli.render.table import TableRenderer
     from tcopy_cli.script.parse import parse_script
     from tcopy_cli.trace.records import Step
     from tcopy_cli.trace.runner import Runner, RunOptions, torch_session
 
     _setup_readline()
     options = RunOptions(
-        device=device, limits=limits, keep_going=True, max_values=max_values, graph=True, hard_timeout=True
+        device=device, limits=limits, keep_going=True, max_values=max_values, graph=True, on_stuck=stop_process
     )
-    renderer = TableRenderer(console, TableOptions(graph=False))
+    renderer = TableRenderer(console, ViewOptions(graph=False))
     last: list[Step] = []
 
     def emit(step: Step) -> None:
@@ -70,7 +99,7 @@ def repl(console: Console, device: str, limits: Limits, max_values: int = 100) -
         last[:] = [step]
 
     def fresh() -> Runner:
-        return Runner(parse_script("", "<repl>", limits), options, emit)
+        return Runner(parse_script("", "<repl>", limits), options, explaining(emit))
 
     runner = fresh()
     renderer.start(runner.info("<repl>"))
@@ -97,14 +126,12 @@ def repl(console: Console, device: str, limits: Limits, max_values: int = 100) -
                     console.print(HELP)
                 elif cmd == ":reset":
                     runner = fresh()
-                    renderer.previous = None
+                    renderer.forget()
                     last.clear()
                     console.print(Text("All names forgotten.", style="dim"))
                 elif cmd == ":vars":
                     if last:
-                        saved_prev, renderer.previous = renderer.previous, None
-                        console.print(renderer.render_step(last[0]))
-                        renderer.previous = saved_prev
+                        console.print(renderer.render_step(last[0], fresh=True))
                     else:
                         console.print(Text("(no steps yet)", style="dim"))
                 elif cmd == ":graph":
@@ -157,18 +184,14 @@ def _read_statement() -> str:
 
 
 def _export(console: Console, name: str) -> None:
+    """:export FILE: the session so far, kept for later exports too."""
     if not name:
         console.print(Text("usage: :export FILE (.svg, .html or .txt)", style="red"))
         return
     path = Path(name).expanduser()
     try:
-        if path.suffix.lower() == ".svg":
-            console.save_svg(str(path), title="tcopy repl", clear=False)
-        elif path.suffix.lower() in (".html", ".htm"):
-            console.save_html(str(path), clear=False)
-        else:
-            console.save_text(str(path), clear=False)
-    except OSError as exc:
-        console.print(Text(f"can't write {path}: {exc.strerror or exc}", style="red"))
+        export(console, path, "tcopy repl", clear=False)
+    except UsageError as exc:
+        console.print(Text(exc.message, style="red"))
         return
     console.print(Text(f"wrote {path}", style="dim"))

@@ -1,0 +1,132 @@
+"""The Typer app, exit statuses, and the one place errors become a short message.
+
+Every command is registered through ``guarded`` (see __init__.py): whatever goes wrong
+inside a command ends as ``tcopy: ...`` on stderr and an exit status, never as a Python
+traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from typing import Annotated, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from tcopy_cli import __version__
+from tcopy_cli.errors import TcopyError, UsageError
+
+EXIT_OK, EXIT_SCRIPT, EXIT_USAGE, EXIT_INTERRUPT = 0, 1, 2, 130
+
+app = typer.Typer(
+    name="tcopy",
+    help="Run a short PyTorch script step by step and see what each statement did to "
+    "memory, the autograd graph and the gradients.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    rich_markup_mode="rich",
+)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"tcopy {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", "-V", help="Show the version and exit.", callback=_version_callback, is_eager=True),
+    ] = False,
+) -> None:
+    """Run a short PyTorch script step by step and see what each statement did to memory,
+    the autograd graph and the gradients."""
+
+
+def stderr() -> Console:
+    """A console on stderr (NO_COLOR respected)."""
+    return Console(stderr=True, highlight=False, soft_wrap=True, no_color=bool(os.environ.get("NO_COLOR")) or None)
+
+
+def say(message: str) -> None:
+    """A ``tcopy: ...`` line on stderr that does not end the command."""
+    stderr().print("tcopy: " + message)
+
+
+def fail(message: str, code: int) -> NoReturn:
+    """``tcopy: message`` on stderr, then exit with ``code``."""
+    stderr().print(Text("tcopy: ", style="bold red") + Text(message))
+    raise typer.Exit(code)
+
+
+def quiet_stdout() -> None:
+    """After a closed pipe, point stdout at /dev/null so the final flush can't fail."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def internal_error(exc: BaseException) -> str:
+    """The message for a bug in tcopy itself."""
+    return f"internal error ({type(exc).__name__}: {exc}). This is a bug in tcopy; please report it with the script."
+
+
+F = TypeVar("F", bound=Callable[..., None])
+
+
+def guarded(command: F) -> F:
+    """Turn anything a command raises into a short message and an exit status.
+
+    UsageError exits 2; any other TcopyError and any unexpected exception exit 1;
+    Ctrl-C exits 130; a closed stdout pipe exits 0 quietly. Typer's and click's own
+    exits pass through.
+    """
+
+    @functools.wraps(command)
+    def wrapper(*args: object, **kwargs: object) -> None:
+        try:
+            command(*args, **kwargs)
+        except (typer.Exit, typer.Abort):
+            raise
+        except UsageError as exc:
+            fail(exc.message, EXIT_USAGE)
+        except TcopyError as exc:  # e.g. a limit hit between statements
+            fail(exc.message, EXIT_SCRIPT)
+        except KeyboardInterrupt:
+            quiet_stdout()
+            say("interrupted")
+            raise typer.Exit(EXIT_INTERRUPT) from None
+        except BrokenPipeError:
+            quiet_stdout()
+            raise typer.Exit(EXIT_OK) from None
+        except Exception as exc:  # a bug in tcopy itself: short message, no traceback
+            fail(internal_error(exc), EXIT_SCRIPT)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def stop_process(message: str) -> None:
+    """--timeout's last resort, called from the runner's watchdog thread: report and end the process."""
+    stream = sys.stderr
+    stream.write(f"tcopy: {message}\n")
+    stream.flush()
+    os._exit(EXIT_SCRIPT)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        quiet_stdout()
+        sys.exit(EXIT_INTERRUPT)

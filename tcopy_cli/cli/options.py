@@ -1,0 +1,170 @@
+"""Options every command shares, declared once.
+
+Each option is an ``Annotated`` alias; a command names it as a parameter type. The
+resource limits are added to every command by ``with_limits``, which replaces a ``limits``
+parameter with one option per field of ``Limits`` (same flag, help and default in every
+command) and hands the command one ``Limits`` object.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Optional, TypeVar
+
+import typer
+
+from tcopy_cli.cli.formats import OutputFormat
+from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
+
+MAX_VALUES = DEFAULT_MAX_VALUES
+"""--max-values default: list values of tensors up to this many elements."""
+
+
+FormatOpt = Annotated[
+    OutputFormat,
+    typer.Option(
+        "--format", "-f", help="table (Rich, default), json (JSON Lines, see README) or markdown.", case_sensitive=False
+    ),
+]
+NoColorOpt = Annotated[
+    bool, typer.Option("--no-color", help="No colours (also: NO_COLOR=1). FORCE_COLOR=1 forces them.")
+]
+WidthOpt = Annotated[
+    Optional[int],
+    typer.Option("--width", min=40, max=1000, help="Terminal width for tables (default: detected; 80 in a pipe)."),
+]
+DeviceOpt = Annotated[
+    str,
+    typer.Option(
+        "--device",
+        "-d",
+        help="cpu, cuda, cuda:N, mps or auto (cuda if available, else mps, else cpu). "
+        "Default device for tensor creation.",
+    ),
+]
+MaxValuesOpt = Annotated[
+    int,
+    typer.Option("--max-values", min=0, help="List values of tensors with at most N elements; summarise larger ones."),
+]
+
+# Where the script comes from (run, graph).
+ScriptArg = Annotated[
+    Optional[str],
+    typer.Argument(help="Script path, or '-' for stdin (read from stdin when piped).", show_default=False),
+]
+CodeOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "-e", "--exec", help="Run CODE given inline (statements separated by ';' or newlines).", show_default=False
+    ),
+]
+ExampleOpt = Annotated[
+    Optional[str],
+    typer.Option("--example", "-x", help="Run a shipped example by name (see 'tcopy examples').", show_default=False),
+]
+
+
+def _presenting(flag: str, help_text: str, minimum: float | None = None, show_default: bool = True) -> Any:
+    return typer.Option(flag, min=minimum, help=help_text, show_default=show_default, rich_help_panel="Presenting")
+
+
+# How a run is shown and paced (run).
+PauseOpt = Annotated[
+    bool,
+    _presenting(
+        "--pause", "In a terminal, wait after each step: Enter/Space next, b shows the script so far, q quits."
+    ),
+]
+DelayOpt = Annotated[float, _presenting("--delay", "Seconds to wait after each shown step (recorded demos).", 0)]
+StepOpt = Annotated[
+    Optional[int], _presenting("--step", "Show only step N (the whole script still runs).", 1, show_default=False)
+]
+FromOpt = Annotated[Optional[int], _presenting("--from", "Show steps from N on.", 1, show_default=False)]
+ToOpt = Annotated[Optional[int], _presenting("--to", "Show steps up to M.", 1, show_default=False)]
+ExportOpt = Annotated[
+    Optional[Path],
+    _presenting("--export", "Also record the table view to FILE (.svg, .html or .txt).", show_default=False),
+]
+TitleOpt = Annotated[Optional[str], _presenting("--title", "Title of an exported SVG/HTML.", show_default=False)]
+GraphOpt = Annotated[bool, _presenting("--graph", "After steps that change the autograd graph, draw it as a tree.")]
+DepthOpt = Annotated[
+    Optional[int],
+    _presenting(
+        "--depth",
+        "Hide steps inside script functions nested deeper than N calls (0: module level only).",
+        0,
+        show_default=False,
+    ),
+]
+MemoryOpt = Annotated[
+    bool, _presenting("--memory", "After each step, draw the storages and the bytes each name covers.")
+]
+
+
+def _limit(flag: str, minimum: float, help_text: str) -> Any:
+    return typer.Option(flag, min=minimum, help="Limit: " + help_text, rich_help_panel="Limits")
+
+
+# One alias per field of Limits; the flag is the field's name with dashes.
+MaxElementsOpt = Annotated[int, _limit("--max-elements", 1, "elements in any one tensor.")]
+MaxBytesOpt = Annotated[int, _limit("--max-bytes", 1, "bytes of all tensor storages after a step.")]
+MaxStepsOpt = Annotated[int, _limit("--max-steps", 1, "executed statements.")]
+MaxIterationsOpt = Annotated[int, _limit("--max-iterations", 1, "iterations of one loop; items a builtin may build.")]
+MaxIntBitsOpt = Annotated[int, _limit("--max-int-bits", 64, "bits of a Python integer made by **, << or *.")]
+MaxStrLenOpt = Annotated[int, _limit("--max-str-len", 1, "length of a built string or list.")]
+MaxOutputOpt = Annotated[int, _limit("--max-output", 0, "characters of output (prints, notes, errors).")]
+MaxDepthOpt = Annotated[int, _limit("--max-depth", 1, "nesting depth of expressions and blocks.")]
+MaxCallDepthOpt = Annotated[
+    int, _limit("--max-call-depth", 1, "nesting of calls to the script's own functions (recursion).")
+]
+MaxScriptBytesOpt = Annotated[int, _limit("--max-script-bytes", 1, "size of the script.")]
+TimeoutOpt = Annotated[float, _limit("--timeout", 0, "wall-clock seconds for the run (0 = none).")]
+
+LIMIT_OPTIONS: dict[str, Any] = {
+    "max_elements": MaxElementsOpt,
+    "max_bytes": MaxBytesOpt,
+    "max_steps": MaxStepsOpt,
+    "max_iterations": MaxIterationsOpt,
+    "max_int_bits": MaxIntBitsOpt,
+    "max_str_len": MaxStrLenOpt,
+    "max_output": MaxOutputOpt,
+    "max_depth": MaxDepthOpt,
+    "max_call_depth": MaxCallDepthOpt,
+    "max_script_bytes": MaxScriptBytesOpt,
+    "timeout": TimeoutOpt,
+}
+"""Every field of Limits and its option (a test checks that none is missing)."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def with_limits(command: F) -> F:
+    """Give a command every limit option; it receives them as one ``limits: Limits``."""
+    signature = inspect.signature(command, eval_str=True)
+    if "limits" not in signature.parameters:
+        raise TypeError(f"{command.__name__} needs a 'limits' parameter to use @with_limits")
+    defaults = Limits()
+    kept = [p for p in signature.parameters.values() if p.name != "limits"]
+    added = [
+        inspect.Parameter(
+            f.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=getattr(defaults, f.name),
+            annotation=LIMIT_OPTIONS[f.name],
+        )
+        for f in dataclasses.fields(Limits)
+    ]
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        limits = Limits(**{name: kwargs.pop(name) for name in LIMIT_OPTIONS})
+        return command(*args, limits=limits, **kwargs)
+
+    params = kept + added
+    wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in params}
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,179 @@
+"""``tcopy run``: run a script step by step and show every tensor after each step."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, NoReturn, Optional
+
+import typer
+
+from tcopy_cli import __version__
+from tcopy_cli.cli.app import EXIT_SCRIPT, EXIT_USAGE, fail, stop_process
+from tcopy_cli.cli.formats import OutputFormat, make_renderer
+from tcopy_cli.cli.options import (
+    MAX_VALUES,
+    CodeOpt,
+    DelayOpt,
+    DepthOpt,
+    DeviceOpt,
+    ExampleOpt,
+    ExportOpt,
+    FormatOpt,
+    FromOpt,
+    GraphOpt,
+    MaxValuesOpt,
+    MemoryOpt,
+    NoColorOpt,
+    PauseOpt,
+    ScriptArg,
+    StepOpt,
+    TitleOpt,
+    ToOpt,
+    WidthOpt,
+)
+from tcopy_cli.cli.present import Presenter, Quit, make_console, show_rejection
+from tcopy_cli.cli.source import read_source
+from tcopy_cli.errors import ScriptRejected
+from tcopy_cli.limits import Limits
+from tcopy_cli.render import ViewOptions
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What to run and how: the script (one of script, code, example) and the run's settings."""
+
+    script: Optional[str] = None
+    code: Optional[str] = None
+    example: Optional[str] = None
+    device: str = "cpu"
+    keep_going: bool = False
+    max_values: int = MAX_VALUES
+    limits: Limits = field(default_factory=Limits)
+
+    @property
+    def origin(self) -> str:
+        """The label of the script before it is read."""
+        if self.example is not None:
+            return f"example:{self.example}"
+        return self.script or ("<inline>" if self.code is not None else "-")
+
+
+def _reject(exc: ScriptRejected, source: str, origin: str, fmt: OutputFormat, device: str) -> NoReturn:
+    """A refused script: the format's refusal on stdout, the line and a caret on stderr, exit 1."""
+    import torch
+
+    from tcopy_cli.trace.records import RunInfo
+
+    info = RunInfo(tcopy=__version__, torch=torch.__version__, device=device, source=origin)
+    make_renderer(fmt, ViewOptions(), make_console(False, None)).rejected(
+        info, exc.line or 1, exc.column or 1, exc.message
+    )
+    show_rejection(exc, source)
+    raise typer.Exit(EXIT_SCRIPT)
+
+
+def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter: Presenter) -> None:
+    """Read, check and run the script, rendering each step as it happens."""
+    source, origin = "", request.origin
+    try:
+        source, origin = read_source(request.script, request.code, request.limits, request.example)
+        from tcopy_cli.script.parse import parse_script
+
+        program = parse_script(source, origin, request.limits)
+    except ScriptRejected as exc:
+        _reject(exc, source, origin, fmt, request.device)
+    from tcopy_cli.pipeline import explaining
+    from tcopy_cli.trace.records import RunSummary
+    from tcopy_cli.trace.runner import Runner, RunOptions, resolve_device
+
+    options = RunOptions(
+        device=resolve_device(request.device),
+        limits=request.limits,
+        keep_going=request.keep_going,
+        max_values=request.max_values,
+        graph=view.graph,
+        on_stuck=stop_process,
+    )
+    presenter.begin()
+    renderer = make_renderer(fmt, view, presenter.console)
+    runner = Runner(
+        program, options, explaining(lambda step: presenter.step(renderer, step, view.shows(step), program.lines))
+    )
+    renderer.start(runner.info(origin))
+    try:
+        try:
+            summary = runner.run()
+        finally:
+            runner.close()
+    except Quit:
+        summary = RunSummary(steps=runner.count, errors=runner.errors, stopped_by="quit")
+    renderer.end(summary)
+    presenter.finish(summary, program.title or origin)
+
+
+def run(
+    script: ScriptArg = None,
+    code: CodeOpt = None,
+    example: ExampleOpt = None,
+    device: DeviceOpt = "cpu",
+    fmt: FormatOpt = OutputFormat.table,
+    keep_going: Annotated[
+        bool, typer.Option("--keep-going", "-k", help="After an error step, continue with the next statement.")
+    ] = False,
+    only_changed: Annotated[
+        bool, typer.Option("--only-changed", help="Show only tensors that are new or changed in each step.")
+    ] = False,
+    watch: Annotated[
+        Optional[str],
+        typer.Option("--watch", "-w", help="Comma-separated names: show only these tensors (a,b).", show_default=False),
+    ] = None,
+    max_values: MaxValuesOpt = MAX_VALUES,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain/--no-explain", help="Show plain-language notes under each table (JSON always has them)."
+        ),
+    ] = True,
+    no_color: NoColorOpt = False,
+    width: WidthOpt = None,
+    pause: PauseOpt = False,
+    delay: DelayOpt = 0.0,
+    step: StepOpt = None,
+    from_step: FromOpt = None,
+    to_step: ToOpt = None,
+    export: ExportOpt = None,
+    title: TitleOpt = None,
+    graph: GraphOpt = False,
+    depth: DepthOpt = None,
+    memory: MemoryOpt = False,
+    *,
+    limits: Limits,
+) -> None:
+    """Run a PyTorch script statement by statement and show every tensor after each step.
+
+    Examples:
+
+      tcopy run demo.py
+
+      cat demo.py | tcopy run -
+
+      tcopy run -e "a = torch.ones(2, requires_grad=True); b = a.clone(); (b * 3).sum().backward()"
+
+      tcopy run demo.py --format json | jq 'select(.event=="step") | .tensors.a.grad'
+    """
+    if step is not None and (from_step is not None or to_step is not None):
+        fail("give either --step N or --from/--to, not both", EXIT_USAGE)
+    view = ViewOptions(
+        explain=explain,
+        only_changed=only_changed,
+        watch=tuple(w.strip() for w in watch.split(",") if w.strip()) if watch else None,
+        graph=graph,
+        memory=memory,
+        first=step if step is not None else from_step,
+        last=step if step is not None else to_step,
+        depth=depth,
+    )
+    console = make_console(no_color, width, record=export is not None)
+    presenter = Presenter(console, fmt, pause=pause, delay=delay, export_to=export, title=title)
+    request = RunRequest(script, code, example, device, keep_going, max_values, limits)
+    execute(request, fmt, view, presenter)

@@ -1,0 +1,115 @@
+"""Rules for names that kept their tensor: flags that flipped, in-place writes, NumPy aliases."""
+
+from __future__ import annotations
+
+from tcopy_cli.explain.facts import StepFacts, names_text, note
+from tcopy_cli.trace.records import Note
+
+
+def requires_grad_flip(f: StepFacts, name: str) -> list[Note]:
+    """``requires_grad_()`` on a leaf, or a tensor that stopped requiring grad."""
+    r, old = f.tensors[name], f.before[name]
+    if r.requires_grad and not old.requires_grad and r.is_leaf:
+        sharing = [n for n in r.shares_memory_with if n in f.tensors and f.tensors[n].requires_grad]
+        tail = (
+            f" It shares memory with {names_text(sharing)}, but gradients into {name} won't reach "
+            f"{names_text(sharing)}."
+            if sharing
+            else ""
+        )
+        return [
+            note(
+                "change.requires-grad-on",
+                f"{name} now requires grad: it is a leaf, and backward will fill {name}.grad.{tail}",
+                [name, *sharing],
+            )
+        ]
+    if not r.requires_grad and old.requires_grad:
+        return [
+            note(
+                "change.requires-grad-off",
+                f"{name} no longer requires grad: autograd stops tracking operations on it.",
+                [name],
+            )
+        ]
+    return []
+
+
+def joined_graph(f: StepFacts, name: str) -> list[Note]:
+    """A leaf made a non-leaf by an in-place operation with a tensor that requires grad."""
+    r, old = f.tensors[name], f.before[name]
+    if not (old.is_leaf and not r.is_leaf and r.grad_fn is not None):
+        return []
+    srcs = [n for n in r.reaches if n != name]
+    tail = f"; gradients through {name} now flow to {names_text(srcs)}." if srcs else "."
+    return [
+        note(
+            "change.joined-graph",
+            f"{name} joined the graph: an in-place operation with a tensor that requires grad made it a "
+            f"non-leaf ({r.grad_fn}){tail}",
+            [name, *srcs],
+        )
+    ]
+
+
+def untracked_write(f: StepFacts, name: str) -> list[Note]:
+    """Values that changed while the version counter stood still."""
+    r, old = f.tensors[name], f.before[name]
+    if r.version == old.version and r.values != old.values and r.values is not None and old.values is not None:
+        return [
+            note(
+                "change.untracked-write",
+                f"{name}'s values changed but its version counter did not: the write went through an alias "
+                f"with its own counter (.data, or a NumPy array on the same memory), so autograd cannot "
+                f"notice it.",
+                [name],
+            )
+        ]
+    return []
+
+
+def in_place_writes(f: StepFacts) -> list[Note]:
+    """Version counters that moved, grouped by storage and counter."""
+    groups: dict[tuple[str, int, int], list[str]] = {}
+    for name, r in f.tensors.items():
+        old = f.before.get(name)
+        if old is not None and name not in f.new_names and r.version > old.version >= 0:
+            groups.setdefault((r.storage, old.version, r.version), []).append(name)
+    out = []
+    for (storage, v0, v1), names in groups.items():
+        # Names on the storage whose own bytes were not written (values equal) only
+        # share the counter: say so, rather than claim they changed.
+        untouched = [n for n in names if f.tensors[n].values is not None and f.tensors[n].values == f.before[n].values]
+        written = [n for n in names if n not in untouched] or names
+        verb = "was" if len(written) == 1 else "were"
+        together = f" together: they share memory ({storage}) and one version counter" if len(written) > 1 else ""
+        sentence = f"{names_text(written)} {verb} changed in place (version {v0} → {v1}){together}."
+        if untouched and untouched != names:
+            one = len(untouched) == 1
+            sentence += (
+                f" {names_text(untouched)} {'shares' if one else 'share'} that version counter, so "
+                f"{'its' if one else 'their'} version moved too, but "
+                f"{'its' if one else 'their'} own bytes were not written."
+            )
+        out.append(note("change.in-place", sentence, names))
+    return out
+
+
+def numpy_aliases(f: StepFacts) -> list[Note]:
+    """A NumPy array (new, or moved to other memory) on the memory of tensors."""
+    out = []
+    arrays, before = f.step.arrays, f.state.previous_arrays
+    for name, a in arrays.items():
+        old = before.get(name)
+        tensors = [n for n in a.shares_memory_with if n not in arrays and not n.endswith(".grad")]
+        if (old is None or old.data_ptr != a.data_ptr) and tensors:
+            out.append(
+                note(
+                    "relation.numpy-array",
+                    f"{name} is a NumPy array on the memory of {names_text(tensors)}"
+                    + (f" (storage {a.storage})" if a.storage else "")
+                    + f": writes to {name} change {names_text(tensors)}, and autograd never sees them.",
+                    [name, *tensors],
+                )
+            )
+    return out

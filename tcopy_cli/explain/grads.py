@@ -1,0 +1,114 @@
+"""Rules about ``.grad``: what backward put there, accumulation, resets, corrupted results.
+
+``grad_changes`` counts backward passes per tensor across steps (ExplainState); the
+rules after it read its notes (by kind) rather than compare the records again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tcopy_cli.explain.facts import StepFacts, names_text, note
+from tcopy_cli.trace.records import Note, TensorRecord
+from tcopy_cli.trace.values import format_nested
+
+RECEIVED = ("grad.received", "grad.accumulated")
+
+
+def _subtract(new: Any, old: Any) -> Any:
+    if isinstance(new, list) and isinstance(old, list) and len(new) == len(old):
+        return [_subtract(n, o) for n, o in zip(new, old)]
+    if isinstance(new, (int, float)) and isinstance(old, (int, float)) and not isinstance(new, bool):
+        return new - old
+    return None
+
+
+def _contains_none(v: Any) -> bool:
+    return v is None or (isinstance(v, list) and any(_contains_none(x) for x in v))
+
+
+def _all_zero(v: Any) -> bool:
+    if isinstance(v, list):
+        return all(_all_zero(x) for x in v)
+    return bool(v == 0)
+
+
+def _changed(g: TensorRecord, og: TensorRecord) -> bool:
+    # Values too large to list show a change through the grad's version counter.
+    return g.values != og.values or (g.values is None and g.version != og.version)
+
+
+def grad_changes(f: StepFacts) -> list[Note]:
+    """Each tensor whose .grad was set, added to, zeroed or reset in this step."""
+    out: list[Note] = []
+    counts = f.state.backward_counts
+    for name, r in f.tensors.items():
+        old = f.before.get(name)
+        if old is None or old.object_id != r.object_id:
+            continue
+        g, og = r.grad, old.grad
+        if g is None and og is not None:
+            out.append(
+                note("grad.reset", f"{name}.grad was reset to None: the next backward starts from nothing.", [name])
+            )
+            counts[name] = 0
+        elif g is not None and og is None:
+            counts[name] = 1
+            out.append(note("grad.received", f"backward put a gradient into {name}.grad: {g.preview}.", [name]))
+        elif g is not None and og is not None and _changed(g, og):
+            if g.values is not None and _all_zero(g.values) and not _all_zero(og.values):
+                out.append(note("grad.zeroed", f"{name}.grad was zeroed in place (same memory, values now 0).", [name]))
+                counts[name] = 0
+                continue
+            n = counts.get(name, 1) + 1
+            counts[name] = n
+            inc = _subtract(g.values, og.values)
+            inc_text = f" (+{format_nested(inc)})" if inc is not None and not _contains_none(inc) else ""
+            out.append(
+                note(
+                    "grad.accumulated",
+                    f"backward added into {name}.grad: {og.preview} → {g.preview}{inc_text}. Gradients "
+                    f"accumulate: this is backward #{n} into {name}.grad since it was last reset.",
+                    [name],
+                )
+            )
+    return out
+
+
+def zero_grad_hint(f: StepFacts) -> list[Note]:
+    """Several grads reset to None at once: what zero_grad() does."""
+    if len(f.kinds("grad.reset")) < 2:
+        return []
+    return [
+        note(
+            "grad.zero-grad",
+            "Several grads were reset to None at once, as optimizer.zero_grad() and module.zero_grad() do by "
+            "default; zero_grad(set_to_none=False) zeroes them in place instead.",
+            [t for n in f.kinds("grad.reset") for t in n.tensors],
+        )
+    ]
+
+
+def corrupted_grads(f: StepFacts) -> list[Note]:
+    """Grads computed by a backward that used saved tensors changed silently in an earlier step."""
+    received = [t for n in f.notes if n.kind in RECEIVED for t in n.tensors]
+    if not received:
+        return []
+    f.state.backward_steps.append(f.step.index)
+    out = []
+    for bump in list(f.state.corrupted):
+        hit = [n for n in received if n in bump.event.affects]
+        if hit:
+            out.append(
+                note(
+                    "grad.corrupted",
+                    f"{names_text([n + '.grad' for n in hit])} "
+                    f"{'was' if len(hit) == 1 else 'were'} computed from corrupted inputs: "
+                    f"{bump.event.node} used {bump.event.tensor} as changed in step {bump.index} "
+                    f"(line {bump.line}), not the values of the forward pass.",
+                    hit,
+                    severity="warning",
+                )
+            )
+            f.state.corrupted.remove(bump)
+    return out

@@ -1,0 +1,80 @@
+"""Where a run is assembled: the trace's fact-only steps, then the explain pass.
+
+The command line and the Python API both come through here. ``NOTE_RULES`` is the
+list of note rules, in the order their notes appear under a step; to add a rule,
+write it in ``tcopy_cli/explain/`` and list it here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ParamSpec
+
+from tcopy_cli.explain.changes import (
+    in_place_writes,
+    joined_graph,
+    numpy_aliases,
+    requires_grad_flip,
+    untracked_write,
+)
+from tcopy_cli.explain.errors import caught_error, explain_step_error
+from tcopy_cli.explain.explainer import Explainer
+from tcopy_cli.explain.facts import Rule, each_kept_name, each_new_name
+from tcopy_cli.explain.grads import corrupted_grads, grad_changes, zero_grad_hint
+from tcopy_cli.explain.relations import new_memory, rebinding, same_object, shared_memory
+from tcopy_cli.explain.saved import saved_tensor_events
+from tcopy_cli.explain.torch_warnings import torch_warnings
+from tcopy_cli.trace import Trace
+from tcopy_cli.trace import run_source as run_facts
+from tcopy_cli.trace.records import Step
+
+P = ParamSpec("P")
+
+NOTE_RULES: tuple[Rule, ...] = (
+    caught_error,
+    each_new_name(same_object, shared_memory, new_memory, rebinding),
+    each_kept_name(requires_grad_flip, joined_graph, untracked_write),
+    in_place_writes,
+    numpy_aliases,
+    grad_changes,
+    zero_grad_hint,
+    corrupted_grads,
+    saved_tensor_events,
+    torch_warnings,
+)
+
+
+def explainer() -> Explainer:
+    """A fresh explain pass with every note rule (one per run: it remembers earlier steps)."""
+    return Explainer(NOTE_RULES, explain_step_error)
+
+
+def explaining(emit: Callable[[Step], None]) -> Callable[[Step], None]:
+    """Wrap a step consumer so that it receives explained steps."""
+    pass_ = explainer()
+
+    def on_step(step: Step) -> None:
+        emit(pass_.explain(step))
+
+    return on_step
+
+
+def explain_trace(trace: Trace) -> Trace:
+    """The same run with every step explained."""
+    pass_ = explainer()
+    return Trace(info=trace.info, steps=[pass_.explain(s) for s in trace.steps], summary=trace.summary)
+
+
+def _explained(run: Callable[P, Trace]) -> Callable[P, Trace]:
+    def run_source(*args: P.args, **kwargs: P.kwargs) -> Trace:
+        """Parse, validate and run a script, then explain every step (the arguments of
+        ``tcopy_cli.trace.run_source``). Raises ScriptRejected."""
+        return explain_trace(run(*args, **kwargs))
+
+    return run_source
+
+
+run_source = _explained(run_facts)
+
+
+__all__ = ["NOTE_RULES", "explain_trace", "explainer", "explaining", "run_source"]

@@ -1,0 +1,106 @@
+"""The script's builtins (len, range, print ...) and its captured output."""
+
+from __future__ import annotations
+
+import builtins as py
+import io
+from collections.abc import Callable
+from typing import Any
+
+from tcopy_cli.errors import NotAllowedError
+from tcopy_cli.script import policy
+from tcopy_cli.script.guards import Guards
+from tcopy_cli.script.sandbox import ClassProxy, SafeFunction, TypeView
+
+SIZED_BUILTINS = frozenset(
+    {"list", "tuple", "set", "sorted", "sum", "min", "max", "any", "all", "enumerate", "zip", "reversed", "dict", "map"}
+)
+"""Builtins that materialise their arguments: each is size-checked first."""
+DISPLAY_BUILTINS = frozenset({"print", "str", "type", "bool", "len"})
+"""Builtins that only display their arguments, so any storable value may be passed."""
+
+
+class Capture:
+    """``with output.capture() as buffer:`` prints inside go to ``buffer``; the previous buffer comes back after."""
+
+    __slots__ = ("buffer", "output", "saved")
+
+    def __init__(self, output: Output) -> None:
+        self.output = output
+        self.buffer = io.StringIO()
+        self.saved = output.buffer
+
+    def __enter__(self) -> io.StringIO:
+        self.saved, self.output.buffer = self.output.buffer, self.buffer
+        return self.buffer
+
+    def __exit__(self, *exc: object) -> None:
+        self.output.buffer = self.saved
+
+
+class Output:
+    """What the script prints: into the current step's buffer, bounded by --max-output."""
+
+    def __init__(self, guards: Guards) -> None:
+        self.guards = guards
+        self.buffer = io.StringIO()
+        self.printed = 0
+
+    def capture(self) -> Capture:
+        """A context that sends what is printed inside it to a fresh buffer."""
+        return Capture(self)
+
+    def print(self, *args: Any, **kwargs: Any) -> None:
+        """The script's ``print``: sep, end and flush only; never a file."""
+        unknown = set(kwargs) - {"sep", "end", "flush"}
+        if unknown:
+            name = sorted(unknown)[0]
+            if name == "file":
+                raise NotAllowedError("print(file=...) is not allowed: scripts print to tcopy's capture only")
+            raise TypeError(f"'{name}' is an invalid keyword argument for print()")
+        sep, end = kwargs.get("sep", " "), kwargs.get("end", "\n")
+        for value in (sep, end):
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"sep and end must be None or a string, not {type(value).__name__}")
+        text = (" " if sep is None else str(sep)).join(str(a) for a in args) + ("\n" if end is None else str(end))
+        self.printed += len(text)
+        self.guards.output(self.printed)
+        self.buffer.write(text)
+
+
+def make_builtins(output: Output, is_script_callable: Callable[[Any], bool]) -> dict[str, Any]:
+    """The names a script finds when its own and the module's names don't have them."""
+
+    def _type(obj: Any) -> TypeView:
+        return TypeView(type(obj))
+
+    def _enumerate(it: Any, start: int = 0) -> list[tuple[int, Any]]:
+        return list(enumerate(it, start))
+
+    def _zip(*its: Any) -> list[tuple[Any, ...]]:
+        return list(zip(*its))
+
+    def _reversed(it: Any) -> list[Any]:
+        return list(reversed(it))
+
+    def _map(fn: Any, *its: Any) -> list[Any]:
+        if not is_script_callable(fn):
+            raise NotAllowedError("map() takes only functions the script defined (def or lambda)")
+        return list(map(fn, *its))
+
+    table: dict[str, Any] = {
+        "print": SafeFunction("print", output.print),
+        "type": SafeFunction("type", _type),
+        "enumerate": SafeFunction("enumerate", _enumerate),
+        "zip": SafeFunction("zip", _zip),
+        "reversed": SafeFunction("reversed", _reversed),
+    }
+    for name in ("len", "abs", "min", "max", "sum", "round", "sorted", "any", "all", "isinstance"):
+        table[name] = SafeFunction(name, getattr(py, name))
+    for name in ("range", "float", "int", "bool", "str", "list", "tuple", "dict", "set"):
+        table[name] = ClassProxy(name, getattr(py, name))
+    for name in policy.SAFE_EXCEPTIONS:
+        table[name] = ClassProxy(name, getattr(py, name))
+    table["map"] = SafeFunction("map", _map)
+    table["super"] = SafeFunction("super", lambda: None)  # the interpreter's call handler answers super()
+    return table

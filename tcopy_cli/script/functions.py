@@ -1,0 +1,296 @@
+"""Calls: script-defined functions, lambdas and classes, the frames their calls run in, and ``on_call``."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from tcopy_cli.errors import NotAllowedError
+from tcopy_cli.script import policy
+from tcopy_cli.script.builtins import DISPLAY_BUILTINS, SIZED_BUILTINS
+from tcopy_cli.script.guards import check_argument
+from tcopy_cli.script.sandbox import (
+    ClassProxy,
+    SafeFunction,
+    ScriptClass,
+    ScriptFunction,
+    Sealed,
+    SuperProxy,
+    TypeView,
+    guard_call,
+    resolve_method,
+    type_name,
+)
+
+if TYPE_CHECKING:
+    from tcopy_cli.script.interp import Interpreter
+
+NOTHING: Any = object()
+"""No ``return`` has run yet in a frame."""
+
+
+@dataclass
+class Frame:
+    """One running call (or the module): where names bind and what the call returns.
+
+    Replaces state that was kept in parallel stacks and saved by hand: a call pushes a
+    Frame and pops it, whatever happens in between.
+    """
+
+    function: str | None
+    """The function's name; None for the module."""
+    scopes: list[dict[str, Any]] = field(default_factory=list)
+    """Local scopes, innermost last: a lambda's enclosing scopes, the call's locals, comprehensions."""
+    locals: dict[str, Any] = field(default_factory=dict)
+    """The call's own locals (shown in tables as ``function:name``)."""
+    silent: bool = False
+    """Its statements run without being reported as steps (hooks, map/sorted keys)."""
+    returned: Any = NOTHING
+    """The value of a ``return`` that ran in this frame's last step."""
+
+
+class ScriptCallable(Sealed):
+    """A script function handed to torch (a hook) or a builtin (map, sorted key).
+
+    Calling it runs the function in the interpreter; when ``silent`` no steps are
+    reported and its prints land in the step that triggered the call (e.g. the backward
+    that ran the hook).
+    """
+
+    def __init__(self, interp: Interpreter, fn: ScriptFunction, silent: bool = True) -> None:
+        self.interp = interp
+        self.fn = fn
+        self.silent = silent
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.interp.call_function(self.fn, args, kwargs, silent=self.silent)
+
+    def __repr__(self) -> str:
+        return repr(self.fn)
+
+
+def wrap_callable(interp: Interpreter, value: Any, silent: bool = True) -> Any:
+    """A script function handed to torch or a builtin becomes a callable that runs it in ``interp``."""
+    if isinstance(value, ScriptFunction):
+        return ScriptCallable(interp, value, silent)
+    return value
+
+
+def bind_arguments(fn: ScriptFunction, args: list[Any] | tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The new call's locals, as Python binds them (defaults applied)."""
+    try:
+        bound = fn.signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise TypeError(f"{fn.name}() {exc}") from None
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def make_function(interp: Interpreter, node: ast.FunctionDef | ast.Lambda, owner: str = "") -> ScriptFunction:
+    """A ScriptFunction with defaults evaluated now, as Python does."""
+    a = node.args
+    params: list[inspect.Parameter] = []
+    positional = a.posonlyargs + a.args
+    defaults = [interp.eval(d) for d in a.defaults]
+    first_default = len(positional) - len(defaults)
+    for i, arg in enumerate(positional):
+        kind = inspect.Parameter.POSITIONAL_ONLY if i < len(a.posonlyargs) else inspect.Parameter.POSITIONAL_OR_KEYWORD
+        default = defaults[i - first_default] if i >= first_default else inspect.Parameter.empty
+        params.append(inspect.Parameter(arg.arg, kind, default=default))
+    if a.vararg:
+        params.append(inspect.Parameter(a.vararg.arg, inspect.Parameter.VAR_POSITIONAL))
+    for arg, d in zip(a.kwonlyargs, a.kw_defaults):
+        default = interp.eval(d) if d is not None else inspect.Parameter.empty
+        params.append(inspect.Parameter(arg.arg, inspect.Parameter.KEYWORD_ONLY, default=default))
+    if a.kwarg:
+        params.append(inspect.Parameter(a.kwarg.arg, inspect.Parameter.VAR_KEYWORD))
+    name = node.name if isinstance(node, ast.FunctionDef) else "<lambda>"
+    if owner:
+        name = f"{owner}.{name}"
+    # Lambdas see the scopes around them; def functions see module names (and their own).
+    env = list(interp.frame.scopes) if isinstance(node, ast.Lambda) else []
+    return ScriptFunction(name, node, inspect.Signature(params), env, owner)
+
+
+def make_class(interp: Interpreter, node: ast.ClassDef) -> ScriptClass:
+    """A real nn.Module subclass whose methods run in the interpreter."""
+    base = interp.eval(node.bases[0], allow_proxy=True)
+    if not (isinstance(base, ClassProxy) and base.cls is torch.nn.Module):
+        raise NotAllowedError("a script class must derive from nn.Module")
+    methods: dict[str, Any] = {}
+    names: set[str] = set()
+    for item in node.body:
+        if isinstance(item, ast.FunctionDef):
+            if item.name != "forward" and item.name != "__init__" and hasattr(torch.nn.Module, item.name):
+                raise NotAllowedError(
+                    f"method '{item.name}' would replace nn.Module's own; only __init__ and forward may be "
+                    "defined with names nn.Module already has"
+                )
+            fn = make_function(interp, item, owner=node.name)
+
+            def method(obj: Any, *args: Any, _fn: ScriptFunction = fn, **kwargs: Any) -> Any:
+                return interp.call_function(_fn, (obj, *args), kwargs)
+
+            method.__name__ = item.name
+            methods[item.name] = method
+            names.add(item.name)
+    methods["_tcopy_methods"] = frozenset(n for n in names if n != "__init__")
+    methods["__module__"] = "tcopy_script"
+    methods["__qualname__"] = node.name
+    cls = type(node.name, (torch.nn.Module,), methods)
+    return ScriptClass(node.name, cls, frozenset(names))
+
+
+def super_of(frame: Frame) -> SuperProxy:
+    """``super()`` inside a method: the module instance that is the method's first argument."""
+    if frame.function is None or not frame.scopes or not frame.scopes[-1]:
+        raise RuntimeError("super(): no arguments")
+    first = next(iter(frame.scopes[-1].values()))
+    if not isinstance(first, torch.nn.Module):
+        raise RuntimeError("super() works only inside methods of a script class")
+    return SuperProxy(first)
+
+
+# --- calls ---------------------------------------------------------------------------
+
+
+def on_call(interp: Interpreter, node: ast.Call) -> Any:
+    """A call: script functions, classes and modules run here; builtins and torch after the guards."""
+    func = node.func
+    self_tensor: torch.Tensor | None = None
+    builtin = False
+    if isinstance(func, ast.Name):
+        target = interp.lookup(func.id)
+        if func.id == "isinstance" and target is interp.builtins.get("isinstance"):
+            return call_isinstance(interp, node)
+        if func.id == "super" and target is interp.builtins.get("super"):
+            return super_of(interp.frame)
+        if isinstance(target, (ScriptFunction, ScriptClass)) or (
+            isinstance(target, torch.nn.Module) and func.id not in interp.builtins
+        ):
+            return call_value(interp, target, *call_arguments(interp, node))
+        builtin = interp.builtins.get(func.id) is target
+        if isinstance(target, SafeFunction):
+            fn, name = target.fn, target.qualname.rsplit(".", 1)[-1]
+        elif isinstance(target, ClassProxy):
+            fn, name = target.cls, target.qualname.rsplit(".", 1)[-1]
+        else:
+            raise TypeError(f"'{type_name(target)}' object is not callable")
+    else:
+        assert isinstance(func, ast.Attribute)
+        base = interp.eval(func.value, allow_proxy=True)
+        if isinstance(base, ScriptClass):
+            raise NotAllowedError(f"attributes of {base!r} are not allowed; call the class or its instances")
+        fn = resolve_method(base, func.attr)
+        name = func.attr
+        if isinstance(base, torch.Tensor):
+            self_tensor = base
+        if isinstance(fn, torch.nn.Module):  # interp.fc(x): a submodule stored as an attribute
+            return call_value(interp, fn, *call_arguments(interp, node))
+    args, kwargs = evaluate_arguments(interp, node)
+    if name in policy.CALLABLE_TAKERS:
+        # Only script functions may be handed over; torch runs hooks inside backward,
+        # where no step can be reported, so their statements run without steps.
+        silent = name not in ("map", "sorted", "min", "max")
+        for value in list(args) + list(kwargs.values()):
+            if callable(value) and not isinstance(value, (torch.Tensor, np.ndarray)):
+                raise NotAllowedError(
+                    f"{name}() takes only functions the script defined (def or lambda), not {type_name(value)}"
+                )
+        args = [wrap_callable(interp, a, silent) for a in args]
+        kwargs = {k: wrap_callable(interp, v, silent) for k, v in kwargs.items()}
+    strict = not (builtin and name in DISPLAY_BUILTINS)
+    for value in list(args) + list(kwargs.values()):
+        if not isinstance(value, ScriptCallable):
+            check_argument(value, strict)
+    if builtin and name in SIZED_BUILTINS:
+        for value in args:
+            interp.guards.size(value)
+    size_args = args
+    if isinstance(func, ast.Attribute) and isinstance(base, ClassProxy) and args:
+        # torch.Tensor.method(t, ...) is t.method(...): check it the same way.
+        if isinstance(args[0], torch.Tensor):
+            self_tensor, size_args = args[0], args[1:]
+        base = args[0]
+    interp.guards.call(name, size_args, kwargs, self_tensor)
+    if builtin:
+        interp.guards.builtin(name, args, kwargs)
+    elif isinstance(func, ast.Attribute):
+        interp.guards.method(name, base, size_args)
+    guard_call(fn, args, kwargs, interp.limits)
+    result = fn(*args, **kwargs)
+    interp.guards.result(result)
+    return result
+
+
+def call_isinstance(interp: Interpreter, node: ast.Call) -> bool:
+    if len(node.args) != 2 or node.keywords:
+        raise TypeError(f"isinstance expected 2 arguments, got {len(node.args)}")
+    obj = interp.eval(node.args[0])
+    arg = node.args[1]
+    if isinstance(arg, ast.Tuple):
+        spec: Any = tuple(interp.eval(e, allow_proxy=True) for e in arg.elts)
+    else:
+        spec = interp.eval(arg, allow_proxy=True)
+    classes = spec if isinstance(spec, tuple) else (spec,)
+    resolved: list[type] = []
+    for c in classes:
+        if isinstance(c, (ClassProxy, TypeView, ScriptClass)):
+            resolved.append(c.cls)
+        else:
+            raise TypeError("isinstance() arg 2 must be a type or tuple of types")
+    return isinstance(obj, tuple(resolved))
+
+
+def evaluate_arguments(interp: Interpreter, node: ast.Call) -> tuple[list[Any], dict[str, Any]]:
+    """Positional and keyword arguments of a call, with *args and **kwargs expanded."""
+    args = elements(interp, node.args)
+    kwargs: dict[str, Any] = {}
+    for kw in node.keywords:
+        value = interp.eval(kw.value)
+        if kw.arg is None:
+            if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+                raise TypeError("argument after ** must be a mapping with string keys")
+            kwargs.update(value)
+        else:
+            kwargs[kw.arg] = value
+    return args, kwargs
+
+
+def call_arguments(interp: Interpreter, node: ast.Call) -> tuple[list[Any], dict[str, Any]]:
+    """Arguments for a script function, class or module: values only, no callables."""
+    args, kwargs = evaluate_arguments(interp, node)
+    for value in list(args) + list(kwargs.values()):
+        check_argument(value, True)
+    return args, kwargs
+
+
+def call_value(interp: Interpreter, target: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """Call a script function, a script class (construct) or a module instance."""
+    if isinstance(target, ScriptFunction):
+        return interp.call_function(target, args, kwargs)
+    if isinstance(target, ScriptClass):
+        result = target.cls(*args, **kwargs)
+    else:
+        result = target(*args, **kwargs)
+    interp.guards.result(result)
+    return result
+
+
+def elements(interp: Interpreter, elts: list[ast.expr]) -> list[Any]:
+    """The items of a display or of positional arguments, with ``*x`` expanded."""
+    out: list[Any] = []
+    for e in elts:
+        if isinstance(e, ast.Starred):
+            value = interp.eval(e.value)
+            interp.guards.size(value)
+            out.extend(value)
+        else:
+            out.append(interp.eval(e))
+    interp.guards.items(out)
+    return out

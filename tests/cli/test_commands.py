@@ -1,0 +1,123 @@
+"""What every command shares: help text, the limit options and their defaults, limits
+that really apply, and internal errors reported as one short line."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+
+import pytest
+import typer.main
+from typer.testing import CliRunner
+
+from tcopy_cli.cli import COMMANDS, app
+from tcopy_cli.cli.options import LIMIT_OPTIONS
+from tcopy_cli.limits import Limits
+from tcopy_cli.trace import runner as runner_module
+
+cli = CliRunner()
+LIMIT_FLAGS = {f.name: "--" + f.name.replace("_", "-") for f in dataclasses.fields(Limits)}
+
+
+def _commands() -> dict[str, typer.main.click.Command]:  # type: ignore[name-defined]
+    return typer.main.get_command(app).commands  # type: ignore[attr-defined, no-any-return]
+
+
+def test_the_app_lists_exactly_the_command_table() -> None:
+    assert list(_commands()) == list(COMMANDS)
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_every_command_has_help(command: str) -> None:
+    cmd = _commands()[command]
+    assert cmd.help and len(cmd.help.strip()) > 20
+    result = cli.invoke(app, [command, "--help"])
+    assert result.exit_code == 0 and "Usage" in result.stdout
+    for flag in LIMIT_FLAGS.values():
+        assert flag in result.stdout, (command, flag)
+
+
+def test_every_limit_has_an_option() -> None:
+    assert set(LIMIT_OPTIONS) == set(LIMIT_FLAGS)
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_every_command_accepts_every_limit_with_the_same_default(command: str) -> None:
+    defaults = Limits()
+    reference = {p.name: p for p in _commands()["run"].params}
+    params = {p.name: p for p in _commands()[command].params}
+    for name, flag in LIMIT_FLAGS.items():
+        assert name in params, (command, flag)
+        option = params[name]
+        assert option.opts == [flag]
+        assert option.default == getattr(defaults, name), (command, flag)
+        assert option.help == reference[name].help
+        assert repr(option.type) == repr(reference[name].type)  # same bounds (min=...)
+
+
+# One script per command that makes a 100-element tensor; --max-elements 2 must stop it.
+BIG = "a = torch.ones(100, requires_grad=True)"
+LIMITED = {
+    "run": (["run", "-e", BIG, "-f", "json"], None),
+    "graph": (["graph", "-e", BIG + "\nb = a * 2"], None),
+    "examples": (["examples", "clone", "--run"], None),
+    "compare": (["compare", "x.clone()", "--setup", BIG.replace("a =", "x =")], None),
+    "repl": (["repl"], BIG + "\n:quit\n"),
+}
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_limits_apply_in_every_command(command: str) -> None:
+    args, stdin = LIMITED[command]
+    free = cli.invoke(app, [*args], input=stdin)
+    limited = cli.invoke(app, [*args, "--max-elements", "2"], input=stdin)
+    assert free.exit_code == 0 and "max-elements" not in free.stdout + free.stderr
+    if command == "graph":  # the graph as it was when the error step stopped the script: empty
+        assert "MulBackward0" in free.stdout and limited.exit_code == 1 and limited.stdout == ""
+        return
+    assert "max-elements" in limited.stdout + limited.stderr, (limited.stdout, limited.stderr)
+    assert limited.exit_code == (0 if command == "repl" else 1)  # the REPL reports the error step and goes on
+
+
+INTERNAL = {
+    "run": ["run", "-e", "a = 1"],
+    "graph": ["graph", "-e", "a = 1"],
+    "examples": ["examples", "clone", "--run"],
+    "compare": ["compare", "x.clone()"],
+    "repl": ["repl"],
+}
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_internal_errors_are_one_short_line(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(spec: str) -> str:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(runner_module, "resolve_device", broken)
+    result = cli.invoke(app, INTERNAL[command], input=":quit\n")
+    assert result.exit_code == 1
+    assert isinstance(result.exception, SystemExit)
+    assert result.stderr.strip().startswith("tcopy: internal error (RuntimeError: boom)")
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_the_watchdog_reports_a_stuck_operation_through_the_callback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the caller decides what a stuck operation does: the runner reports, never exits."""
+    monkeypatch.setattr(runner_module, "HARD_TIMEOUT_GRACE", 0.05)
+    reports: list[str] = []
+
+    def stuck(on_stuck: object) -> None:  # off the main thread: no SIGALRM, only the watchdog thread
+        with runner_module.watchdog(0.05, lambda: "line 3", on_stuck):  # type: ignore[arg-type]
+            time.sleep(0.6)
+
+    worker = threading.Thread(target=stuck, args=(reports.append,))
+    worker.start()
+    worker.join()
+    assert reports == [
+        "timed out after 0.05 s (--timeout) in line 3; a single operation did not return, so tcopy stopped the process."
+    ]
+    quiet = threading.Thread(target=stuck, args=(None,))
+    quiet.start()
+    quiet.join()  # no callback: nothing reported, the process goes on
+    assert len(reports) == 1

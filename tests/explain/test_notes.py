@@ -1,0 +1,150 @@
+"""Notes come from observed facts, name the right tensors and steps, and never
+contradict what plain PyTorch does."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tcopy_cli.pipeline import run_source
+
+
+def notes_of(src: str, step: int = -1) -> list[str]:
+    return run_source(src, keep_going=True).steps[step].notes
+
+
+def joined(src: str, step: int = -1) -> str:
+    return " ".join(notes_of(src, step))
+
+
+LEAF = "a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\n"
+
+# class -> (statement, phrase that must appear, phrases that must not)
+RELATIONS = {
+    "same object": ("b = a", "same tensor object as a", ["copy"]),
+    "view in graph": ("b = a[1:]", "is a view of a", ["NOT notice"]),
+    "detached alias": ("b = a.detach()", "cut from the graph", ["NOT notice"]),
+    "untracked alias": ("b = a.data", "autograd will NOT notice", ["version counter but"]),
+    "copy in graph": ("b = a.clone()", "copy of a in new memory", ["shares"]),
+    "independent copy": ("b = a.clone().detach()", "independent copy", ["graph ("]),
+}
+
+
+@pytest.mark.parametrize("kind", list(RELATIONS))
+def test_relation_classes(kind: str) -> None:
+    stmt, must, must_not = RELATIONS[kind]
+    text = joined(LEAF + stmt)
+    assert must in text, text
+    for phrase in must_not:
+        assert phrase not in text, text
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        ("b = a.detach()", "b = torch.Tensor.detach(a)"),
+        ("b = a.clone()", "b = torch.clone(a)"),
+        ("b = a.data", "b = a.detach(); b = b.data"),
+        ("b = a.view(3)", "b = a.reshape(3)"),
+        ("b = a.clone().detach()", "b = a.detach().clone()"),
+        ("b = torch.empty_like(a).copy_(a)", "b = a.clone()"),
+    ],
+)
+def test_equivalent_spellings_get_the_same_words(one: str, other: str) -> None:
+    first = joined(LEAF + one)
+    second = notes_of(LEAF + other)
+    if one == "b = torch.empty_like(a).copy_(a)":
+        # Same relation class (a copy in the graph); only the grad_fn name differs.
+        assert "copy of a in new memory" in first and "copy of a in new memory" in " ".join(second)
+        return
+    assert first in " ".join(second), (first, second)
+
+
+def test_view_offsets_and_disjoint_views() -> None:
+    text = joined("x = torch.arange(4.0)\nhead = x[:2]\ntail = x[2:]")
+    assert "tail is a view of x" in text and "offset 2" in text
+    # head and tail share the storage but not bytes: a write to one can't change the other.
+    r = run_source("x = torch.arange(4.0)\nhead = x[:2]\ntail = x[2:]\ntail[0] = 9.0")
+    notes = " ".join(r.steps[-1].notes)
+    assert "x and tail were changed in place" in notes
+    assert "head shares that version counter" in notes and "own bytes were not written" in notes
+    assert r.steps[-1].tensors["head"].values == [0.0, 1.0]
+
+
+def test_requires_grad_after_detach_is_a_new_leaf() -> None:
+    text = joined(LEAF + "b = a.detach()\nb.requires_grad_()")
+    assert "b now requires grad" in text and "won't reach a" in text
+
+
+def test_copy_into_plain_tensor_joins_graph() -> None:
+    text = joined(LEAF + "t = torch.zeros(3)\nt.copy_(a)")
+    assert "t joined the graph" in text and "CopyBackwards" in text and "flow to a" in text
+
+
+def test_no_grad_results_have_no_history() -> None:
+    text = joined(LEAF + "with torch.no_grad():\n    y = a * 2")
+    assert "gradient tracking off" in text
+
+
+def test_gradient_accumulation_notes() -> None:
+    src = LEAF + "(a * 2).sum().backward()\n(a * 2).sum().backward()\na.grad.zero_()\na.grad = None"
+    steps = run_source(src).steps
+    assert "backward put a gradient into a.grad: [2., 2., 2.]" in " ".join(steps[1].notes)
+    second = " ".join(steps[2].notes)
+    assert "[2., 2., 2.] → [4., 4., 4.] (+[2., 2., 2.])" in second and "backward #2" in second
+    assert "zeroed in place" in " ".join(steps[3].notes)
+    assert "reset to None" in " ".join(steps[4].notes)
+
+
+def test_clone_path_accumulates_into_source() -> None:
+    steps = run_source(LEAF + "b = a.clone()\n(a + b).sum().backward()").steps
+    assert steps[-1].tensors["a"].grad.values == [2.0, 2.0, 2.0]  # two paths into a
+    assert "backward put a gradient into a.grad" in " ".join(steps[-1].notes)
+
+
+def test_rebinding_note() -> None:
+    text = joined(LEAF + "y = a * 2\nz = y * 3\ny = y + 2")
+    assert "graph" in text and "old y" in text
+    text = joined(LEAF + "a = a - 0.1")
+    assert "non-leaf" in text and "torch.no_grad()" in text
+
+
+SILENT = "silent gradient corruption"
+
+
+def test_silent_corruption_fires_for_data_write_into_saved_tensor() -> None:
+    steps = run_source(LEAF + "y = (a * a).sum()\na.data.mul_(10)\ny.backward()").steps
+    assert SILENT in " ".join(steps[2].notes) and "MulBackward0" in " ".join(steps[2].notes)
+    assert "a.grad was computed from corrupted inputs" in " ".join(steps[3].notes)
+    assert "step 3" in " ".join(steps[3].notes)
+    # and plain PyTorch indeed computes from the changed values, silently
+    a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = (a * a).sum()
+    a.data.mul_(10)
+    y.backward()
+    assert steps[3].tensors["a"].grad.values == a.grad.tolist() == [20.0, 40.0, 60.0]
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        LEAF + "y = (a * 2).sum()\nu = torch.ones(3)\nu.data.mul_(10)",  # write into an unsaved tensor
+        LEAF + "y = (a * a).sum()\nd = a.detach()\nd.mul_(10)",  # detach: torch itself catches it
+        LEAF + "y = (a * a).sum()\nz = a + 1",  # nothing changed
+        LEAF + "y = (a * 2).sum()\na.data.mul_(10)",  # a not saved (mul by a constant saves nothing of a)
+    ],
+)
+def test_silent_corruption_does_not_fire_otherwise(src: str) -> None:
+    for step in run_source(src).steps:
+        assert SILENT not in " ".join(step.notes), (step.source, step.notes)
+
+
+def test_detach_write_is_flagged_as_version_bump() -> None:
+    text = joined(LEAF + "y = (a * a).sum()\nd = a.detach()\nd.mul_(10)")
+    assert "will fail with a version error" in text
+
+
+def test_warning_notes() -> None:
+    assert "clone().detach()" in joined(LEAF + "b = torch.tensor(a)")
+    text = joined(LEAF + "b = a * 2\ng = b.grad")
+    assert "retain_grad()" in text
