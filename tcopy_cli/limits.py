@@ -17,7 +17,7 @@ class Limits:
     max_elements: int = 50_000_000
     """Elements in any one tensor (checked before allocating where the size is known)."""
     max_bytes: int = 4 * 1024**3
-    """Bytes of all tensor storages reachable from script names after a step."""
+    """Bytes of all tensor storages the script keeps alive after a step (names, sets, autograd graph)."""
     max_steps: int = 10_000
     """Executed statements in one run."""
     max_iterations: int = 100_000
@@ -27,7 +27,7 @@ class Limits:
     max_str_len: int = 1_000_000
     """Characters of a string (or items of a list/tuple) built by * or joins."""
     max_output: int = 1_000_000
-    """Characters the script may print in total."""
+    """Characters of output in total: printed text, notes, warnings and error messages."""
     max_depth: int = 100
     """Nesting depth of expressions and blocks."""
     max_call_depth: int = 50

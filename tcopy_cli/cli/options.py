@@ -116,7 +116,7 @@ MaxStepsOpt = Annotated[int, _limit("--max-steps", 1, "executed statements.")]
 MaxIterationsOpt = Annotated[int, _limit("--max-iterations", 1, "iterations of one loop; items a builtin may build.")]
 MaxIntBitsOpt = Annotated[int, _limit("--max-int-bits", 64, "bits of a Python integer made by **, << or *.")]
 MaxStrLenOpt = Annotated[int, _limit("--max-str-len", 1, "length of a built string or list.")]
-MaxOutputOpt = Annotated[int, _limit("--max-output", 0, "characters the script may print.")]
+MaxOutputOpt = Annotated[int, _limit("--max-output", 0, "characters of output (prints, notes, errors).")]
 MaxDepthOpt = Annotated[int, _limit("--max-depth", 1, "nesting depth of expressions and blocks.")]
 MaxCallDepthOpt = Annotated[
     int, _limit("--max-call-depth", 1, "nesting of calls to the script's own functions (recursion).")

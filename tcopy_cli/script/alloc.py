@@ -127,6 +127,16 @@ def estimate_numel(
     if name in _DATA_FACTORIES and args:
         return data_numel(args[0])
     size_kw = kwargs.get("size")
+    if name == "empty_strided":
+        # The memory spans the largest offset the strides reach, not just numel.
+        dims = _size_from([size_kw]) if size_kw is not None else _size_from(args[:1])
+        stride_kw = kwargs.get("stride")
+        strides = _size_from([stride_kw]) if stride_kw is not None else _size_from(args[1:2])
+        if dims is None:
+            return None
+        if strides is None or len(strides) != len(dims) or any(d <= 0 for d in dims):
+            return _prod(dims)
+        return max(_prod(dims), 1 + sum((d - 1) * abs(st) for d, st in zip(dims, strides)))
     if name in _SIZE_FACTORIES:
         if name == "Tensor" or name.endswith("Tensor"):
             # Legacy constructors allocate for int sizes, copy for data.
@@ -213,6 +223,17 @@ def estimate_numel(
         k = _as_int(rest[0]) if rest else _as_int(kwargs.get("num_samples"))
         rows = src.shape[0] if src.dim() == 2 else 1
         return None if k is None else k * rows
+    if name == "einsum":
+        return einsum_numel(args)
+    if name == "one_hot" and src is not None:
+        classes = _as_int(rest[0]) if rest else _as_int(kwargs.get("num_classes", -1))
+        if classes is None:
+            return None
+        if classes < 0:  # one class per value up to the largest
+            if not src.numel() or src.is_floating_point() or src.is_complex() or src.dtype == torch.bool:
+                return None
+            classes = int(src.max().item()) + 1
+        return src.numel() * classes
     tensors = _tensors(list(args) + list(kwargs.values()))
     if self_tensor is not None:
         tensors.insert(0, self_tensor)
@@ -225,7 +246,10 @@ def estimate_numel(
         return total
     if name in ("matmul", "mm", "bmm", "__matmul__") and len(tensors) >= 2:
         return _matmul_numel(tensors[0], tensors[1])
-    if name in ("outer", "ger", "kron", "cartesian_prod", "cdist") and len(tensors) >= 2:
+    if name == "cartesian_prod" and tensors:
+        # One row per combination of every argument, one column per argument.
+        return math.prod(t.numel() for t in tensors) * (len(tensors) if len(tensors) > 1 else 1)
+    if name in ("outer", "ger", "kron", "cdist") and len(tensors) >= 2:
         return math.prod(t.numel() for t in tensors[:2])
     if len(tensors) >= 2:
         try:
@@ -257,3 +281,53 @@ def estimate_index_numel(shape: tuple[int, ...], index: Any) -> int | None:
         return None
     rest = math.prod(shape[dims_used:]) if dims_used <= len(shape) else 1
     return max(picked) * rest
+
+
+def einsum_numel(args: Sequence[Any]) -> int | None:
+    """Elements of ``torch.einsum(equation, *operands)``'s result, from the equation.
+
+    Each output letter takes its size from the operands; ``...`` dimensions broadcast.
+    Without ``->`` the output is every letter used once, in alphabetical order.
+    """
+    if not args or not isinstance(args[0], str):
+        return None
+    operands = list(args[1:])
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = list(operands[0])
+    if not operands or not all(isinstance(t, torch.Tensor) for t in operands):
+        return None
+    lhs, arrow, rhs = args[0].replace(" ", "").partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        return None
+    sizes: dict[str, int] = {}
+    ellipses: list[list[int]] = []
+    for term, t in zip(terms, operands):
+        shape = [int(d) for d in t.shape]
+        if "..." in term:
+            head, _, tail = term.partition("...")
+            middle = len(shape) - len(head) - len(tail)
+            if middle < 0:
+                return None
+            ellipses.append(shape[len(head) : len(head) + middle])
+            letters, dims = head + tail, shape[: len(head)] + shape[len(head) + middle :]
+        else:
+            letters, dims = term, shape
+        if len(letters) != len(dims) or not all(c.isalpha() for c in letters):
+            return None
+        for c, d in zip(letters, dims):
+            sizes[c] = d if sizes.get(c, 1) == 1 else sizes[c]
+    try:
+        broadcast = _prod(broadcast_shapes(*ellipses)) if ellipses else 1
+    except RuntimeError:
+        return None
+    if arrow:
+        out = [c for c in rhs if c.isalpha()]
+        if "..." not in rhs:
+            broadcast = 1
+    else:
+        used = "".join(terms)
+        out = sorted(c for c in set(used) if c.isalpha() and used.count(c) == 1)
+    if any(c not in sizes for c in out):
+        return None
+    return _prod([sizes[c] for c in out]) * broadcast

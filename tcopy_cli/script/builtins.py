@@ -13,7 +13,7 @@ from tcopy_cli.script.guards import Guards
 from tcopy_cli.script.sandbox import ClassProxy, SafeFunction, TypeView
 
 SIZED_BUILTINS = frozenset(
-    {"list", "tuple", "sorted", "sum", "min", "max", "any", "all", "enumerate", "zip", "reversed", "dict", "map"}
+    {"list", "tuple", "set", "sorted", "sum", "min", "max", "any", "all", "enumerate", "zip", "reversed", "dict", "map"}
 )
 """Builtins that materialise their arguments: each is size-checked first."""
 DISPLAY_BUILTINS = frozenset({"print", "str", "type", "bool", "len"})

@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 from tcopy_cli.errors import NotAllowedError
 from tcopy_cli.script.functions import elements, make_function
-from tcopy_cli.script.sandbox import ClassProxy, SafeFunction, ScriptFunction, get_attribute, is_storable, type_name
+from tcopy_cli.script.sandbox import (
+    ClassProxy,
+    SafeFunction,
+    ScriptFunction,
+    check_text,
+    get_attribute,
+    is_storable,
+    type_name,
+)
 from tcopy_cli.script.statements import assign
 
 if TYPE_CHECKING:
@@ -149,11 +157,15 @@ def on_ifexp(interp: Interpreter, node: ast.IfExp) -> Any:
 
 def on_joinedstr(interp: Interpreter, node: ast.JoinedStr) -> str:
     parts: list[str] = []
+    total = 0
     for value in node.values:
         if isinstance(value, ast.Constant):
             parts.append(str(value.value))
         elif isinstance(value, ast.FormattedValue):
             parts.append(format_value(interp, value))
+        total += len(parts[-1]) if parts else 0
+        if total > interp.limits.max_str_len:  # checked per field: each may be near the limit
+            raise interp.limits.exceeded("max_str_len", "the formatted string is too long")
     text = "".join(parts)
     interp.guards.text(text, "the formatted string is too long")
     return text
@@ -161,6 +173,7 @@ def on_joinedstr(interp: Interpreter, node: ast.JoinedStr) -> str:
 
 def format_value(interp: Interpreter, node: ast.FormattedValue) -> str:
     value = interp.eval(node.value)
+    check_text(value)
     interp.guards.formatted(value)
     if node.conversion == ord("r"):
         value = repr(value)

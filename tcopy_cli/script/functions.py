@@ -19,8 +19,10 @@ from tcopy_cli.script.sandbox import (
     SafeFunction,
     ScriptClass,
     ScriptFunction,
+    Sealed,
     SuperProxy,
     TypeView,
+    guard_call,
     resolve_method,
     type_name,
 )
@@ -52,7 +54,7 @@ class Frame:
     """The value of a ``return`` that ran in this frame's last step."""
 
 
-class ScriptCallable:
+class ScriptCallable(Sealed):
     """A script function handed to torch (a hook) or a builtin (map, sorted key).
 
     Calling it runs the function in the interpreter; when ``silent`` no steps are
@@ -220,6 +222,7 @@ def on_call(interp: Interpreter, node: ast.Call) -> Any:
         interp.guards.builtin(name, args, kwargs)
     elif isinstance(func, ast.Attribute):
         interp.guards.method(name, base, size_args)
+    guard_call(fn, args, kwargs, interp.limits)
     result = fn(*args, **kwargs)
     interp.guards.result(result)
     return result

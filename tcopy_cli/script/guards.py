@@ -21,7 +21,7 @@ import torch
 from tcopy_cli.errors import NotAllowedError
 from tcopy_cli.limits import Limits
 from tcopy_cli.script import alloc
-from tcopy_cli.script.sandbox import is_passable, is_storable, type_name
+from tcopy_cli.script.sandbox import check_value, type_name
 
 Guard = Callable[[Limits, Any, Any], None]
 """Checks ``left OP right`` before it is computed; raises if the result would be too large."""
@@ -291,7 +291,7 @@ class Guards:
             if result.numel() > lim.max_elements:
                 raise lim.exceeded("max_elements", f"the result has {result.numel():,} elements")
         elif isinstance(result, np.ndarray):
-            if result.dtype.kind == "O":
+            if result.dtype.hasobject:
                 raise NotAllowedError("NumPy arrays of Python objects are not allowed (dtype=object)")
             if result.size > lim.max_elements:
                 raise lim.exceeded("max_elements", f"the result has {result.size:,} elements")
@@ -303,16 +303,9 @@ class Guards:
                     raise lim.exceeded("max_elements", f"the result has {item.numel():,} elements")
 
 
-def check_argument(value: Any, strict: bool, depth: int = 0) -> None:
-    """A value passed to a call: data only (``strict``: nothing callable either)."""
-    if not (is_passable(value) if strict else is_storable(value)):
-        raise NotAllowedError(f"{type_name(value)} can't be passed as an argument")
-    if depth < 3 and isinstance(value, (list, tuple)) and len(value) <= 1000:
-        for item in value:
-            check_argument(item, strict, depth + 1)
-    if isinstance(value, dict) and depth < 3:
-        for item in value.values():
-            check_argument(item, strict, depth + 1)
+def check_argument(value: Any, strict: bool) -> None:
+    """A value passed to a call: data only (``strict``: nothing callable either), at any depth."""
+    check_value(value, strict)
 
 
 def check_container(base: Any) -> None:

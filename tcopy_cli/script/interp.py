@@ -33,6 +33,7 @@ from tcopy_cli.script.sandbox import (
     ModuleProxy,
     SafeFunction,
     ScriptFunction,
+    Sealed,
     build_all_modules,
     is_context_manager,
     is_storable,
@@ -80,7 +81,7 @@ _END = object()
 """What ``next`` gives a for loop when its iterator is exhausted."""
 
 
-class Interpreter:
+class Interpreter(Sealed):
     """Evaluates one Program; the module namespace persists across statements and runs."""
 
     def __init__(self, program: Program, limits: Limits, hook: StepHook) -> None:

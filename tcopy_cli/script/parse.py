@@ -145,6 +145,9 @@ class _Validator(ast.NodeVisitor):
         self.depth = 0
         self.in_function = 0
         self.in_class = 0
+        # Loops around the node being checked, within its own function (a def or lambda
+        # starts again at 0: 'break' can't leave a function).
+        self.in_loop = 0
         self.where: tuple[int, int] = (1, 0)
 
     def reject(self, node: ast.AST, message: str) -> ScriptRejected:
@@ -254,7 +257,9 @@ class _Validator(ast.NodeVisitor):
             raise self.reject(node, f"function names starting with '_' are not allowed: '{node.name}'")
         self._check_arguments(node.args)
         self.in_function += 1
+        saved_loop, self.in_loop = self.in_loop, 0
         self.generic_visit(node)
+        self.in_loop = saved_loop
         self.in_function -= 1
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
@@ -317,7 +322,30 @@ class _Validator(ast.NodeVisitor):
     def visit_For(self, node: ast.For) -> None:
         if not _simple_target(node.target):
             raise self.reject(node, "a for loop may only bind names (for i in ..., for a, b in ...)")
-        self.generic_visit(node)
+        self._visit_loop(node)
+
+    def visit_While(self, node: ast.While) -> None:
+        self._visit_loop(node)
+
+    def _visit_loop(self, node: ast.For | ast.While) -> None:
+        # The body is inside the loop; its 'else' block is not, so it is checked apart.
+        orelse, node.orelse = node.orelse, []
+        self.in_loop += 1
+        try:
+            self.generic_visit(node)
+        finally:
+            node.orelse = orelse
+            self.in_loop -= 1
+        for stmt in orelse:
+            self.visit(stmt)
+
+    def visit_Break(self, node: ast.Break) -> None:
+        if not self.in_loop:
+            raise self.reject(node, "'break' outside a loop")
+
+    def visit_Continue(self, node: ast.Continue) -> None:
+        if not self.in_loop:
+            raise self.reject(node, "'continue' outside a loop")
 
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:

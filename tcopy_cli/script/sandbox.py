@@ -18,10 +18,38 @@ import numpy as np
 import torch
 
 from tcopy_cli.errors import NotAllowedError
-from tcopy_cli.script import policy
+from tcopy_cli.limits import Limits
+from tcopy_cli.script import alloc, policy
 
 
-class ModuleProxy:
+class Sealed:
+    """tcopy's own objects: a script can't copy or pickle them.
+
+    ``copy``/``deepcopy`` of a value that holds one (a tensor with a hook, a module
+    whose hook closes over the interpreter) would otherwise copy tcopy's interpreter,
+    its limits and its allow-list tables into the script's hands.
+    """
+
+    def _refuse(self, what: str) -> NotAllowedError:
+        return NotAllowedError(f"{type(self).__name__} belongs to tcopy and can't be {what}")
+
+    def __copy__(self) -> Any:
+        raise self._refuse("copied")
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        raise self._refuse("copied")
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise self._refuse("pickled")
+
+    def __reduce__(self) -> Any:
+        raise self._refuse("pickled")
+
+    def __getstate__(self) -> Any:
+        raise self._refuse("pickled")
+
+
+class ModuleProxy(Sealed):
     """What ``import torch`` (or copy, math, torch.cuda ...) binds in a script."""
 
     def __init__(self, name: str, members: dict[str, Any]) -> None:
@@ -32,7 +60,7 @@ class ModuleProxy:
         return f"<module '{self.name}'>"
 
 
-class SafeFunction:
+class SafeFunction(Sealed):
     """A function a script may call (torch.ones, print, copy.deepcopy ...)."""
 
     def __init__(self, qualname: str, fn: Callable[..., Any]) -> None:
@@ -43,7 +71,7 @@ class SafeFunction:
         return f"<function {self.qualname}>"
 
 
-class ClassProxy:
+class ClassProxy(Sealed):
     """A class a script may call or use in isinstance (torch.Tensor, int, torch.device)."""
 
     def __init__(self, qualname: str, cls: type, methods: frozenset[str] = frozenset()) -> None:
@@ -55,7 +83,7 @@ class ClassProxy:
         return f"<class '{self.qualname}'>"
 
 
-class TypeView:
+class TypeView(Sealed):
     """What ``type(x)`` returns: printable and comparable, not callable."""
 
     def __init__(self, cls: type) -> None:
@@ -155,7 +183,7 @@ def build_numpy_proxy() -> ModuleProxy:
     return ModuleProxy("numpy", members)
 
 
-class ScriptFunction:
+class ScriptFunction(Sealed):
     """A function or lambda the script defined; only tcopy's interpreter runs its body."""
 
     def __init__(
@@ -171,7 +199,7 @@ class ScriptFunction:
         return f"<function {self.name}>"
 
 
-class ScriptClass:
+class ScriptClass(Sealed):
     """A script-defined subclass of nn.Module (the real class stays inside the sandbox)."""
 
     def __init__(self, name: str, cls: type, methods: frozenset[str]) -> None:
@@ -183,7 +211,7 @@ class ScriptClass:
         return f"<class '{self.name}'>"
 
 
-class SuperProxy:
+class SuperProxy(Sealed):
     """What ``super()`` gives inside a method: only ``__init__`` and nn.Module methods."""
 
     def __init__(self, obj: Any) -> None:
@@ -204,7 +232,10 @@ def build_modules() -> dict[str, ModuleProxy]:
         "torch": build_torch_proxy(),
         "copy": ModuleProxy(
             "copy",
-            {"copy": SafeFunction("copy.copy", copy.copy), "deepcopy": SafeFunction("copy.deepcopy", copy.deepcopy)},
+            {
+                "copy": SafeFunction("copy.copy", script_copy),
+                "deepcopy": SafeFunction("copy.deepcopy", script_deepcopy),
+            },
         ),
         "math": ModuleProxy("math", math_members),
     }
@@ -436,3 +467,189 @@ def is_passable(value: Any) -> bool:
     return is_storable(value) and not (
         callable(value) and not isinstance(value, (torch.Tensor, np.ndarray, torch.nn.Module))
     )
+
+
+# --- defence in depth: checks made just before a call runs ---------------------------
+
+
+def script_copy(x: Any, *rest: Any, **kwargs: Any) -> Any:
+    """``copy.copy(x)``: one value, nothing else."""
+    if rest or kwargs:
+        raise NotAllowedError("copy.copy() takes exactly one value here: copy.copy(x)")
+    check_value(x, strict=False)
+    return copy.copy(x)
+
+
+def script_deepcopy(x: Any, *rest: Any, **kwargs: Any) -> Any:
+    """``copy.deepcopy(x)`` without a memo: a memo dict would keep every object deepcopy
+    visits, handing the script the originals of whatever it copied."""
+    if rest or kwargs:
+        raise NotAllowedError(
+            "copy.deepcopy(x, memo) is not allowed: the memo would hand the script every object deepcopy "
+            "visits; call copy.deepcopy(x)"
+        )
+    check_value(x, strict=False)
+    return copy.deepcopy(x)
+
+
+_PLAIN_TYPES = frozenset({int, float, bool, str, complex, type(None), bytes, type(Ellipsis)})
+
+
+def check_value(value: Any, strict: bool, what: str = "passed as an argument") -> None:
+    """Refuse ``value`` if it, or any item of any container in it at any depth, is a
+    value the script may not hold (``strict``: may not pass to code that could call it).
+
+    Keys of dicts and members of sets count too. Each container is visited once, so
+    cycles and shared items cost nothing extra.
+    """
+    stack = [value]
+    seen: set[int] = set()
+    while stack:
+        v = stack.pop()
+        if type(v) in _PLAIN_TYPES:
+            continue
+        if not (is_passable(v) if strict else is_storable(v)):
+            raise NotAllowedError(f"{type_name(v)} can't be {what}")
+        if isinstance(v, (list, tuple, set, frozenset, dict)) and not isinstance(v, torch.Size):
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            if isinstance(v, dict):
+                stack.extend(v.keys())
+                stack.extend(v.values())
+            else:
+                stack.extend(v)
+
+
+def check_text(value: Any) -> None:
+    """Only values a script may hold may be turned into text (f-strings, str, %)."""
+    check_value(value, strict=False, what="shown as text")
+
+
+# dtype's position among the positional arguments of NumPy calls that take one.
+_NUMPY_DTYPE_POSITION = {
+    "array": 1,
+    "asarray": 1,
+    "zeros": 1,
+    "ones": 1,
+    "empty": 1,
+    "full": 2,
+    "ndarray": 1,
+    "astype": 0,
+    "arange": 3,
+    "linspace": 5,
+    "sum": 2,
+    "mean": 2,
+}
+_NDARRAY_RAW_ARGUMENTS = ("buffer", "offset", "strides")
+
+
+def _numpy_dtype(spec: Any) -> np.dtype[Any] | None:
+    if spec is None:
+        return None
+    try:
+        dtype: np.dtype[Any] = np.dtype(spec)
+        return dtype
+    except (TypeError, ValueError, SyntaxError):
+        return None
+
+
+def _is_numpy_call(fn: Any, owner: Any) -> bool:
+    return fn is np.ndarray or isinstance(owner, np.ndarray) or str(getattr(fn, "__module__", "")).startswith("numpy")
+
+
+def _check_numpy_call(fn: Any, name: str, owner: Any, args: list[Any], kwargs: dict[str, Any], limits: Limits) -> None:
+    if fn is np.ndarray:
+        raw = [k for k in _NDARRAY_RAW_ARGUMENTS if k in kwargs]
+        if raw or len(args) > 2:
+            raise NotAllowedError(
+                "np.ndarray(...) with buffer=, offset= or strides= is not allowed: it reads raw memory; "
+                "use np.zeros(shape) or np.array(data)"
+            )
+    position = _NUMPY_DTYPE_POSITION.get(name)
+    spec = kwargs.get("dtype")
+    if spec is None and position is not None and len(args) > position:
+        spec = args[position]
+    dtype = _numpy_dtype(spec)
+    if dtype is not None and dtype.hasobject:
+        raise NotAllowedError(
+            f"NumPy dtype {dtype} holds Python objects; arrays of objects (dtype=object, or a field of type 'O') "
+            "are not allowed"
+        )
+    if dtype is None:
+        return
+    if name == "astype" and isinstance(owner, np.ndarray):
+        numel: int | None = int(owner.size)
+    elif fn is np.ndarray:
+        dims = alloc._size_from([kwargs["shape"]] if "shape" in kwargs else args[:1])
+        numel = alloc._prod(dims) if dims is not None else None
+    else:
+        numel = alloc.estimate_numel(name, args, kwargs)
+    if numel is not None and numel * dtype.itemsize > limits.max_bytes:
+        raise limits.exceeded(
+            "max_bytes",
+            f"{name}() would allocate {numel * dtype.itemsize:,} bytes ({numel:,} items of {dtype.itemsize:,} bytes)",
+        )
+
+
+def _foreign_buffer(a: np.ndarray) -> str | None:
+    """Why torch must not share ``a``'s memory, or None when it may."""
+    if not a.flags.writeable:
+        return "it is read-only"
+    base: Any = a
+    while isinstance(base, np.ndarray) and not base.flags.owndata:
+        base = base.base
+    if isinstance(base, (np.ndarray, torch.Tensor)):
+        return None
+    return "its memory belongs to another object"
+
+
+_SHARING_FROM_NUMPY = frozenset({"from_numpy", "as_tensor", "asarray"})
+
+
+def guard_call(fn: Any, args: list[Any], kwargs: dict[str, Any], limits: Limits) -> None:
+    """Refusals that depend on the callee and its arguments, checked just before the call.
+
+    Raw-memory routes: ``np.ndarray(buffer=...)``, object dtypes, torch sharing a
+    read-only or foreign NumPy buffer, and ``resize_`` of a storage that can't grow
+    (PyTorch then leaves the tensor's sizes past its memory, and ``clone()`` reads the heap).
+    """
+    owner = getattr(fn, "__self__", None)
+    name = getattr(fn, "__name__", "") or ""
+    if _is_numpy_call(fn, owner):
+        _check_numpy_call(fn, name, owner, args, kwargs, limits)
+        return
+    if name in _SHARING_FROM_NUMPY and not isinstance(owner, torch.Tensor):
+        for value in [*args[:1], kwargs.get("obj"), kwargs.get("ndarray")]:
+            if isinstance(value, np.ndarray):
+                if value.dtype.hasobject:
+                    raise NotAllowedError("NumPy arrays of Python objects are not allowed (dtype=object)")
+                reason = _foreign_buffer(value)
+                if reason is not None:
+                    raise NotAllowedError(f"torch.{name}() can't share this NumPy array's memory: {reason}")
+    if name in ("resize_", "resize_as_"):
+        target = owner if isinstance(owner, torch.Tensor) else (args[0] if args else None)
+        if isinstance(target, torch.Tensor):
+            try:
+                resizable = target.untyped_storage().resizable()
+            except (RuntimeError, NotImplementedError):
+                resizable = False
+            if not resizable:
+                raise NotAllowedError(
+                    f".{name}() on a tensor whose memory can't grow (it belongs to a NumPy array or "
+                    "another owner) is not allowed: a failed resize leaves the tensor pointing past its memory"
+                )
+
+
+def check_store(base: Any, index: Any, value: Any, limits: Limits) -> None:
+    """``base[index] = value``: a slice assignment may grow a list past the limit."""
+    if not (isinstance(base, list) and isinstance(index, slice)):
+        return
+    try:
+        added = len(value)
+    except TypeError:
+        return
+    removed = len(range(*index.indices(len(base))))
+    size = len(base) - removed + added
+    if size > limits.max_str_len:
+        raise limits.exceeded("max_str_len", f"the list would grow to {size:,} items")

@@ -13,7 +13,14 @@ from tcopy_cli.errors import NotAllowedError, TcopyError
 from tcopy_cli.script import policy
 from tcopy_cli.script.functions import make_class, make_function
 from tcopy_cli.script.guards import check_container
-from tcopy_cli.script.sandbox import ClassProxy, get_attribute, is_storable, set_attribute, type_name
+from tcopy_cli.script.sandbox import (
+    ClassProxy,
+    check_store,
+    get_attribute,
+    is_storable,
+    set_attribute,
+    type_name,
+)
 
 if TYPE_CHECKING:
     from tcopy_cli.script.interp import Interpreter
@@ -47,7 +54,9 @@ def on_augassign(interp: Interpreter, stmt: ast.AugAssign) -> None:
         idx = interp.eval(target.slice)
         cur = base[idx]
         rhs = interp.eval(stmt.value)
-        base[idx] = interp.guards.binop(stmt.op, cur, rhs, in_place=True)
+        new = interp.guards.binop(stmt.op, cur, rhs, in_place=True)
+        check_store(base, idx, new, interp.limits)
+        base[idx] = new
     elif isinstance(target, ast.Attribute):
         base = interp.eval(target.value)
         cur = get_attribute(base, target.attr)
@@ -127,7 +136,9 @@ def assign(interp: Interpreter, target: ast.expr, value: Any) -> None:
         check_container(base)
         if not is_storable(value):
             raise NotAllowedError(f"{type_name(value)} can't be stored")
-        base[interp.eval(target.slice)] = value
+        index = interp.eval(target.slice)
+        check_store(base, index, value, interp.limits)
+        base[index] = value
     else:  # pragma: no cover
         raise NotAllowedError(f"can't assign to {type(target).__name__}")
 

@@ -36,6 +36,9 @@ PREVIEW_ITEMS = 6
 _MAX_CONTAINER_ITEMS = 1000
 _MAX_CONTAINER_DEPTH = 3
 _VISIT_BUDGET = 5_000
+# Items looked at per step when counting bytes that no record lists (tensors in sets).
+_BYTE_COUNT_BUDGET = 100_000
+_SCALAR_TYPES = frozenset({int, float, bool, str, complex, type(None)})
 
 
 def _storage_key(t: torch.Tensor) -> int | None:
@@ -429,6 +432,7 @@ class Observer:
         total = sum(nbytes_of.values()) + sum(
             a.nbytes for name, a in arrays if array_records[name].storage is None and a.base is None
         )
+        total += _unlisted_bytes(ns, walk, _storage_ptrs(members))
         graph = build_graph(walk, tensors, self.saved) if self.graph else None
         return Snapshot(records, array_records, total, events, graph)
 
@@ -545,3 +549,85 @@ def _grad_of(t: torch.Tensor) -> torch.Tensor | None:
     if safe_is_leaf(t) or t.retains_grad:
         return t.grad
     return None
+
+
+def _storage_ptrs(members: list[tuple[str, torch.Tensor]]) -> set[int]:
+    ptrs: set[int] = set()
+    for _, t in members:
+        try:
+            ptrs.add(int(t.untyped_storage().data_ptr()))
+        except (RuntimeError, NotImplementedError):
+            continue
+    return ptrs
+
+
+_SAVED_ATTRS: dict[type, list[str]] = {}
+
+
+def _saved_tensors(node: Any) -> list[torch.Tensor]:
+    """The tensors a graph node saved for backward (none once backward freed them)."""
+    cls = type(node)
+    if cls not in _SAVED_ATTRS:
+        _SAVED_ATTRS[cls] = [a for a in dir(node) if a.startswith("_saved_")]
+    out: list[torch.Tensor] = []
+    for attr in _SAVED_ATTRS[cls]:
+        try:
+            value = getattr(node, attr)
+        except RuntimeError:  # freed by backward, or changed in place
+            continue
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(item, torch.Tensor):
+                out.append(item)
+    return out
+
+
+def _unlisted_bytes(ns: dict[str, Any], walk: GraphWalk, counted: set[int]) -> int:
+    """Bytes of storages the script keeps alive that no record lists, for --max-bytes.
+
+    Tensors in sets, or past the items the records show of a long list, anywhere in the
+    script's containers; and tensors the autograd graph holds: saved for backward, or
+    leaves behind it. ``counted`` holds the data pointers of storages already in the total.
+    """
+    extra: dict[int, int] = {}
+
+    def add(t: torch.Tensor) -> None:
+        try:
+            st = t.untyped_storage()
+            ptr, nbytes = int(st.data_ptr()), int(st.nbytes())
+        except (RuntimeError, NotImplementedError):
+            return
+        if ptr not in counted:
+            extra[ptr] = max(extra.get(ptr, 0), nbytes)
+
+    stack: list[Any] = list(ns.values())
+    seen: set[int] = set()
+    budget = _BYTE_COUNT_BUDGET
+    while stack and budget > 0:
+        value = stack.pop()
+        budget -= 1
+        if isinstance(value, torch.Tensor):
+            add(value)  # counted once: storages already in the total are skipped
+            grad = _grad_of(value)
+            if grad is not None:
+                add(grad)
+            continue
+        if isinstance(value, (list, tuple, dict, set, frozenset)) and not isinstance(value, torch.Size):
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
+            items = value.values() if isinstance(value, dict) else value
+            # Numbers and strings hold no tensor: a container of only those is passed over
+            # at C speed.
+            if _SCALAR_TYPES.issuperset(map(type, items)):
+                continue
+            stack.extend(item for item in items if type(item) not in _SCALAR_TYPES)
+    for node in walk.nodes.values():
+        variable = getattr(node, "variable", None)
+        if isinstance(variable, torch.Tensor):
+            add(variable)
+            grad = _grad_of(variable)
+            if grad is not None:
+                add(grad)
+        for t in _saved_tensors(node):
+            add(t)
+    return sum(extra.values())

@@ -19,7 +19,7 @@ from tcopy_cli.errors import StopRun, TimeoutExceeded, UsageError
 from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
 from tcopy_cli.script.interp import Caught, ControlFlow, Interpreter
 from tcopy_cli.script.parse import Program
-from tcopy_cli.trace.observe import Observer
+from tcopy_cli.trace.observe import Observer, Snapshot
 from tcopy_cli.trace.records import CaughtInfo, ErrorInfo, RunInfo, RunSummary, Step
 
 # Seconds the hard watchdog waits past --timeout for a single C operation to return
@@ -152,6 +152,12 @@ class Runner:
         self.count = 0
         self.errors = 0
         self.current_node: ast.stmt | None = None
+        # The statement last started, kept after its step ends: a timeout that fires while
+        # tcopy reports it (observing thousands of tensors) is reported there.
+        self.last_node: ast.stmt | None = None
+        # Characters of notes, warnings and error messages reported so far (--max-output
+        # counts them with what the script printed).
+        self.reported = 0
         self.stopped_by: str | None = None
         self.grad_enabled = True
         self.deadline: float | None = None
@@ -196,10 +202,17 @@ class Runner:
                 except StopRun:
                     pass
         except TimeoutExceeded as exc:
-            # Raised outside a statement (between steps, while the run was already ending,
-            # or as the watchdog disarms): report it once, on the current statement.
-            if self.stopped_by is None and self.current_node is not None:
-                self._emit_error(self.current_node, exc)
+            # Raised outside a statement (between steps, while tcopy reported one, while
+            # the run was already ending, or as the watchdog disarms): report it once, on
+            # the statement it interrupted. A run that timed out never ends "ok".
+            node = self.current_node or self.last_node
+            if self.stopped_by is None:
+                if node is not None:
+                    # No time is left to observe the namespace again (that may be what
+                    # ran out of time): the error step carries no tensor records.
+                    self._emit_error(node, exc, observe=False)
+                else:
+                    self.errors += 1
             self.stopped_by = "timeout"
         finally:
             if on_main:
@@ -237,7 +250,7 @@ class Runner:
         """
         self._check_step_budget(node)
         saved = (self.current_node, self.grad_enabled)
-        self.current_node = node
+        self.current_node = self.last_node = node
         self.grad_enabled = torch.is_grad_enabled()
         error: BaseException | None = None
         handled_at: int | None = None
@@ -271,9 +284,11 @@ class Runner:
         reported on a step of its own if no step follows), so nothing is lost.
         """
         self._check_deadline(node)
-        self.current_node = node
+        self.current_node = self.last_node = node
         error: BaseException | None = None
         result: Any = None
+        # capture_output hands the enclosing capture back afterwards: a header inside a
+        # function that a step called (print(f()) with a loop in f) loses nothing.
         with self.interp.capture_output() as out, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
@@ -321,8 +336,8 @@ class Runner:
             self.stopped_by = "max_steps"
             raise StopRun()
 
-    def _emit_error(self, node: ast.stmt, exc: BaseException) -> None:
-        self._finish(node, "", [], exc, stop=False)
+    def _emit_error(self, node: ast.stmt, exc: BaseException, observe: bool = True) -> None:
+        self._finish(node, "", [], exc, stop=False, observe=observe)
 
     def _flush_pending(self) -> None:
         """Header output with no step after it becomes a step of the header."""
@@ -338,12 +353,15 @@ class Runner:
         error: BaseException | None,
         stop: bool = True,
         caught: tuple[BaseException, int] | None = None,
+        observe: bool = True,
     ) -> bool:
         _, pending_out, pending_warn = self.pending
         if pending_out or pending_warn:
             stdout, warned = pending_out + stdout, pending_warn + warned
             self.pending = (None, "", [])
-        if self.options.device == "cpu":
+        if not observe:
+            snap = Snapshot({}, {}, 0, [])
+        elif self.options.device == "cpu":
             snap = self.observer.snapshot(self.interp.names())
         else:
             # The default-device mode routes every torch call through Python; observing
@@ -372,6 +390,20 @@ class Runner:
         if caught is not None:
             exc, line = caught
             caught_info = CaughtInfo(ErrorInfo(type=type(exc).__name__, message=str(exc)), except_line=line)
+        # Notes and error messages are output too: a script that catches a huge error in
+        # a loop must not flood the report. The notes the explain pass adds quote these
+        # texts (warnings, error and caught messages), so they are what is counted.
+        self.reported += sum(map(len, warned))
+        self.reported += len(info.message) if info is not None else 0
+        self.reported += len(caught_info.error.message) if caught_info is not None else 0
+        printed = self.interp.output.printed
+        if printed + self.reported > limits.max_output and self.stopped_by != "max_output":
+            self.stopped_by = "max_output"
+            detail = "the run's output (printed text, notes and error messages) is too long"
+            error = limits.exceeded("max_output", detail)
+            info = ErrorInfo(type=type(error).__name__, message=str(error))
+            caught_info = None
+            stdout, warned = stdout[: max(0, limits.max_output - printed + len(stdout))], []
         self.count += 1
         source = self.program.statement_source(node)
         record = Step(
@@ -395,7 +427,7 @@ class Runner:
         self.emit(record)
         if info is not None:
             self.errors += 1
-            fatal = isinstance(error, TimeoutExceeded) or self.stopped_by == "max_steps"
+            fatal = isinstance(error, TimeoutExceeded) or self.stopped_by in ("max_steps", "max_output")
             if stop and (not self.options.keep_going or fatal):
                 raise StopRun()
             return False

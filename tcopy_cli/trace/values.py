@@ -18,12 +18,15 @@ def json_number(x: Any) -> Any:
         return x
     if isinstance(x, complex):
         return str(x)
-    return x
+    if isinstance(x, (int, str)):
+        return x
+    # NumPy items JSON has no type for: bytes ('S', 'V'), datetimes and durations ('M', 'm').
+    return str(x)
 
 
 def json_values(v: Any) -> Any:
-    """Apply json_number through nested lists."""
-    if isinstance(v, list):
+    """Apply json_number through nested lists (and the tuples of structured arrays)."""
+    if isinstance(v, (list, tuple)):
         return [json_values(x) for x in v]
     return json_number(v)
 
