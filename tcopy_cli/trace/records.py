@@ -280,12 +280,6 @@ class Step:
         }
 
 
-def _degraded_facts() -> list[str]:
-    from tcopy_cli.trace.compat import degraded  # imports torch: only when a run starts
-
-    return degraded()
-
-
 @dataclass(frozen=True)
 class RunInfo:
     """Facts about a run, known before its first step."""
@@ -296,7 +290,7 @@ class RunInfo:
     source: str
     title: str = ""
     # What the installed torch can't give tcopy (compat.degraded); empty on current releases.
-    degraded: list[str] = field(default_factory=_degraded_facts)
+    degraded: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The ``start`` event (``degraded`` only where some fact is)."""

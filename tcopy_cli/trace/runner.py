@@ -19,6 +19,7 @@ from tcopy_cli.errors import StopRun, TimeoutExceeded, UsageError
 from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
 from tcopy_cli.script.interp import Caught, ControlFlow, Interpreter
 from tcopy_cli.script.parse import Program
+from tcopy_cli.trace.compat import degraded
 from tcopy_cli.trace.observe import Observer, Snapshot
 from tcopy_cli.trace.records import CaughtInfo, ErrorInfo, RunInfo, RunSummary, Step
 
@@ -172,6 +173,7 @@ class Runner:
             device=self.options.device,
             source=origin,
             title=self.program.title,
+            degraded=degraded(),
         )
 
     def run(self) -> RunSummary:
