@@ -891,7 +891,7 @@ def test_loops_recursion_and_hooks_always_end(name: str, isolated: dict[str, dic
     if result["outcome"] == "error":
         assert result["summary"] == "error"
         assert result["error_type"] in ("LimitExceeded", "TimeoutExceeded", "RecursionError"), result
-        assert result["seconds"] < 8.0, result
+        assert result["seconds"] < 30.0, result  # a hang guard (timeout=3), loose enough for a loaded machine
         # a step limit that an except, finally or return swallowed shows as thousands of steps
         assert result["steps"] <= 2 * 200, f"{result['steps']} steps under max_steps=200"
 
@@ -901,7 +901,7 @@ def test_observing_a_module_never_runs_its_overrides(name: str, isolated: dict[s
     result = isolated[name]
     assert result["outcome"] in ("rejected", "ok", "error"), result
     if result["outcome"] != "rejected":
-        assert result["seconds"] < 8.0, result
+        assert result["seconds"] < 30.0, result
         assert "observer ran me" not in result["stdout"], "tcopy ran a script method while observing"
         if result["outcome"] == "error":
             assert result["error_type"] in ("LimitExceeded", "TimeoutExceeded", "NotAllowedError"), result
