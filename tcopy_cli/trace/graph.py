@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from tcopy_cli.trace.records import GraphNode, GraphRecord, SavedInfo
+from tcopy_cli.trace.records import SavedEvent as SavedEvent  # defined there so the parent decodes it without torch
 
 MAX_GRAPH_NODES = 5_000
 # Saved tensors larger than this are not copied; changes to them can't be checked.
@@ -154,18 +155,6 @@ def version_groups(groups: Iterable[list[tuple[str, torch.Tensor]]]) -> dict[str
                 _set_version((t,), (original,))
             out[name] = shared
     return out
-
-
-@dataclass(frozen=True)
-class SavedEvent:
-    """Something that happened to a tensor autograd saved for backward."""
-
-    kind: str  # "bumped": in-place change torch will catch; "silent": changed, no version bump; "unchecked": too large
-    node: str
-    attr: str
-    tensor: str
-    saved_version: int
-    affects: tuple[str, ...] = ()
 
 
 @dataclass

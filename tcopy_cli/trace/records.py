@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from tcopy_cli.trace.graph import SavedEvent
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -155,6 +152,18 @@ class GraphRecord:
 
 
 @dataclass(frozen=True)
+class SavedEvent:
+    """Something that happened to a tensor autograd saved for backward (made in trace.graph)."""
+
+    kind: str  # "bumped": in-place change torch will catch; "silent": changed, no version bump; "unchecked": too large
+    node: str
+    attr: str
+    tensor: str
+    saved_version: int
+    affects: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ErrorInfo:
     """A failing statement: exception class name, message and a plain explanation."""
 
@@ -216,6 +225,8 @@ class RunInfo:
     device: str
     source: str
     title: str = ""
+    confinement: str = "none"
+    """Kernel protections active in the process running the script (tcopy_cli.confine)."""
 
     def to_json(self) -> dict[str, Any]:
         """The ``start`` event."""
@@ -227,6 +238,7 @@ class RunInfo:
             "device": self.device,
             "source": self.source,
             "title": self.title,
+            "confinement": self.confinement,
         }
 
 
