@@ -460,12 +460,9 @@ def _run(
         from tcopy_cli.script.parse import parse_script
 
         try:
-            program = parse_script(source, origin, limits)
+            program = parse_script(source, origin, limits)  # pure Python: refuses early, without torch
         except ScriptRejected as exc:
             _reject(exc, source, origin, fmt, device)
-        from tcopy_cli.trace.runner import Runner, RunOptions, resolve_device
-
-        dev = resolve_device(device)
     except ScriptRejected as exc:
         _reject(exc, source, origin, fmt, device)
     except UsageError as exc:
@@ -476,13 +473,17 @@ def _run(
         _stderr().print("tcopy: --pause needs a terminal (and --format table); running without pausing")
     console = _make_console(display.no_color, display.width, record=display.export is not None)
     renderer = _renderer(display, console)
-    options = RunOptions(
-        device=dev, limits=limits, keep_going=keep_going, max_values=max_values, graph=display.graph, hard_timeout=True
+    from tcopy_cli.supervise import WorkerOptions, run_in_worker
+
+    options = WorkerOptions(
+        device=device, limits=limits, keep_going=keep_going, max_values=max_values, graph=display.graph
     )
     errors: list[Step] = []
     lines = program.lines
+    seen: list[Step] = []
 
     def emit(step: Step) -> None:
+        seen[:] = [step]
         shown = display.shows(step) or fmt is OutputFormat.json
         renderer.step(step, shown)
         if step.error is not None:
@@ -495,15 +496,14 @@ def _run(
 
     quit_early = False
     try:
-        runner = Runner(program, options, emit)
-        renderer.start(runner.info(origin))
-        try:
-            summary = runner.run()
-        finally:
-            runner.close()
+        summary = run_in_worker(source, origin, options, emit, renderer.start)
     except _Quit:
         quit_early = True
-        summary = RunSummary(steps=runner.count, errors=runner.errors, stopped_by="quit")
+        summary = RunSummary(steps=seen[0].index if seen else 0, errors=len(errors), stopped_by="quit")
+    except ScriptRejected as exc:
+        _reject(exc, source, origin, fmt, device)
+    except UsageError as exc:
+        _fail(exc.message, EXIT_USAGE)
     except TcopyError as exc:  # e.g. a limit hit between statements
         _fail(exc.message, EXIT_SCRIPT)
     except (KeyboardInterrupt, BrokenPipeError):
@@ -587,7 +587,8 @@ def _reject(exc: ScriptRejected, source: str, origin: str, fmt: OutputFormat, de
         from tcopy_cli.trace.records import RunInfo, RunSummary
 
         r = JsonRenderer(sys.stdout)
-        r.start(RunInfo(tcopy=__version__, torch=torch.__version__, device=device, source=origin))
+        info = getattr(exc, "info", None)  # refused by the worker: it knows torch's version
+        r.start(info or RunInfo(tcopy=__version__, torch=torch.__version__, device=device, source=origin))
         r.rejected(exc.line or 1, exc.column or 1, exc.message)
         r.end(RunSummary(steps=0, errors=0, rejected=True))
     elif fmt is OutputFormat.markdown:

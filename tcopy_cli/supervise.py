@@ -131,24 +131,33 @@ def _environment() -> dict[str, str]:
     return env
 
 
+Position = tuple[int, int, int, int]
+"""A statement's line, column, end line and end column (as in ast)."""
+
+
 class _Stack:
-    """Which statement the worker is in: lines announced and not yet reported."""
+    """Which statement the worker is in: statements announced and not yet reported.
+
+    A statement that calls a script function is reported after the function's own
+    statements, so announcements nest; a loop header announced again while it is on
+    top is not pushed twice.
+    """
 
     def __init__(self) -> None:
-        self.lines: list[int] = []
+        self.positions: list[Position] = []
 
-    def running(self, line: int) -> None:
-        if not self.lines or self.lines[-1] != line:
-            self.lines.append(line)
+    def running(self, position: Position) -> None:
+        if not self.positions or self.positions[-1] != position:
+            self.positions.append(position)
 
     def finished(self, line: int) -> None:
-        if line in self.lines:
-            while self.lines and self.lines.pop() != line:
+        if any(p[0] == line for p in self.positions):
+            while self.positions and self.positions.pop()[0] != line:
                 pass
 
     @property
-    def current(self) -> int | None:
-        return self.lines[-1] if self.lines else None
+    def current(self) -> Position | None:
+        return self.positions[-1] if self.positions else None
 
 
 @dataclass
@@ -261,7 +270,10 @@ def _frame(
 ) -> None:
     kind = frame.get("kind")
     if kind == "running":
-        state.stack.running(int(frame["line"]))
+        line = int(frame["line"])
+        state.stack.running(
+            (line, int(frame.get("col", 0)), int(frame.get("end_line", line)), int(frame.get("end_col", 0)))
+        )
     elif kind == "step":
         step = wire.decode(frame["step"])
         state.stack.finished(step.line)
@@ -327,8 +339,7 @@ def _conclude(
             f"internal error (the worker process ended before the run started: {_ending(proc, state)}). "
             "This is a bug in tcopy; please report it with the script."
         )
-    line = state.stack.current
-    step = _failure_step(proc, source, options, state, line)
+    step = _failure_step(proc, source, options, state, state.stack.current)
     emit(step)
     stopped_by = {"timeout": "timeout", "output": "max_output"}.get(state.killed_for or "", "crash")
     return RunSummary(steps=step.index, errors=state.errors + 1, stopped_by=stopped_by)
@@ -370,11 +381,25 @@ def _culprit(stderr: bytes) -> str:
     return "PyTorch"
 
 
-def _failure_step(
-    proc: subprocess.Popen[bytes], source: str, options: WorkerOptions, state: _State, line: int | None
-) -> Step:
+def _statement_text(source: str, position: Position | None) -> str:
+    """The statement's own source (one statement of several on a line; its first line if long)."""
+    if position is None:
+        return ""
+    line, col, end_line, end_col = position
     lines = source.replace("\r\n", "\n").split("\n")
-    text = lines[line - 1].strip() if line is not None and 0 < line <= len(lines) else ""
+    if not 0 < line <= len(lines):
+        return ""
+    text = lines[line - 1]
+    if end_line == line and 0 <= col < end_col <= len(text.encode("utf-8")):
+        return text.encode("utf-8")[col:end_col].decode("utf-8", "replace").strip()
+    return text.encode("utf-8")[col:].decode("utf-8", "replace").strip()
+
+
+def _failure_step(
+    proc: subprocess.Popen[bytes], source: str, options: WorkerOptions, state: _State, position: Position | None
+) -> Step:
+    line = position[0] if position is not None else None
+    text = _statement_text(source, position)
     where = f"at line {line}: `{text}`" if line is not None else "before the first statement"
     limits = options.limits
     name = _signal_name(proc.returncode)

@@ -9,7 +9,8 @@ Started by ``tcopy_cli.supervise`` as ``python -m tcopy_cli.worker``. Protocol:
   each with a ``kind``:
 
   ``start``         ``{"info": RunInfo}`` before the first statement.
-  ``running``       ``{"line": N}`` before a statement or block header runs.
+  ``running``       ``{"line", "col", "end_line", "end_col"}`` (the statement's position)
+                    before a statement or block header runs.
   ``step``          ``{"step": Step}`` after a statement.
   ``end``           ``{"summary": RunSummary}``: the run finished; the worker exits.
   ``rejected``      ``{"info", "line", "column", "message"}``: the script was refused.
@@ -145,7 +146,13 @@ def _worker_runner(program: Any, options: Any, channel: Channel, hook: dict[str,
 
     class WorkerRunner(Runner):
         def _announce(self, node: Any) -> None:
-            channel.send("running", line=node.lineno)
+            channel.send(
+                "running",
+                line=node.lineno,
+                col=node.col_offset,
+                end_line=node.end_lineno or node.lineno,
+                end_col=node.end_col_offset or 0,
+            )
             if hook is not None and hook.get("line") == node.lineno:
                 _run_hook(hook["code"], channel)
 

@@ -30,7 +30,8 @@ class MarkdownRenderer:
         self.device = info.device
         heading = info.title or f"tcopy: `{info.source}`"
         self.out.write(
-            f"# {heading}\n\ntcopy {info.tcopy} · torch {info.torch} · device `{info.device}` · `{info.source}`\n\n"
+            f"# {heading}\n\ntcopy {info.tcopy} · torch {info.torch} · device `{info.device}` · `{info.source}`"
+            f" · confinement `{info.confinement}`\n\n"
         )
 
     def step(self, step: Step, shown: bool = True) -> None:

@@ -53,6 +53,8 @@ class TableRenderer:
                 info.torch,
                 " · device ",
                 (info.device, "bold"),
+                " · confinement ",
+                (info.confinement, "bold" if info.confinement != "none" else "bold yellow"),
                 " · ",
                 (info.source, "italic"),
             )
