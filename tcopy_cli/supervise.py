@@ -39,6 +39,8 @@ ADDRESS_SPACE_HEADROOM = 3 * 1024**3
 DEFAULT_MAX_WIRE_BYTES = 512 * 1024**2
 """Everything the worker may send (records, notes, values, stderr) in one run."""
 STDERR_KEPT = 16 * 1024
+STARTUP_TIMEOUT = 300.0
+"""Seconds the worker may take to import torch and start the script (not part of --timeout)."""
 
 
 class WorkerInternalError(TcopyError):
@@ -226,7 +228,8 @@ def _pump(
 ) -> None:
     assert proc.stdout is not None and proc.stderr is not None
     timeout = options.limits.timeout
-    deadline = time.monotonic() + timeout + TIMEOUT_GRACE if timeout > 0 else None
+    # Until the script starts, the worker is importing torch: --timeout counts from its start.
+    deadline: float | None = time.monotonic() + STARTUP_TIMEOUT
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ, "frames")
     sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
@@ -236,7 +239,7 @@ def _pump(
         while open_streams:
             wait = None if deadline is None else deadline - time.monotonic()
             if wait is not None and wait <= 0:
-                state.killed_for = "timeout"
+                state.killed_for = "timeout" if state.info is not None else "startup"
                 return
             for key, _ in sel.select(wait):
                 chunk = os.read(key.fileobj.fileno(), 1 << 16)  # type: ignore[union-attr]
@@ -256,7 +259,10 @@ def _pump(
                 *lines, pending = pending.split(b"\n")
                 for line in lines:
                     started = time.monotonic()
+                    had_info = state.info is not None
                     _frame(json.loads(line), state, emit, start)
+                    if state.info is not None and not had_info:
+                        deadline = started + timeout + TIMEOUT_GRACE if timeout > 0 else None
                     if deadline is not None:  # time the parent spent showing a step (--pause) is not the run's
                         deadline += time.monotonic() - started
                     if state.final is not None:
@@ -334,6 +340,8 @@ def _conclude(
             f"internal error ({final['type']}: {final['message']}). "
             "This is a bug in tcopy; please report it with the script."
         )
+    if state.killed_for == "startup":
+        raise TcopyError(f"the worker process did not start the script within {STARTUP_TIMEOUT:g} s (importing torch)")
     if state.info is None:  # died before it started running the script
         raise WorkerInternalError(
             f"internal error (the worker process ended before the run started: {_ending(proc, state)}). "
