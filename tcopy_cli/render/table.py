@@ -53,14 +53,16 @@ class TableRenderer:
                 info.torch,
                 " · device ",
                 (info.device, "bold"),
-                " · confinement ",
-                (info.confinement, "bold" if info.confinement != "none" else "bold yellow"),
                 " · ",
                 (info.source, "italic"),
             )
         )
         if info.title:
             self.console.print(Text(info.title, style="bold"))
+        confined = not info.confinement.startswith("none")
+        self.console.print(
+            Text.assemble(("confinement ", "dim"), (info.confinement, "dim" if confined else "bold yellow"))
+        )
 
     def step(self, step: Step, shown: bool = True) -> None:
         """Render one step (a hidden step still counts for change marks)."""
