@@ -130,13 +130,16 @@ def read_paths(extra: Iterable[str] = ()) -> list[str]:
     and running: the Python installation and import path, system library directories,
     a few /etc files, the process's own /proc entry and CPU facts in /proc and /sys.
     """
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    cwd = os.getcwd()
     candidates = [
         sys.prefix,
         sys.base_prefix,
         sys.exec_prefix,
         sys.base_exec_prefix,
-        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-        *sys.path,
+        package_root,
+        # the current directory is on the path of `python -m` before 3.11's PYTHONSAFEPATH
+        *(p for p in sys.path if os.path.abspath(p or ".") != cwd),
         *os.environ.get("LD_LIBRARY_PATH", "").split(":"),
         "/usr/lib",
         "/usr/lib64",

@@ -130,6 +130,7 @@ def _environment() -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     env.setdefault("MALLOC_ARENA_MAX", "4")  # keeps the address space (RLIMIT_AS) predictable
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTHONSAFEPATH"] = "1"  # the current directory is not on the import path (nor readable)
     return env
 
 

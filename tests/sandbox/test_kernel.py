@@ -266,3 +266,26 @@ def test_seccomp_program_shape() -> None:
             if op & 0x07 == 0x05:  # BPF_JMP
                 assert i + 1 + max(jt, jf) < count
         assert struct.unpack_from("=HBBI", code, (count - 1) * 8) == (0x06, 0, 0, 0x7FFF0000)
+
+
+@needs_landlock
+def test_the_current_directory_is_not_readable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "notes.txt").write_text("private")
+    monkeypatch.chdir(tmp_path)
+    results = in_worker('import os\nattempt("cwd", lambda: open("notes.txt").read())')
+    assert_refused(results, "cwd")
+
+
+def test_version_verbose_names_what_is_available() -> None:
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run(
+        [sys.executable, "-m", "tcopy_cli", "--version", "--verbose"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ, PYTHONPATH=root),
+    ).stdout
+    assert out.splitlines()[-1] == f"confinement available here: {confine.available()}"
+    assert ("landlock" in out) == LANDLOCK and ("seccomp" in out) == SECCOMP
