@@ -186,28 +186,42 @@ def run_in_worker(
     on_hook: Callable[[Any], None] | None = None,
 ) -> RunSummary:
     """Run ``source`` in a confined worker; ScriptRejected/UsageError/TcopyError as in-process."""
-    proc = subprocess.Popen(
-        worker_command(),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        preexec_fn=_preexec(options),
-        start_new_session=True,  # its own process group: killed as one, no terminal signals
-        env=_environment(),
-        close_fds=True,
-    )
+    request_read, request_write = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            worker_command(),
+            stdin=request_read,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=_preexec(options),
+            start_new_session=True,  # its own process group: killed as one, no terminal signals
+            env=_environment(),
+            close_fds=True,
+        )
+    except BaseException:
+        os.close(request_write)
+        raise
+    finally:
+        os.close(request_read)
     state = _State(hook=on_hook)
     try:
-        assert proc.stdin is not None
-        try:
-            proc.stdin.write(json.dumps(request(source, origin, options)).encode("utf-8"))
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass
+        _send_request(request_write, json.dumps(request(source, origin, options)).encode("utf-8"))
         _pump(proc, options, state, emit, start)
     finally:
         _stop(proc)
     return _conclude(proc, source, options, state, emit, start)
+
+
+def _send_request(fd: int, data: bytes) -> None:
+    """Write the request and close the pipe (a worker that died early is reported later)."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except BrokenPipeError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def run_hook(options: WorkerOptions, source: str = "x = 1") -> dict[str, Any]:
