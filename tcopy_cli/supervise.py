@@ -248,7 +248,7 @@ def _pump(
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ, "frames")
     sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
-    pending = b""
+    pending: list[bytes] = []
     open_streams = 2
     try:
         while open_streams:
@@ -270,8 +270,11 @@ def _pump(
                     state.stderr += chunk
                     del state.stderr[:-STDERR_KEPT]
                     continue
-                pending += chunk
-                *lines, pending = pending.split(b"\n")
+                if b"\n" not in chunk:  # part of a long line: join once it is complete
+                    pending.append(chunk)
+                    continue
+                *lines, rest = b"".join([*pending, chunk]).split(b"\n")
+                pending = [rest] if rest else []
                 for line in lines:
                     started = time.monotonic()
                     had_info = state.info is not None
