@@ -596,7 +596,16 @@ def _reject(exc: ScriptRejected, source: str, origin: str, fmt: OutputFormat, de
 
         r = JsonRenderer(sys.stdout)
         info = getattr(exc, "info", None)  # refused by the worker: it knows torch's version
-        r.start(info or RunInfo(tcopy=__version__, torch=torch.__version__, device=device, source=origin))
+        r.start(
+            info
+            or RunInfo(
+                tcopy=__version__,
+                torch=torch.__version__,
+                device=device,
+                source=origin,
+                confinement="none (refused before running)",
+            )
+        )
         r.rejected(exc.line or 1, exc.column or 1, exc.message)
         r.end(RunSummary(steps=0, errors=0, rejected=True))
     elif fmt is OutputFormat.markdown:
