@@ -38,18 +38,36 @@ class WireError(ValueError):
     """Data that is not an encoded record."""
 
 
+_SCALARS = (type(None), bool, int, float, str)
+# Field names of each record class (dataclasses.fields is slow; this runs for every record).
+_FIELDS: dict[type, tuple[str, ...]] = {
+    cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in _REGISTRY.values()
+}
+_INIT: dict[type, frozenset[str]] = {
+    cls: frozenset(f.name for f in dataclasses.fields(cls) if f.init) for cls in _REGISTRY.values()
+}
+
+
 def encode(obj: Any) -> Any:
     """JSON-ready data for a record (or any value a record holds)."""
-    if obj is None or isinstance(obj, (bool, int, float, str)):
+    cls = type(obj)
+    if cls in _SCALARS:
+        return obj
+    names = _FIELDS.get(cls)
+    if names is not None:
+        out: dict[str, Any] = {_TAG: cls.__name__}
+        for name in names:
+            value = getattr(obj, name)
+            out[name] = value if type(value) in _SCALARS else encode(value)
+        return out
+    if isinstance(obj, (bool, int, float, str)):  # subclasses (e.g. IntEnum) travel as their base
         return obj
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        cls = type(obj)
-        if _REGISTRY.get(cls.__name__) is not cls:
-            raise WireError(f"{cls.__module__}.{cls.__qualname__} is not a record class")
-        out: dict[str, Any] = {_TAG: cls.__name__}
-        for f in dataclasses.fields(obj):
-            out[f.name] = encode(getattr(obj, f.name))
-        return out
+        raise WireError(f"{cls.__module__}.{cls.__qualname__} is not a record class")
+    if cls is list:
+        if all(type(x) in _SCALARS for x in obj):
+            return obj
+        return [encode(x) for x in obj]
     if isinstance(obj, list):
         return [encode(x) for x in obj]
     if isinstance(obj, tuple):
@@ -67,9 +85,11 @@ def encode(obj: Any) -> Any:
 
 def decode(data: Any) -> Any:
     """The value ``encode`` was given."""
-    if data is None or isinstance(data, (bool, int, float, str)):
+    if type(data) in _SCALARS:
         return data
     if isinstance(data, list):
+        if all(type(x) in _SCALARS for x in data):
+            return data
         return [decode(x) for x in data]
     if not isinstance(data, dict):
         raise WireError(f"unexpected {type(data).__name__} on the wire")
@@ -79,13 +99,14 @@ def decode(data: Any) -> Any:
         if cls is None:
             raise WireError(f"unknown record class {name!r}")
         values = {k: decode(v) for k, v in data.items() if k != _TAG}
-        fields = {f.name: f for f in dataclasses.fields(cls)}
-        unknown = set(values) - set(fields)
-        if unknown:
-            raise WireError(f"{name} has no field {sorted(unknown)[0]!r}")
-        obj = cls(**{k: v for k, v in values.items() if fields[k].init})
+        init = _INIT[cls]
+        if not init.issuperset(values):
+            unknown = set(values) - set(_FIELDS[cls])
+            if unknown:
+                raise WireError(f"{name} has no field {sorted(unknown)[0]!r}")
+        obj = cls(**{k: v for k, v in values.items() if k in init})
         for k, v in values.items():
-            if not fields[k].init:
+            if k not in init:
                 object.__setattr__(obj, k, v)
         return obj
     if len(data) == 1:
