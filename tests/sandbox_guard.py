@@ -34,6 +34,8 @@ def _audit_hook(event: str, args: tuple[Any, ...]) -> None:
     if not AUDIT["on"]:
         return
     if event in SIDE_EFFECT_EVENTS:
+        if _supervisor(event, args):
+            return
         AUDIT["events"].append((event, repr(args)[:200]))
     elif event == "open" and len(args) >= 3:
         path, mode, flags = args[0], args[1], args[2]
@@ -42,6 +44,13 @@ def _audit_hook(event: str, args: tuple[Any, ...]) -> None:
         )
         if writing and "__pycache__" not in str(path):  # lazy imports may write bytecode
             AUDIT["events"].append((event, repr(args)[:200]))
+
+
+def _supervisor(event: str, args: tuple[Any, ...]) -> bool:
+    """The command line's own worker process: started and ended by tcopy, not by the script."""
+    if event == "subprocess.Popen":
+        return "tcopy_cli.worker" in repr(args[1] if len(args) > 1 else args)
+    return event == "os.killpg"
 
 
 # Installed once per process (a module is imported once); hooks can't be removed, and

@@ -789,7 +789,9 @@ def test_cli_step_limit_and_timeout(guard: Path) -> None:
     args = ["run", "-e", loop, "--timeout", "0.5", "--max-steps", "10000000", "--max-iterations", "100000000"]
     start = time.perf_counter()
     result = runner.invoke(app, [*args, "--format", "json"])
-    assert time.perf_counter() - start < 5.0
+    # The worker's start-up (importing torch, seconds on a busy machine) is not part of
+    # --timeout; the loop itself would run for hours.
+    assert time.perf_counter() - start < 30.0
     assert result.exit_code == 1
     assert "Traceback" not in result.output
     last = json.loads(result.stdout.splitlines()[-2])

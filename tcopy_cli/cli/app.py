@@ -34,14 +34,22 @@ app = typer.Typer(
 )
 
 
-def _version_callback(value: bool) -> None:
+def _version_callback(ctx: typer.Context, value: bool) -> None:
     if value:
         typer.echo(f"tcopy {__version__}")
+        if "--verbose" in sys.argv[1:] or "-v" in sys.argv[1:] or ctx.params.get("verbose"):
+            from tcopy_cli import confine
+
+            typer.echo(f"python {sys.version.split()[0]} ({sys.executable})")
+            typer.echo(f"confinement available here: {confine.available()}")
         raise typer.Exit()
 
 
 @app.callback()
 def _root(
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="With --version: also which protections a run gets here.")
+    ] = False,
     version: Annotated[
         bool,
         typer.Option("--version", "-V", help="Show the version and exit.", callback=_version_callback, is_eager=True),

@@ -8,7 +8,7 @@ from typing import Annotated, NoReturn, Optional
 import typer
 
 from tcopy_cli import __version__
-from tcopy_cli.cli.app import EXIT_SCRIPT, EXIT_USAGE, fail, stop_process
+from tcopy_cli.cli.app import EXIT_SCRIPT, EXIT_USAGE, fail
 from tcopy_cli.cli.formats import OutputFormat, make_renderer
 from tcopy_cli.cli.options import (
     MAX_VALUES,
@@ -60,11 +60,19 @@ class RunRequest:
 
 def _reject(exc: ScriptRejected, source: str, origin: str, fmt: OutputFormat, device: str) -> NoReturn:
     """A refused script: the format's refusal on stdout, the line and a caret on stderr, exit 1."""
-    import torch
-
     from tcopy_cli.trace.records import RunInfo
 
-    info = RunInfo(tcopy=__version__, torch=torch.__version__, device=device, source=origin)
+    info = getattr(exc, "info", None)  # refused by the worker: it knows torch's version
+    if info is None:
+        import torch
+
+        info = RunInfo(
+            tcopy=__version__,
+            torch=torch.__version__,
+            device=device,
+            source=origin,
+            confinement="none (refused before running)",
+        )
     make_renderer(fmt, ViewOptions(), make_console(False, None)).rejected(
         info, exc.line or 1, exc.column or 1, exc.message
     )
@@ -73,40 +81,40 @@ def _reject(exc: ScriptRejected, source: str, origin: str, fmt: OutputFormat, de
 
 
 def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter: Presenter) -> None:
-    """Read, check and run the script, rendering each step as it happens."""
+    """Read and check the script, run it in the confined worker, render each step as it arrives."""
     source, origin = "", request.origin
     try:
         source, origin = read_source(request.script, request.code, request.limits, request.example)
         from tcopy_cli.script.parse import parse_script
 
-        program = parse_script(source, origin, request.limits)
+        program = parse_script(source, origin, request.limits)  # pure Python: refuses early, without torch
     except ScriptRejected as exc:
         _reject(exc, source, origin, fmt, request.device)
-    from tcopy_cli.pipeline import explaining
-    from tcopy_cli.trace.records import RunSummary
-    from tcopy_cli.trace.runner import Runner, RunOptions, resolve_device
+    from tcopy_cli.supervise import WorkerOptions, run_in_worker
+    from tcopy_cli.trace.records import RunSummary, Step
 
-    options = RunOptions(
-        device=resolve_device(request.device),
+    options = WorkerOptions(
+        device=request.device,
         limits=request.limits,
         keep_going=request.keep_going,
         max_values=request.max_values,
         graph=view.graph,
-        on_stuck=stop_process,
     )
     presenter.begin()
     renderer = make_renderer(fmt, view, presenter.console)
-    runner = Runner(
-        program, options, explaining(lambda step: presenter.step(renderer, step, view.shows(step), program.lines))
-    )
-    renderer.start(runner.info(origin))
+    seen: list[Step] = []
+
+    def emit(step: Step) -> None:
+        seen.append(step)
+        presenter.step(renderer, step, view.shows(step), program.lines)
+
     try:
-        try:
-            summary = runner.run()
-        finally:
-            runner.close()
+        summary = run_in_worker(source, origin, options, emit, renderer.start)
     except Quit:
-        summary = RunSummary(steps=runner.count, errors=runner.errors, stopped_by="quit")
+        errors = sum(1 for s in seen if s.error is not None)
+        summary = RunSummary(steps=len(seen), errors=errors, stopped_by="quit")
+    except ScriptRejected as exc:
+        _reject(exc, source, origin, fmt, request.device)
     renderer.end(summary)
     presenter.finish(summary, program.title or origin)
 

@@ -27,7 +27,8 @@ class MarkdownRenderer:
         self.device = info.device
         heading = info.title or f"tcopy: `{info.source}`"
         self.out.write(
-            f"# {heading}\n\ntcopy {info.tcopy} · torch {info.torch} · device `{info.device}` · `{info.source}`\n\n"
+            f"# {heading}\n\ntcopy {info.tcopy} · torch {info.torch} · device `{info.device}` · `{info.source}`"
+            f" · confinement `{info.confinement}`\n\n"
         )
         for fact in info.degraded:
             self.out.write(f"> degraded: {fact}\n\n")

@@ -53,6 +53,10 @@ class TableRenderer:
         )
         if info.title:
             self.console.print(Trimmed(Text(info.title, style="bold")))
+        confined = not info.confinement.startswith("none")
+        self.console.print(
+            Trimmed(Text.assemble(("confinement ", "dim"), (info.confinement, "dim" if confined else "bold yellow")))
+        )
         for fact in info.degraded:
             self.console.print(Trimmed(Text(f"degraded: {fact}", style="yellow")))
 

@@ -159,7 +159,7 @@ class GraphRecord:
 
 @dataclass(frozen=True)
 class SavedEvent:
-    """Something that happened to a tensor autograd saved for backward."""
+    """Something that happened to a tensor autograd saved for backward (made in trace.graph)."""
 
     kind: str  # "bumped": in-place change torch will catch; "silent": changed, no version bump; "unchecked": too large
     node: str
@@ -291,6 +291,8 @@ class RunInfo:
     title: str = ""
     # What the installed torch can't give tcopy (compat.degraded); empty on current releases.
     degraded: list[str] = field(default_factory=list)
+    confinement: str = "none"
+    """Kernel protections active in the process running the script (tcopy_cli.confine)."""
 
     def to_json(self) -> dict[str, Any]:
         """The ``start`` event (``degraded`` only where some fact is)."""
@@ -302,6 +304,7 @@ class RunInfo:
             "device": self.device,
             "source": self.source,
             "title": self.title,
+            "confinement": self.confinement,
         }
         if self.degraded:
             out["degraded"] = self.degraded

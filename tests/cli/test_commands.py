@@ -11,6 +11,7 @@ import pytest
 import typer.main
 from typer.testing import CliRunner
 
+from tcopy_cli import supervise
 from tcopy_cli.cli import COMMANDS, app
 from tcopy_cli.cli.options import LIMIT_OPTIONS
 from tcopy_cli.limits import Limits
@@ -95,6 +96,12 @@ def test_internal_errors_are_one_short_line(command: str, monkeypatch: pytest.Mo
         raise RuntimeError("boom")
 
     monkeypatch.setattr(runner_module, "resolve_device", broken)
+    if command in ("run", "examples"):  # these resolve the device in the worker: break the parent's side
+
+        def broken_worker(*args: object, **kwargs: object) -> None:
+            raise RuntimeError("boom")
+
+        monkeypatch.setattr(supervise, "run_in_worker", broken_worker)
     result = cli.invoke(app, INTERNAL[command], input=":quit\n")
     assert result.exit_code == 1
     assert isinstance(result.exception, SystemExit)

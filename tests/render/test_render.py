@@ -45,6 +45,9 @@ def normalise(text: str) -> str:
     """Replace what differs between runs and machines."""
     text = re.sub(r"0x[0-9a-f]+", "<ptr>", text)
     text = re.sub(r"(?<=\W)\d{9,}(?=\W)", "<ptr>", text)
+    text = re.sub(r"(?m)^confinement .*$", "confinement <confinement>", text)  # differs by kernel
+    text = re.sub(r"confinement `[^`]*`", "confinement `<confinement>`", text)
+    text = re.sub(r'"confinement": "[^"]*"', '"confinement": "<confinement>"', text)
     text = text.replace(torch.__version__, "<torch>").replace(f"tcopy {__version__}", "tcopy <version>")
     return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
 

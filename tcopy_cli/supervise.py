@@ -1,0 +1,483 @@
+"""The parent side of a run: start the worker, read its frames, report how it ended.
+
+Nothing here imports torch. ``run_in_worker`` has the shape of an in-process run: it
+calls ``start`` with the RunInfo, ``emit`` with every Step, and returns the
+RunSummary. Whatever happens to the worker, the caller gets a summary: a worker that
+crashes, is killed, runs past ``--timeout`` or sends more than ``max_wire_bytes``
+becomes an error step at the statement it was running.
+
+The worker gets resource limits before it starts (``preexec_fn``): ``RLIMIT_FSIZE`` 0
+and ``RLIMIT_CORE`` 0 always, ``RLIMIT_CPU`` from ``--timeout``, and ``RLIMIT_AS`` on the
+CPU device (CUDA reserves a huge address space). ``--trust`` keeps only
+``RLIMIT_CORE``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tcopy_cli.errors import ScriptRejected, TcopyError, UsageError
+from tcopy_cli.limits import Limits
+from tcopy_cli.trace import wire
+from tcopy_cli.trace.records import ErrorInfo, Note, RunInfo, RunSummary, Step
+
+TIMEOUT_GRACE = 1.0
+"""Seconds past --timeout the worker gets to report the timeout itself before it is killed."""
+ADDRESS_SPACE_HEADROOM = 3 * 1024**3
+"""RLIMIT_AS on CPU: --max-bytes plus this much for Python, torch, NumPy and temporaries."""
+DEFAULT_MAX_WIRE_BYTES = 512 * 1024**2
+"""Everything the worker may send (records, notes, values, stderr) in one run."""
+STDERR_KEPT = 16 * 1024
+STARTUP_TIMEOUT = 300.0
+"""Seconds the worker may take to import torch and start the script (not part of --timeout)."""
+
+
+class WorkerInternalError(TcopyError):
+    """The worker reported a bug in tcopy."""
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    """How to run a script in a worker."""
+
+    device: str = "cpu"
+    limits: Limits = field(default_factory=Limits)
+    keep_going: bool = False
+    max_values: int = 100
+    graph: bool = False
+    trust: bool = False
+    """Run unconfined (the user trusts the script); still in a separate process."""
+    max_wire_bytes: int = DEFAULT_MAX_WIRE_BYTES
+    test_hook: dict[str, Any] | None = None
+    """TEST ONLY: ``{"code": ..., "line": N}``; honoured only with TCOPY_ALLOW_TEST_HOOK=1."""
+
+
+def request(source: str, origin: str, options: WorkerOptions) -> dict[str, Any]:
+    """The JSON request the worker reads from stdin."""
+    req: dict[str, Any] = {
+        "source": source,
+        "origin": origin,
+        "device": options.device,
+        "keep_going": options.keep_going,
+        "max_values": options.max_values,
+        "graph": options.graph,
+        "limits": dataclasses.asdict(options.limits),
+        "trust": options.trust,
+    }
+    if options.test_hook is not None:
+        req["test_hook"] = options.test_hook
+    return req
+
+
+def _preexec(options: WorkerOptions) -> Callable[[], None]:
+    """Resource limits, set in the child between fork and exec."""
+    import resource
+
+    limits = options.limits
+    settings: list[tuple[int, int]] = [(resource.RLIMIT_CORE, 0)]
+    if not options.trust:
+        settings.append((resource.RLIMIT_FSIZE, 0))
+        if limits.timeout > 0:
+            cpu = math.ceil(limits.timeout * max(os.cpu_count() or 1, 1)) + 10
+            settings.append((resource.RLIMIT_CPU, cpu))
+        if options.device.strip().lower() == "cpu":
+            settings.append((resource.RLIMIT_AS, limits.max_bytes + ADDRESS_SPACE_HEADROOM))
+
+    def apply() -> None:
+        for which, value in settings:
+            _, hard = resource.getrlimit(which)
+            # RLIMIT_CPU: SIGXCPU at the soft limit, SIGKILL 5 s later.
+            new_hard = value + 5 if which == resource.RLIMIT_CPU else value
+            if hard != resource.RLIM_INFINITY:
+                value, new_hard = min(value, hard), min(new_hard, hard)
+            resource.setrlimit(which, (value, new_hard))
+        _die_with_parent()
+
+    return apply
+
+
+def _die_with_parent() -> None:
+    """PR_SET_PDEATHSIG: the worker gets SIGKILL if the parent dies first."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+
+
+def worker_command() -> list[str]:
+    """How to start a worker with this interpreter (and the import path of this tcopy)."""
+    return [sys.executable, "-X", "utf8", "-m", "tcopy_cli.worker"]
+
+
+def _environment() -> dict[str, str]:
+    env = dict(os.environ)
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = [package_root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    env.setdefault("MALLOC_ARENA_MAX", "4")  # keeps the address space (RLIMIT_AS) predictable
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTHONSAFEPATH"] = "1"  # the current directory is not on the import path (nor readable)
+    return env
+
+
+Position = tuple[int, int, int, int]
+"""A statement's line, column, end line and end column (as in ast)."""
+
+
+class _Stack:
+    """Which statement the worker is in: statements announced and not yet reported.
+
+    A statement that calls a script function is reported after the function's own
+    statements, so announcements nest; a loop header announced again while it is on
+    top is not pushed twice.
+    """
+
+    def __init__(self) -> None:
+        self.positions: list[Position] = []
+
+    def running(self, position: Position) -> None:
+        if not self.positions or self.positions[-1] != position:
+            self.positions.append(position)
+
+    def finished(self, line: int) -> None:
+        if any(p[0] == line for p in self.positions):
+            while self.positions and self.positions.pop()[0] != line:
+                pass
+
+    @property
+    def current(self) -> Position | None:
+        return self.positions[-1] if self.positions else None
+
+
+@dataclass
+class _State:
+    info: RunInfo | None = None
+    summary: RunSummary | None = None
+    steps: int = 0
+    errors: int = 0
+    stack: _Stack = field(default_factory=_Stack)
+    wire_bytes: int = 0
+    stderr: bytearray = field(default_factory=bytearray)
+    killed_for: str | None = None
+    final: dict[str, Any] | None = None
+    hook: Any = None
+
+
+def run_in_worker(
+    source: str,
+    origin: str,
+    options: WorkerOptions,
+    emit: Callable[[Step], None],
+    start: Callable[[RunInfo], None],
+    on_hook: Callable[[Any], None] | None = None,
+) -> RunSummary:
+    """Run ``source`` in a confined worker; ScriptRejected/UsageError/TcopyError as in-process."""
+    request_read, request_write = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            worker_command(),
+            stdin=request_read,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=_preexec(options),
+            start_new_session=True,  # its own process group: killed as one, no terminal signals
+            env=_environment(),
+            close_fds=True,
+        )
+    except BaseException:
+        os.close(request_write)
+        raise
+    finally:
+        os.close(request_read)
+    state = _State(hook=on_hook)
+    try:
+        _send_request(request_write, json.dumps(request(source, origin, options)).encode("utf-8"))
+        _pump(proc, options, state, emit, start)
+    finally:
+        _stop(proc)
+    return _conclude(proc, source, options, state, emit, start)
+
+
+def _send_request(fd: int, data: bytes) -> None:
+    """Write the request and close the pipe (a worker that died early is reported later)."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except BrokenPipeError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def run_hook(options: WorkerOptions, source: str = "x = 1") -> dict[str, Any]:
+    """TEST ONLY: run ``options.test_hook`` in a worker and return what it reported."""
+    reports: list[Any] = []
+    run_in_worker(source, "<test>", options, lambda _s: None, lambda _i: None, on_hook=reports.append)
+    if not reports:
+        raise RuntimeError("the worker did not run the test hook (is TCOPY_ALLOW_TEST_HOOK=1 set?)")
+    result: dict[str, Any] = reports[0]
+    return result
+
+
+def _pump(
+    proc: subprocess.Popen[bytes],
+    options: WorkerOptions,
+    state: _State,
+    emit: Callable[[Step], None],
+    start: Callable[[RunInfo], None],
+) -> None:
+    assert proc.stdout is not None and proc.stderr is not None
+    timeout = options.limits.timeout
+    # Until the script starts, the worker is importing torch: --timeout counts from its start.
+    deadline: float | None = time.monotonic() + STARTUP_TIMEOUT
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ, "frames")
+    sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
+    pending: list[bytes] = []
+    open_streams = 2
+    try:
+        while open_streams:
+            wait = None if deadline is None else deadline - time.monotonic()
+            if wait is not None and wait <= 0:
+                state.killed_for = "timeout" if state.info is not None else "startup"
+                return
+            for key, _ in sel.select(wait):
+                chunk = os.read(key.fileobj.fileno(), 1 << 16)  # type: ignore[union-attr]
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    open_streams -= 1
+                    continue
+                state.wire_bytes += len(chunk)
+                if state.wire_bytes > options.max_wire_bytes:
+                    state.killed_for = "output"
+                    return
+                if key.data == "stderr":
+                    state.stderr += chunk
+                    del state.stderr[:-STDERR_KEPT]
+                    continue
+                if b"\n" not in chunk:  # part of a long line: join once it is complete
+                    pending.append(chunk)
+                    continue
+                *lines, rest = b"".join([*pending, chunk]).split(b"\n")
+                pending = [rest] if rest else []
+                for line in lines:
+                    started = time.monotonic()
+                    had_info = state.info is not None
+                    _frame(json.loads(line), state, emit, start)
+                    if state.info is not None and not had_info:
+                        deadline = started + timeout + TIMEOUT_GRACE if timeout > 0 else None
+                    if deadline is not None:  # time the parent spent showing a step (--pause) is not the run's
+                        deadline += time.monotonic() - started
+                    if state.final is not None:
+                        return
+    finally:
+        sel.close()
+
+
+def _frame(
+    frame: dict[str, Any], state: _State, emit: Callable[[Step], None], start: Callable[[RunInfo], None]
+) -> None:
+    kind = frame.get("kind")
+    if kind == "running":
+        line = int(frame["line"])
+        state.stack.running(
+            (line, int(frame.get("col", 0)), int(frame.get("end_line", line)), int(frame.get("end_col", 0)))
+        )
+    elif kind == "step":
+        step = wire.decode(frame["step"])
+        state.stack.finished(step.line)
+        state.steps = max(state.steps, step.index)
+        if step.error is not None:
+            state.errors += 1
+        emit(step)
+    elif kind == "start":
+        state.info = wire.decode(frame["info"])
+        start(state.info)
+    elif kind == "hook":
+        if state.hook is not None:
+            state.hook(wire.decode(frame["result"]))
+    elif kind == "end":
+        state.summary = wire.decode(frame["summary"])
+        state.final = frame
+    elif kind in ("rejected", "usage_error", "run_error", "internal_error"):
+        state.final = frame
+    else:
+        raise WorkerInternalError(f"internal error (unknown frame {kind!r} from the worker). This is a bug in tcopy.")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Make sure the worker and anything it started are gone."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+    proc.wait()
+
+
+def _conclude(
+    proc: subprocess.Popen[bytes],
+    source: str,
+    options: WorkerOptions,
+    state: _State,
+    emit: Callable[[Step], None],
+    start: Callable[[RunInfo], None],
+) -> RunSummary:
+    final = state.final or {}
+    kind = final.get("kind")
+    if kind == "end" and state.summary is not None:
+        return state.summary
+    if kind == "rejected":
+        exc = ScriptRejected(final["message"], final.get("line"), final.get("column"))
+        exc.info = wire.decode(final["info"])  # type: ignore[attr-defined]
+        raise exc
+    if kind == "usage_error":
+        raise UsageError(final["message"])
+    if kind == "run_error":
+        raise TcopyError(final["message"])
+    if kind == "internal_error":
+        raise WorkerInternalError(
+            f"internal error ({final['type']}: {final['message']}). "
+            "This is a bug in tcopy; please report it with the script."
+        )
+    if state.killed_for == "startup":
+        raise TcopyError(f"the worker process did not start the script within {STARTUP_TIMEOUT:g} s (importing torch)")
+    if state.info is None:  # died before it started running the script
+        raise WorkerInternalError(
+            f"internal error (the worker process ended before the run started: {_ending(proc, state)}). "
+            "This is a bug in tcopy; please report it with the script."
+        )
+    step = _failure_step(proc, source, options, state, state.stack.current)
+    emit(step)
+    stopped_by = {"timeout": "timeout", "output": "max_output"}.get(state.killed_for or "", "crash")
+    return RunSummary(steps=step.index, errors=state.errors + 1, stopped_by=stopped_by)
+
+
+_SIGNAL_WHY = {
+    "SIGKILL": "was killed (SIGKILL), usually because the system ran out of memory",
+    "SIGXCPU": "used more CPU time than --timeout allows (RLIMIT_CPU)",
+    "SIGXFSZ": "tried to write a file (RLIMIT_FSIZE)",
+}
+
+
+def _signal_name(returncode: int | None) -> str | None:
+    if returncode is None or returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def _ending(proc: subprocess.Popen[bytes], state: _State) -> str:
+    name = _signal_name(proc.returncode)
+    tail = state.stderr.decode("utf-8", "replace").strip().splitlines()
+    last = f"; it wrote: {tail[-1][:300]}" if tail else ""
+    return (f"killed by {name}" if name else f"exit status {proc.returncode}") + last
+
+
+def _culprit(stderr: bytes) -> str:
+    """Which C library was running, from the faulthandler dump (innermost frame first)."""
+    text = stderr.decode("utf-8", "replace")
+    for entry in text.splitlines():
+        if "File " in entry:
+            if "/numpy/" in entry:
+                return "NumPy"
+            if "/torch/" in entry:
+                return "PyTorch"
+            break
+    return "PyTorch"
+
+
+def _statement_text(source: str, position: Position | None) -> str:
+    """The statement's own source (one statement of several on a line; its first line if long)."""
+    if position is None:
+        return ""
+    line, col, end_line, end_col = position
+    lines = source.replace("\r\n", "\n").split("\n")
+    if not 0 < line <= len(lines):
+        return ""
+    text = lines[line - 1]
+    if end_line == line and 0 <= col < end_col <= len(text.encode("utf-8")):
+        return text.encode("utf-8")[col:end_col].decode("utf-8", "replace").strip()
+    return text.encode("utf-8")[col:].decode("utf-8", "replace").strip()
+
+
+def _failure_step(
+    proc: subprocess.Popen[bytes], source: str, options: WorkerOptions, state: _State, position: Position | None
+) -> Step:
+    line = position[0] if position is not None else None
+    text = _statement_text(source, position)
+    where = f"at line {line}: `{text}`" if line is not None else "before the first statement"
+    limits = options.limits
+    name = _signal_name(proc.returncode)
+    if state.killed_for == "timeout":
+        kind = "TimeoutExceeded"
+        message = (
+            f"the run took longer than {limits.timeout:g} s (limit --timeout); the statement {where} did not "
+            "return, so tcopy stopped the process"
+        )
+        explanation = "A single operation kept running past the time limit. Raise --timeout or make it smaller."
+    elif state.killed_for == "output":
+        kind = "LimitExceeded"
+        message = (
+            f"the run sent more than {options.max_wire_bytes:,} bytes of records {where}; tcopy stopped the process"
+        )
+        explanation = "The steps, notes or printed text were too large to show."
+    elif name in ("SIGSEGV", "SIGFPE", "SIGBUS", "SIGILL", "SIGABRT"):
+        culprit = _culprit(bytes(state.stderr))
+        inside = "torch" if culprit == "PyTorch" else "NumPy"
+        kind = "ProcessCrashed"
+        message = f"the process crashed with {name} inside {inside} {where}; this is a {culprit} bug, not your script's"
+        explanation = (
+            "The statement made a C library fail hard. tcopy ran the script in a separate process, so it can "
+            "report this; the script's later statements did not run."
+        )
+    elif name is not None:
+        kind = "ProcessCrashed"
+        why = _SIGNAL_WHY.get(name, f"was ended by {name}")
+        message = f"the process {why} {where}"
+        explanation = "The script's later statements did not run."
+    else:
+        kind = "ProcessCrashed"
+        message = f"the process ended unexpectedly ({_ending(proc, state)}) {where}"
+        explanation = "The script's later statements did not run."
+    return Step(
+        index=state.steps + 1,
+        line=line or 0,
+        source=text,
+        status="error",
+        error=ErrorInfo(type=kind, message=message, explanation=explanation, explained=True),
+        stdout="",
+        warnings=[],
+        tensors={},
+        arrays={},
+        explanations=[
+            Note(
+                "process.ended",
+                "warning",
+                "The process running the script ended, so the tensors after this statement are unknown.",
+            )
+        ],
+    )
+
+
+__all__ = ["WorkerInternalError", "WorkerOptions", "request", "run_in_worker"]

@@ -1,0 +1,171 @@
+"""The worker process: confine, import torch, run one script, stream records.
+
+Started by ``tcopy_cli.supervise`` as ``python -m tcopy_cli.worker``. Protocol:
+
+- stdin: one JSON object, the request (``supervise.request`` builds it):
+  ``{"source", "origin", "device", "keep_going", "max_values", "graph", "limits": {...},
+  "trust"}``.
+- stdout: frames, one JSON object per line (JSON Lines, ASCII, ``\\n``-terminated),
+  each with a ``kind``:
+
+  ``start``         ``{"info": RunInfo}`` before the first statement.
+  ``running``       ``{"line", "col", "end_line", "end_col"}`` (the statement's position)
+                    before a statement or block header runs.
+  ``step``          ``{"step": Step}`` after a statement.
+  ``end``           ``{"summary": RunSummary}``: the run finished; the worker exits.
+  ``rejected``      ``{"info", "line", "column", "message"}``: the script was refused.
+  ``usage_error``   ``{"message"}``: e.g. the device is not available.
+  ``run_error``     ``{"message"}``: a tcopy error outside any statement.
+  ``internal_error`` ``{"type", "message"}``: a bug in tcopy.
+
+  Records (RunInfo, Step, RunSummary) are encoded by ``tcopy_cli.trace.wire``. The
+  frames are written to a copy of the original stdout; file descriptor 1 is pointed at
+  stderr, so nothing a C library prints can corrupt them.
+- stderr: free text (diagnostics, a crash dump from faulthandler), read by the parent.
+
+Unless the request says ``trust``, the worker confines itself (``tcopy_cli.confine``)
+before importing torch, so torch's and NumPy's threads are confined too.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+TEST_HOOK_ENV = "TCOPY_ALLOW_TEST_HOOK"
+"""The request's ``test_hook`` is honoured only when this variable is ``1`` (tests only)."""
+
+
+class Channel:
+    """Writes frames to the parent."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out = out
+
+    def send(self, kind: str, **fields: Any) -> None:
+        from tcopy_cli.trace import wire
+
+        frame = {"kind": kind, **{k: wire.encode(v) for k, v in fields.items()}}
+        self.out.write(json.dumps(frame, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n")
+        self.out.flush()
+
+
+def _test_hook(request: dict[str, Any]) -> dict[str, Any] | None:
+    hook = request.get("test_hook")
+    if hook and os.environ.get(TEST_HOOK_ENV) == "1":
+        return dict(hook)
+    return None
+
+
+def _run_hook(code: str, channel: Channel) -> None:
+    """TEST ONLY: execute real Python in the (confined) worker; it reports through ``report``."""
+    results: dict[str, Any] = {}
+    exec(code, {"report": results.__setitem__, "__name__": "tcopy_test_hook"})
+    channel.send("hook", result=results)
+
+
+def main() -> int:
+    """Serve one request; the exit status is 0 whenever a final frame was sent."""
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    faulthandler.enable(file=sys.stderr, all_threads=False)
+    channel = Channel(out)
+    request = json.loads(sys.stdin.buffer.read())
+    hook = _test_hook(request)
+    if request.get("trust"):
+        confinement = "none (--trust)"
+    else:
+        from tcopy_cli import confine
+
+        confinement = confine.confine(request.get("device", "cpu")).describe()
+    try:
+        return _serve(request, channel, confinement, hook)
+    except Exception as exc:  # a bug in tcopy itself
+        channel.send("internal_error", type=type(exc).__name__, message=str(exc))
+        return 0
+
+
+def _serve(request: dict[str, Any], channel: Channel, confinement: str, hook: dict[str, Any] | None) -> int:
+    import dataclasses
+
+    import torch
+
+    from tcopy_cli import __version__
+    from tcopy_cli.errors import ScriptRejected, TcopyError, UsageError
+    from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
+    from tcopy_cli.script.parse import parse_script
+    from tcopy_cli.trace.records import RunInfo
+    from tcopy_cli.trace.runner import RunOptions, resolve_device
+
+    limits = Limits(**request.get("limits", {}))
+    source, origin = request["source"], request["origin"]
+    device = request.get("device", "cpu")
+    try:
+        program = parse_script(source, origin, limits)
+    except ScriptRejected as exc:
+        info = RunInfo(
+            tcopy=__version__, torch=torch.__version__, device=device, source=origin, confinement=confinement
+        )
+        channel.send("rejected", info=info, line=exc.line, column=exc.column, message=exc.message)
+        return 0
+    try:
+        dev = resolve_device(device)
+    except UsageError as exc:
+        channel.send("usage_error", message=exc.message)
+        return 0
+    options = RunOptions(
+        device=dev,
+        limits=limits,
+        keep_going=bool(request.get("keep_going")),
+        max_values=int(request.get("max_values", DEFAULT_MAX_VALUES)),
+        graph=bool(request.get("graph")),
+    )  # no on_stuck: the parent ends the process
+    runner = _worker_runner(program, options, channel, hook)
+    channel.send("start", info=dataclasses.replace(runner.info(origin), confinement=confinement))
+    if hook is not None and not hook.get("line"):
+        _run_hook(hook["code"], channel)
+    try:
+        summary = runner.run()
+    except TcopyError as exc:
+        channel.send("run_error", message=exc.message)
+        return 0
+    finally:
+        runner.close()
+    channel.send("end", summary=summary)
+    return 0
+
+
+def _worker_runner(program: Any, options: Any, channel: Channel, hook: dict[str, Any] | None) -> Any:
+    """A Runner that announces each statement before running it and sends each step."""
+    from tcopy_cli.pipeline import explaining
+    from tcopy_cli.trace.runner import Runner
+
+    class WorkerRunner(Runner):
+        def _announce(self, node: Any) -> None:
+            channel.send(
+                "running",
+                line=node.lineno,
+                col=node.col_offset,
+                end_line=node.end_lineno or node.lineno,
+                end_col=node.end_col_offset or 0,
+            )
+            if hook is not None and hook.get("line") == node.lineno:
+                _run_hook(hook["code"], channel)
+
+        def step(self, node: Any, action: Callable[[], None]) -> bool:
+            self._announce(node)
+            return super().step(node, action)
+
+        def header(self, node: Any, action: Callable[[], Any]) -> tuple[bool, Any]:
+            self._announce(node)
+            return super().header(node, action)
+
+    return WorkerRunner(program, options, explaining(lambda step: channel.send("step", step=step)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,291 @@
+"""The kernel refuses what a script must never do, even with the language sandbox bypassed.
+
+A test-only hook executes real Python inside the confined worker (after confinement,
+before the script's first statement): the operations below must fail there because of
+Landlock and seccomp, not because of tcopy's own checks. Each test is skipped where the
+kernel lacks the protection it relies on.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from tcopy_cli import confine
+from tcopy_cli.limits import Limits
+from tcopy_cli.supervise import WorkerOptions, run_hook, run_in_worker
+from tcopy_cli.worker import TEST_HOOK_ENV
+
+LINUX = sys.platform.startswith("linux")
+LANDLOCK = LINUX and confine.landlock_abi() > 0
+SECCOMP = LINUX and confine.seccomp_available()
+needs_landlock = pytest.mark.skipif(not LANDLOCK, reason="Landlock is not available on this kernel")
+needs_seccomp = pytest.mark.skipif(not SECCOMP, reason="seccomp is not available here")
+needs_both = pytest.mark.skipif(not (LANDLOCK and SECCOMP), reason="needs Landlock and seccomp")
+
+# Runs inside the worker; `report(name, value)` sends a result back.
+ATTEMPT = """
+def attempt(name, action):
+    try:
+        result = action()
+    except BaseException as exc:
+        report(name, "refused: " + type(exc).__name__ + ": " + str(exc))
+    else:
+        report(name, "ALLOWED: " + repr(result)[:100])
+"""
+
+
+@pytest.fixture(autouse=True)
+def _allow_hook(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(TEST_HOOK_ENV, "1")
+
+
+def in_worker(code: str, trust: bool = False) -> dict[str, str]:
+    return run_hook(WorkerOptions(trust=trust, test_hook={"code": ATTEMPT + code}))
+
+
+def assert_refused(results: dict[str, str], *names: str) -> None:
+    for name in names:
+        assert results[name].startswith("refused"), f"{name}: {results[name]}"
+
+
+@needs_landlock
+def test_no_file_can_be_written_anywhere(tmp_path: Path) -> None:
+    target = tmp_path / "escaped.txt"
+    results = in_worker(f"""
+import os
+attempt("open_w", lambda: open({str(target)!r}, "w"))
+attempt("os_open_creat", lambda: os.open({str(tmp_path / "b")!r}, os.O_WRONLY | os.O_CREAT, 0o600))
+attempt("mkdir", lambda: os.mkdir({str(tmp_path / "d")!r}))
+attempt("home", lambda: open(os.path.expanduser("~/.tcopy-escape"), "a"))
+attempt("dev_shm", lambda: open("/dev/shm/tcopy-escape", "w"))
+attempt("tmp", lambda: open("/tmp/tcopy-escape-test", "w"))
+""")
+    assert_refused(results, "open_w", "os_open_creat", "mkdir", "home", "dev_shm", "tmp")
+    assert not target.exists() and not (tmp_path / "b").exists() and not (tmp_path / "d").exists()
+
+
+@needs_landlock
+def test_existing_files_can_not_be_changed_or_removed(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    results = in_worker(f"""
+import os
+attempt("append", lambda: open({str(victim)!r}, "a"))
+attempt("truncate", lambda: os.truncate({str(victim)!r}, 0))
+attempt("unlink", lambda: os.unlink({str(victim)!r}))
+attempt("rename", lambda: os.rename({str(victim)!r}, {str(tmp_path / "moved")!r}))
+""")
+    assert_refused(results, "append", "truncate", "unlink", "rename")
+    assert victim.read_text() == "keep me"
+
+
+@needs_landlock
+def test_reading_outside_the_python_installation_is_refused(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("password")
+    results = in_worker(f'attempt("read", lambda: open({str(secret)!r}).read())')
+    assert_refused(results, "read")
+
+
+@needs_both
+def test_no_process_can_be_started() -> None:
+    results = in_worker("""
+import os, subprocess
+attempt("execv", lambda: os.execv("/bin/true", ["true"]))
+attempt("subprocess", lambda: subprocess.run(["/bin/true"]))
+attempt("system", lambda: os.system("true") or "exit 0")
+attempt("fork", lambda: os.fork())
+attempt("posix_spawn", lambda: os.posix_spawn("/bin/true", ["true"], {}))
+""")
+    assert_refused(results, "execv", "subprocess", "fork", "posix_spawn")
+    # os.system reports failure through its status instead of raising
+    assert results["system"].startswith("refused") or results["system"] != "ALLOWED: 0"
+
+
+@needs_seccomp
+def test_no_socket_can_be_created() -> None:
+    results = in_worker("""
+import socket
+attempt("inet", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+attempt("inet6", lambda: socket.socket(socket.AF_INET6, socket.SOCK_DGRAM))
+attempt("unix", lambda: socket.socket(socket.AF_UNIX))
+attempt("pair", lambda: socket.socketpair())
+""")
+    assert_refused(results, "inet", "inet6", "unix", "pair")
+
+
+@needs_seccomp
+def test_no_connection_to_localhost() -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        server.settimeout(0.2)
+        port = server.getsockname()[1]
+        results = in_worker(f"""
+import socket
+attempt("connect", lambda: socket.create_connection(("127.0.0.1", {port}), timeout=2))
+""")
+        with pytest.raises(TimeoutError):
+            server.accept()
+    assert_refused(results, "connect")
+
+
+def test_no_signal_to_the_parent_or_others() -> None:
+    if not (SECCOMP or (LANDLOCK and confine.landlock_abi() >= 6)):
+        pytest.skip("needs seccomp or Landlock ABI 6")
+    received: list[int] = []
+    previous = signal.signal(signal.SIGUSR1, lambda sig, _frame: received.append(sig))
+    try:
+        results = in_worker(f"""
+import os, signal
+attempt("kill_parent", lambda: os.kill({os.getpid()}, signal.SIGUSR1))
+attempt("kill_ppid", lambda: os.kill(os.getppid(), 0))
+attempt("kill_init", lambda: os.kill(1, 0))
+attempt("killpg", lambda: os.killpg(os.getpgid({os.getpid()}), signal.SIGUSR1))
+attempt("self", lambda: os.kill(os.getpid(), 0))
+""")
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert_refused(results, "kill_parent", "kill_ppid", "kill_init", "killpg")
+    assert results["self"].startswith("ALLOWED")  # a process may still signal itself
+    assert not received
+
+
+@needs_seccomp
+def test_no_ptrace_or_foreign_memory() -> None:
+    results = in_worker(f"""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+def ptrace():
+    if libc.ptrace(16, {os.getpid()}, 0, 0) != 0:  # PTRACE_ATTACH
+        raise OSError(ctypes.get_errno(), "ptrace")
+attempt("ptrace", ptrace)
+attempt("mem", lambda: open("/proc/{os.getpid()}/mem", "rb").read(1))
+""")
+    assert_refused(results, "ptrace", "mem")
+
+
+@needs_both
+def test_threads_and_torch_still_work_after_confinement() -> None:
+    """Confinement must not break torch: threads, autograd, NumPy, matmul on several threads."""
+    results = in_worker("""
+import threading
+import numpy as np
+import torch
+box = []
+t = threading.Thread(target=lambda: box.append(1)); t.start(); t.join()
+report("thread", box == [1])
+torch.manual_seed(0)
+x = torch.randn(64, 64, requires_grad=True)
+(x @ x).tanh().sum().backward()
+report("grad", float(x.grad.abs().sum()))
+a = np.arange(12.0).reshape(3, 4)
+report("numpy", float((a @ a.T).sum()))
+report("threads", torch.get_num_threads())
+""")
+    import numpy as np
+    import torch
+
+    torch.manual_seed(0)
+    x = torch.randn(64, 64, requires_grad=True)
+    (x @ x).tanh().sum().backward()
+    assert results["thread"] is True
+    assert results["grad"] == pytest.approx(float(x.grad.abs().sum()), rel=1e-5)
+    a = np.arange(12.0).reshape(3, 4)
+    assert results["numpy"] == float((a @ a.T).sum())
+
+
+@needs_landlock
+def test_trust_runs_unconfined_in_a_worker(tmp_path: Path) -> None:
+    target = tmp_path / "written.txt"
+    results = in_worker(f'attempt("write", lambda: open({str(target)!r}, "w").write("x"))', trust=True)
+    assert results["write"] == "ALLOWED: 1"
+    assert target.read_text() == "x"
+
+
+def test_the_hook_needs_the_test_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(TEST_HOOK_ENV)
+    with pytest.raises(RuntimeError, match="did not run the test hook"):
+        run_hook(WorkerOptions(test_hook={"code": "report('ran', True)"}))
+
+
+def test_start_event_names_the_active_protections() -> None:
+    infos = []
+    run_in_worker("x = 1", "<t>", WorkerOptions(), lambda s: None, infos.append)
+    expected = (
+        "+".join(name for name, on in (("landlock", LANDLOCK), ("seccomp", SECCOMP), ("rlimits", LINUX)) if on)
+        or "none"
+    )
+    assert infos[0].confinement == expected
+    infos.clear()
+    run_in_worker("x = 1", "<t>", WorkerOptions(trust=True), lambda s: None, infos.append)
+    assert infos[0].confinement == "none (--trust)"
+
+
+def test_rlimits_hold_in_the_worker() -> None:
+    results = in_worker("""
+import resource
+report("fsize", resource.getrlimit(resource.RLIMIT_FSIZE)[0])
+report("core", resource.getrlimit(resource.RLIMIT_CORE)[0])
+report("as", resource.getrlimit(resource.RLIMIT_AS)[0])
+report("cpu", resource.getrlimit(resource.RLIMIT_CPU)[0])
+""")
+    assert results["fsize"] == 0 and results["core"] == 0
+    assert results["as"] == Limits().max_bytes + 3 * 1024**3
+    assert results["cpu"] > Limits().timeout
+
+
+def test_the_parent_imports_no_torch() -> None:
+    import subprocess
+
+    code = (
+        "import sys, tcopy_cli.supervise, tcopy_cli.confine, tcopy_cli.trace.wire, tcopy_cli.cli;"
+        "print(sorted(m for m in ('torch', 'numpy') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_seccomp_program_shape() -> None:
+    """Every instruction is 8 bytes and every jump stays inside the program."""
+    import struct
+
+    for arch in confine._ARCHES.values():
+        code = confine.seccomp_program(arch, 1234)
+        assert len(code) % 8 == 0
+        count = len(code) // 8
+        assert count < 4096
+        for i in range(count):
+            op, jt, jf, _k = struct.unpack_from("=HBBI", code, i * 8)
+            if op & 0x07 == 0x05:  # BPF_JMP
+                assert i + 1 + max(jt, jf) < count
+        assert struct.unpack_from("=HBBI", code, (count - 1) * 8) == (0x06, 0, 0, 0x7FFF0000)
+
+
+@needs_landlock
+def test_the_current_directory_is_not_readable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "notes.txt").write_text("private")
+    monkeypatch.chdir(tmp_path)
+    results = in_worker('import os\nattempt("cwd", lambda: open("notes.txt").read())')
+    assert_refused(results, "cwd")
+
+
+def test_version_verbose_names_what_is_available() -> None:
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run(
+        [sys.executable, "-m", "tcopy_cli", "--version", "--verbose"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ, PYTHONPATH=root),
+    ).stdout
+    assert out.splitlines()[-1] == f"confinement available here: {confine.available()}"
+    assert ("landlock" in out) == LANDLOCK and ("seccomp" in out) == SECCOMP
