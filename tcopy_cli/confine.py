@@ -44,22 +44,13 @@ _SYS_LANDLOCK_RESTRICT_SELF = 446
 _LANDLOCK_CREATE_RULESET_VERSION = 1
 _LANDLOCK_RULE_PATH_BENEATH = 1
 
-FS_EXECUTE = 1 << 0
-FS_WRITE_FILE = 1 << 1
-FS_READ_FILE = 1 << 2
-FS_READ_DIR = 1 << 3
-FS_REMOVE_DIR = 1 << 4
-FS_REMOVE_FILE = 1 << 5
-FS_MAKE_CHAR = 1 << 6
-FS_MAKE_DIR = 1 << 7
-FS_MAKE_REG = 1 << 8
-FS_MAKE_SOCK = 1 << 9
-FS_MAKE_FIFO = 1 << 10
-FS_MAKE_BLOCK = 1 << 11
-FS_MAKE_SYM = 1 << 12
-FS_REFER = 1 << 13  # ABI 2
-FS_TRUNCATE = 1 << 14  # ABI 3
-FS_IOCTL_DEV = 1 << 15  # ABI 5
+# Landlock's filesystem access rights, bit i in the kernel's order (uapi/linux/landlock.h):
+# ABI 1 has EXECUTE .. MAKE_SYM, ABI 2 adds REFER, ABI 3 TRUNCATE, ABI 5 IOCTL_DEV.
+(
+    FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR, FS_REMOVE_DIR, FS_REMOVE_FILE,
+    FS_MAKE_CHAR, FS_MAKE_DIR, FS_MAKE_REG, FS_MAKE_SOCK, FS_MAKE_FIFO, FS_MAKE_BLOCK,
+    FS_MAKE_SYM, FS_REFER, FS_TRUNCATE, FS_IOCTL_DEV,
+) = (1 << bit for bit in range(16))  # fmt: skip
 NET_BIND_TCP = 1 << 0  # ABI 4
 NET_CONNECT_TCP = 1 << 1  # ABI 4
 SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0  # ABI 6
@@ -278,70 +269,49 @@ _COMMON = {  # numbers shared by every architecture (added in 5.x kernels)
     "mount_setattr": 442,
 }
 
+# Denied system calls: name -> (x86_64 number, aarch64 number); None where the
+# architecture has no such call (aarch64 has no fork/vfork: glibc uses clone).
+_DENIED: dict[str, tuple[int, int | None]] = {
+    "socket": (41, 198),
+    "socketpair": (53, 199),
+    "fork": (57, None),
+    "vfork": (58, None),
+    "execve": (59, 221),
+    "ptrace": (101, 117),
+    "tkill": (200, 130),
+    "chroot": (161, 51),
+    "pivot_root": (155, 41),
+    "mount": (165, 40),
+    "umount2": (166, 39),
+    "add_key": (248, 217),
+    "request_key": (249, 218),
+    "keyctl": (250, 219),
+    "unshare": (272, 97),
+    "perf_event_open": (298, 241),
+    "setns": (308, 268),
+    "process_vm_readv": (310, 270),
+    "process_vm_writev": (311, 271),
+    "kcmp": (312, 272),
+    "bpf": (321, 280),
+    "execveat": (322, 281),
+    "userfaultfd": (323, 282),
+}
+
+
+def _denied(column: int) -> dict[str, int]:
+    table = {name: numbers[column] for name, numbers in _DENIED.items()}
+    return {name: nr for name, nr in table.items() if nr is not None} | _COMMON
+
+
 _ARCHES = {
-    "x86_64": _Arch(
-        audit=0xC000003E,
-        seccomp=317,
-        denied={
-            "socket": 41,
-            "socketpair": 53,
-            "fork": 57,
-            "vfork": 58,
-            "execve": 59,
-            "ptrace": 101,
-            "tkill": 200,
-            "chroot": 161,
-            "pivot_root": 155,
-            "mount": 165,
-            "umount2": 166,
-            "add_key": 248,
-            "request_key": 249,
-            "keyctl": 250,
-            "unshare": 272,
-            "perf_event_open": 298,
-            "setns": 308,
-            "process_vm_readv": 310,
-            "process_vm_writev": 311,
-            "kcmp": 312,
-            "bpf": 321,
-            "execveat": 322,
-            "userfaultfd": 323,
-            **_COMMON,
-        },
-        clone=56,
-        signal_to_pid=(62, 234, 129, 297),
-        x32=True,
-    ),
-    "aarch64": _Arch(
-        audit=0xC00000B7,
-        seccomp=277,
-        denied={
-            "socket": 198,
-            "socketpair": 199,
-            "execve": 221,
-            "ptrace": 117,
-            "tkill": 130,
-            "chroot": 51,
-            "pivot_root": 41,
-            "mount": 40,
-            "umount2": 39,
-            "add_key": 217,
-            "request_key": 218,
-            "keyctl": 219,
-            "unshare": 97,
-            "perf_event_open": 241,
-            "setns": 268,
-            "process_vm_readv": 270,
-            "process_vm_writev": 271,
-            "kcmp": 272,
-            "bpf": 280,
-            "execveat": 281,
-            "userfaultfd": 282,
-            **_COMMON,
-        },
-        clone=220,
-        signal_to_pid=(129, 131, 138, 240),
-    ),
+    name: _Arch(audit=audit, seccomp=seccomp, denied=_denied(column), clone=clone, signal_to_pid=signals, x32=x32)
+    for column, (name, audit, seccomp, clone, signals, x32) in enumerate(
+        (
+            # name, audit arch, seccomp, clone, (kill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo), x32 ABI
+            ("x86_64", 0xC000003E, 317, 56, (62, 234, 129, 297), True),
+            ("aarch64", 0xC00000B7, 277, 220, (129, 131, 138, 240), False),
+        )
+    )
 }
 
 
