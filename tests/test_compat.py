@@ -116,19 +116,32 @@ def test_negative_size_left_by_resize_is_reported() -> None:
 
 def test_unmeasurable_version_counter_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
     """Where no setter form works, sharing is reported empty and the output says why."""
-    from typer.testing import CliRunner
+    import io
 
-    from tcopy_cli.cli import app
+    from rich.console import Console
+
+    from tcopy_cli.pipeline import run_source
+    from tcopy_cli.render.jsonl import JsonRenderer
+    from tcopy_cli.render.table import TableRenderer
 
     monkeypatch.setattr(compat, "version_setter", lambda: None)
     a = torch.zeros(2)
     assert version_groups([[("a", a), ("v", a[1:])]]) == {}
     release = torch.__version__.split("+")[0]
     said = f"version counter sharing: not measurable on torch {release}"
-    script = "a = torch.zeros(2)\nv = a[1:]"
-    out = CliRunner().invoke(app, ["run", "-e", script, "--no-color", "--width", "200"]).stdout
-    assert f"degraded: {said}" in out
-    lines = CliRunner().invoke(app, ["run", "-e", script, "-f", "json"]).stdout.splitlines()
+    # In-process (the patched probe can't reach the command line's worker process),
+    # through the same renderers the command line uses.
+    trace = run_source("a = torch.zeros(2)\nv = a[1:]")
+    assert trace.summary is not None
+    console = Console(file=io.StringIO(), width=200, no_color=True)
+    out = io.StringIO()
+    for renderer in (TableRenderer(console), JsonRenderer(out)):
+        renderer.start(trace.info)
+        for step in trace.steps:
+            renderer.step(step)
+        renderer.end(trace.summary)
+    assert f"degraded: {said}" in console.file.getvalue()  # type: ignore[attr-defined]
+    lines = out.getvalue().splitlines()
     start = json.loads(lines[0])
     assert any(s.startswith(said) for s in start["degraded"])
     step = json.loads(lines[2])
