@@ -1,9 +1,9 @@
-"""Differential tests: tcopy against plain Python on the scripts in tests/corpus/.
+"""Differential tests: tcopy against plain Python on the scripts in tests/corpus/basics/.
 
 Every corpus script runs twice: under tcopy (in process through ``run_source``, and for
 the scripts in ``CLI_SCRIPTS`` as a real ``python -m tcopy_cli run FILE --format json``
 subprocess) and under plain Python, statement by statement, in a separate process
-(tests/differential.py). What tcopy reports after the last step must be what plain
+(tests/differential/reference.py). What tcopy reports after the last step must be what plain
 Python ends with: every tensor's values, gradient, requires_grad, is_leaf, grad_fn
 name, version counter, shape, dtype and storage offset; which names share storage and
 which have equal data_ptr; NumPy arrays and the memory they share; the printed text;
@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from differential import collect_reference, start_reference
+from reference import collect_reference, start_reference
 
-CORPUS_DIR = Path(__file__).parent / "corpus"
+CORPUS_DIR = Path(__file__).resolve().parent.parent / "corpus" / "basics"
 CORPUS = sorted(CORPUS_DIR.glob("*.py"))
 # Every shipped example is part of the corpus too: its final state must match plain python.
-EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "tcopy_cli" / "examples"
+EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "tcopy_cli" / "examples"
 EXAMPLES = sorted(p for p in EXAMPLES_DIR.glob("*.py") if not p.name.startswith("_"))
 PATHS = {p.name: p for p in CORPUS} | {f"example_{p.name}": p for p in EXAMPLES}
 NAMES = sorted(PATHS)

@@ -1,4 +1,4 @@
-"""Snippets as people post them: tcopy against plain Python on the scripts in tests/corpus7/.
+"""Snippets as people post them: tcopy against plain Python on the scripts in tests/corpus/snippets/.
 
 The scripts use the language added for user code: module-level ``def`` (defaults,
 keywords, recursion), ``lambda`` and script functions as autograd hooks, ``nn.Module``
@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from differential import collect_reference, start_reference
+from reference import collect_reference, start_reference
 from test_differential import tcopy_state
 
-CORPUS_DIR = Path(__file__).parent / "corpus7"
+CORPUS_DIR = Path(__file__).resolve().parent.parent / "corpus" / "snippets"
 CORPUS = sorted(CORPUS_DIR.glob("*.py"))
 NAMES = [p.name for p in CORPUS]
 EXPECT_ERROR = re.compile(r"^#\s*expect-error:\s*(\w+)\s*$", re.MULTILINE)
