@@ -1,4 +1,4 @@
-"""Hypothesis strategies and settings profiles for tests/test_fuzz.py.
+"""Hypothesis strategies and settings profiles for tests/differential/test_fuzz.py.
 
 Two families of scripts:
 

@@ -2,7 +2,7 @@
 exceptions, while loops, comprehensions, builtins over script functions, torch.nn,
 optimizers and NumPy.
 
-As in tests/test_security.py, every attempt must end in one of two ways: the script is
+As in tests/sandbox/test_security.py, every attempt must end in one of two ways: the script is
 refused before it runs (``ScriptRejected`` with a line and column), or its last step is
 an error step. Never a Python traceback out of ``run_source``, never a file written or a
 process spawned, never a change to torch or NumPy that outlives the run.

@@ -14,7 +14,7 @@
    error's type and line.
 
 Profiles: the default run is deterministic (derandomize) and bounded (about 35 s on
-two cores); ``pytest tests/test_fuzz.py --hypothesis-profile=long`` runs 3000
+two cores); ``pytest tests/differential/test_fuzz.py --hypothesis-profile=long`` runs 3000
 examples per test with fresh randomness (profiles in tests/fuzz_strategies.py,
 registered through tests/conftest.py).
 """

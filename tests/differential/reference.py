@@ -1,4 +1,4 @@
-"""The plain-Python reference for the differential tests (tests/test_differential.py).
+"""The plain-Python reference for the differential tests (tests/differential/test_corpus.py).
 
 ``run_reference({name: source, ...})`` starts one fresh process of the same
 interpreter (``sys.executable``) that runs this file as a script. That process runs
@@ -17,7 +17,7 @@ The error line is the line where the failing statement starts: the innermost sim
 statement that contains the line of the script frame of the traceback, or the header
 of the ``for``/``if``/``with`` whose header failed.
 
-A second mode, for tests/test_snippets.py (``start_reference(..., mode="snippets")``),
+A second mode, for the snippets corpus (tests/corpus/snippets; ``start_reference(..., mode="snippets")``),
 runs each script with ``run_snippet``: no step counting (tcopy makes steps inside
 function bodies, which this reference does not mirror), the error line taken from the
 innermost statement at any depth (inside functions and methods too), the lines run
@@ -55,8 +55,8 @@ def start_reference(sources: dict[str, str], workdir: Path, mode: str = "stateme
     The sources go to the child in a file under ``workdir`` and the results come back in
     another (the scripts' own output can't mix with them), so the caller can do other
     work (start tcopy processes) while the child runs. ``mode`` is ``"statements"``
-    (``run_one``, for tests/test_differential.py) or ``"snippets"`` (``run_snippet``,
-    for tests/test_snippets.py).
+    (``run_one``, for the basics corpus) or ``"snippets"`` (``run_snippet``,
+    for the snippets corpus).
     """
     if mode not in MODES:
         raise ValueError(f"unknown reference mode {mode!r}")
@@ -207,7 +207,7 @@ def run_one(source: str) -> dict[str, Any]:
     }
 
 
-# --- child side: snippets with functions, classes and modules (tests/test_snippets.py) ---
+# --- child side: snippets with functions, classes and modules (tests/corpus/snippets) ---
 
 
 def locate_innermost(body: list[ast.stmt], line: int) -> ast.stmt | None:
