@@ -289,3 +289,42 @@ def test_version_verbose_names_what_is_available() -> None:
     ).stdout
     assert out.splitlines()[-1] == f"confinement available here: {confine.available()}"
     assert ("landlock" in out) == LANDLOCK and ("seccomp" in out) == SECCOMP
+
+
+def _expected_confinement() -> str:
+    return (
+        "+".join(name for name, on in (("landlock", LANDLOCK), ("seccomp", SECCOMP), ("rlimits", LINUX)) if on)
+        or "none"
+    )
+
+
+def _spy_on_workers(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Record the RunInfo of every worker run the CLI starts (the real workers still run)."""
+    import tcopy_cli.supervise as supervise
+
+    real = supervise.run_in_worker
+    infos: list[object] = []
+
+    def spy(source, origin, options, emit, start):  # type: ignore[no-untyped-def]
+        assert not options.trust
+
+        def started(info):  # type: ignore[no-untyped-def]
+            infos.append(info)
+            start(info)
+
+        return real(source, origin, options, emit, started)
+
+    monkeypatch.setattr(supervise, "run_in_worker", spy)
+    return infos
+
+
+def test_graph_command_runs_the_script_in_the_confined_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from tcopy_cli.cli import app
+
+    infos = _spy_on_workers(monkeypatch)
+    result = CliRunner().invoke(app, ["graph", "-e", "a = torch.ones(2, requires_grad=True)\nb = (a * 2).sum()"])
+    assert result.exit_code == 0, result.output
+    assert "SumBackward0" in result.stdout
+    assert [getattr(info, "confinement", None) for info in infos] == [_expected_confinement()]
