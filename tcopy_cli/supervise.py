@@ -186,6 +186,56 @@ def run_in_worker(
     on_hook: Callable[[Any], None] | None = None,
 ) -> RunSummary:
     """Run ``source`` in a confined worker; ScriptRejected/UsageError/TcopyError as in-process."""
+    state = _State(hook=on_hook)
+    proc = _serve(request(source, origin, options), options, state, emit, start)
+    return _conclude(proc, source, options, state, emit, start)
+
+
+def compare_in_worker(
+    expressions: list[str],
+    setup: str,
+    device: str,
+    limits: Limits,
+    start: Callable[[RunInfo], None] = lambda _info: None,
+) -> list[dict[str, Any]]:
+    """Run ``tcopy compare``'s experiments in one confined worker; the rows as ``Comparison.to_json()``.
+
+    Each experiment script keeps ``limits`` (the worker's runner enforces them per run); the
+    parent's hard bounds (wall clock, CPU time) allow for every run of the comparison.
+    """
+    runs = EXPERIMENTS_PER_EXPRESSION * max(len(expressions), 1)
+    bound = dataclasses.replace(limits, timeout=limits.timeout * runs) if limits.timeout > 0 else limits
+    options = WorkerOptions(device=device, limits=bound)
+    req = {
+        "compare": {"expressions": list(expressions), "setup": setup},
+        "device": device,
+        "limits": dataclasses.asdict(limits),
+        "trust": False,
+    }
+    state = _State()
+    failures: list[Step] = []
+    proc = _serve(req, options, state, failures.append, start)
+    final = state.final or {}
+    if final.get("kind") == "compare":
+        rows: list[dict[str, Any]] = wire.decode(final["rows"])
+        return rows
+    _conclude(proc, setup, options, state, failures.append, start)  # raises for a final frame
+    message = failures[-1].error.message if failures and failures[-1].error else _ending(proc, state)
+    raise TcopyError(f"the comparison did not finish: {message}")
+
+
+EXPERIMENTS_PER_EXPRESSION = 4
+"""The most experiment scripts ``tcopy compare`` runs for one expression."""
+
+
+def _serve(
+    req: dict[str, Any],
+    options: WorkerOptions,
+    state: _State,
+    emit: Callable[[Step], None],
+    start: Callable[[RunInfo], None],
+) -> subprocess.Popen[bytes]:
+    """Start a worker, send it ``req``, read its frames into ``state`` until it ends; the finished process."""
     request_read, request_write = os.pipe()
     try:
         proc = subprocess.Popen(
@@ -203,13 +253,12 @@ def run_in_worker(
         raise
     finally:
         os.close(request_read)
-    state = _State(hook=on_hook)
     try:
-        _send_request(request_write, json.dumps(request(source, origin, options)).encode("utf-8"))
+        _send_request(request_write, json.dumps(req).encode("utf-8"))
         _pump(proc, options, state, emit, start)
     finally:
         _stop(proc)
-    return _conclude(proc, source, options, state, emit, start)
+    return proc
 
 
 def _send_request(fd: int, data: bytes) -> None:
@@ -314,7 +363,7 @@ def _frame(
     elif kind == "end":
         state.summary = wire.decode(frame["summary"])
         state.final = frame
-    elif kind in ("rejected", "usage_error", "run_error", "internal_error"):
+    elif kind in ("compare", "rejected", "usage_error", "run_error", "internal_error"):
         state.final = frame
     else:
         raise WorkerInternalError(f"internal error (unknown frame {kind!r} from the worker). This is a bug in tcopy.")
@@ -480,4 +529,4 @@ def _failure_step(
     )
 
 
-__all__ = ["WorkerInternalError", "WorkerOptions", "request", "run_in_worker"]
+__all__ = ["WorkerInternalError", "WorkerOptions", "compare_in_worker", "request", "run_in_worker"]

@@ -4,7 +4,8 @@ Started by ``tcopy_cli.supervise`` as ``python -m tcopy_cli.worker``. Protocol:
 
 - stdin: one JSON object, the request (``supervise.request`` builds it):
   ``{"source", "origin", "device", "keep_going", "max_values", "graph", "limits": {...},
-  "trust"}``.
+  "trust"}``; or a comparison, ``{"compare": {"expressions", "setup"}, "device", "limits",
+  "trust"}`` (``tcopy compare``: every experiment script runs in this one worker).
 - stdout: frames, one JSON object per line (JSON Lines, ASCII, ``\\n``-terminated),
   each with a ``kind``:
 
@@ -13,6 +14,7 @@ Started by ``tcopy_cli.supervise`` as ``python -m tcopy_cli.worker``. Protocol:
                     before a statement or block header runs.
   ``step``          ``{"step": Step}`` after a statement.
   ``end``           ``{"summary": RunSummary}``: the run finished; the worker exits.
+  ``compare``       ``{"rows": [Comparison.to_json(), ...]}``: the comparison finished.
   ``rejected``      ``{"info", "line", "column", "message"}``: the script was refused.
   ``usage_error``   ``{"message"}``: e.g. the device is not available.
   ``run_error``     ``{"message"}``: a tcopy error outside any statement.
@@ -83,6 +85,8 @@ def main() -> int:
 
         confinement = confine.confine(request.get("device", "cpu")).describe()
     try:
+        if "compare" in request:
+            return _serve_compare(request, channel, confinement)
         return _serve(request, channel, confinement, hook)
     except Exception as exc:  # a bug in tcopy itself
         channel.send("internal_error", type=type(exc).__name__, message=str(exc))
@@ -136,6 +140,41 @@ def _serve(request: dict[str, Any], channel: Channel, confinement: str, hook: di
     finally:
         runner.close()
     channel.send("end", summary=summary)
+    return 0
+
+
+def _serve_compare(request: dict[str, Any], channel: Channel, confinement: str) -> int:
+    """Run ``tcopy compare``'s experiment scripts here and send the measured rows."""
+    import torch
+
+    from tcopy_cli import __version__
+    from tcopy_cli.errors import ScriptRejected, TcopyError, UsageError
+    from tcopy_cli.limits import Limits
+    from tcopy_cli.trace import compare as tc
+    from tcopy_cli.trace.records import RunInfo
+    from tcopy_cli.trace.runner import resolve_device
+
+    limits = Limits(**request.get("limits", {}))
+    device = request.get("device", "cpu")
+    info = RunInfo(
+        tcopy=__version__, torch=torch.__version__, device=device, source="<compare>", confinement=confinement
+    )
+    try:
+        dev = resolve_device(device)
+    except UsageError as exc:
+        channel.send("usage_error", message=exc.message)
+        return 0
+    channel.send("start", info=info)
+    job = request["compare"]
+    try:
+        rows = tc.compare(list(job["expressions"]), job["setup"], dev, limits)
+    except ScriptRejected as exc:
+        channel.send("rejected", info=info, line=exc.line, column=exc.column, message=exc.message)
+        return 0
+    except TcopyError as exc:
+        channel.send("run_error", message=exc.message)
+        return 0
+    channel.send("compare", rows=[row.to_json() for row in rows])
     return 0
 
 

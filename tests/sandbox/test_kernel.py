@@ -328,3 +328,26 @@ def test_graph_command_runs_the_script_in_the_confined_worker(monkeypatch: pytes
     assert result.exit_code == 0, result.output
     assert "SumBackward0" in result.stdout
     assert [getattr(info, "confinement", None) for info in infos] == [_expected_confinement()]
+
+
+def test_compare_runs_its_experiments_in_one_confined_worker() -> None:
+    from tcopy_cli.supervise import compare_in_worker
+    from tcopy_cli.trace import compare as tc
+
+    infos: list[object] = []
+    exprs = ["x.clone()", "x.detach()", "x.data"]
+    rows = compare_in_worker(exprs, tc.SETUPS["leaf"], "cpu", Limits(), start=infos.append)
+    assert [getattr(info, "confinement", None) for info in infos] == [_expected_confinement()]
+    # The same measurements as the in-process comparison (which tcopy's own tests check against torch).
+    assert [tc.Comparison(**row) for row in rows] == tc.compare(exprs, tc.SETUPS["leaf"], "cpu", Limits())
+
+
+def test_compare_refusal_and_timeout_come_back_from_the_worker() -> None:
+    from tcopy_cli.errors import ScriptRejected, TcopyError
+    from tcopy_cli.supervise import compare_in_worker
+
+    with pytest.raises(ScriptRejected, match="the setup failed"):
+        compare_in_worker(["x.clone()"], "x = undefined_name", "cpu", Limits())
+    with pytest.raises(TcopyError, match=r"timeout|longer than"):
+        compare_in_worker(["x.clone()"], "x = torch.ones(2)\nwhile True:\n    pass", "cpu", Limits(timeout=1))
+
