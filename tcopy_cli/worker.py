@@ -5,7 +5,10 @@ Started by ``tcopy_cli.supervise`` as ``python -m tcopy_cli.worker``. Protocol:
 - stdin: one JSON object, the request (``supervise.request`` builds it):
   ``{"source", "origin", "device", "keep_going", "max_values", "graph", "limits": {...},
   "trust"}``; or a comparison, ``{"compare": {"expressions", "setup"}, "device", "limits",
-  "trust"}`` (``tcopy compare``: every experiment script runs in this one worker).
+  "trust"}`` (``tcopy compare``: every experiment script runs in this one worker); or a
+  session (``tcopy repl``), ``{"mode": "session", "device", "limits", "max_values",
+  "trust"}`` on its own line, then one line ``{"source", "line_offset"}`` per entered piece
+  of code, each run in the same namespace; the session ends at the end of stdin.
 - stdout: frames, one JSON object per line (JSON Lines, ASCII, ``\\n``-terminated),
   each with a ``kind``:
 
@@ -15,6 +18,7 @@ Started by ``tcopy_cli.supervise`` as ``python -m tcopy_cli.worker``. Protocol:
   ``step``          ``{"step": Step}`` after a statement.
   ``end``           ``{"summary": RunSummary}``: the run finished; the worker exits.
   ``compare``       ``{"rows": [Comparison.to_json(), ...]}``: the comparison finished.
+  ``done``          ``{"errors"}``: a session's piece of code finished (its steps came before).
   ``rejected``      ``{"info", "line", "column", "message"}``: the script was refused.
   ``usage_error``   ``{"message"}``: e.g. the device is not available.
   ``run_error``     ``{"message"}``: a tcopy error outside any statement.
@@ -76,7 +80,7 @@ def main() -> int:
     os.dup2(2, 1)
     faulthandler.enable(file=sys.stderr, all_threads=False)
     channel = Channel(out)
-    request = json.loads(sys.stdin.buffer.read())
+    request = json.loads(sys.stdin.buffer.readline())
     hook = _test_hook(request)
     if request.get("trust"):
         confinement = "none (--trust)"
@@ -85,6 +89,8 @@ def main() -> int:
 
         confinement = confine.confine(request.get("device", "cpu")).describe()
     try:
+        if request.get("mode") == "session":
+            return _serve_session(request, channel, confinement)
         if "compare" in request:
             return _serve_compare(request, channel, confinement)
         return _serve(request, channel, confinement, hook)
@@ -175,6 +181,58 @@ def _serve_compare(request: dict[str, Any], channel: Channel, confinement: str) 
         channel.send("run_error", message=exc.message)
         return 0
     channel.send("compare", rows=[row.to_json() for row in rows])
+    return 0
+
+
+def _serve_session(request: dict[str, Any], channel: Channel, confinement: str) -> int:
+    """The REPL's worker: run each piece of code read from stdin in one namespace."""
+    import ast
+    import dataclasses
+
+    from tcopy_cli.errors import ScriptRejected, TcopyError, UsageError
+    from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
+    from tcopy_cli.script.parse import parse_script
+    from tcopy_cli.trace.runner import RunOptions, resolve_device, torch_session
+
+    limits = Limits(**request.get("limits", {}))
+    try:
+        dev = resolve_device(request.get("device", "cpu"))
+    except UsageError as exc:
+        channel.send("usage_error", message=exc.message)
+        return 0
+    options = RunOptions(
+        device=dev,
+        limits=limits,
+        keep_going=True,
+        max_values=int(request.get("max_values", DEFAULT_MAX_VALUES)),
+        graph=True,
+    )
+    runner = _worker_runner(parse_script("", "<repl>", limits), options, channel, None)
+    channel.send("start", info=dataclasses.replace(runner.info("<repl>"), confinement=confinement))
+    with torch_session(dev):
+        for line in sys.stdin.buffer:
+            piece = json.loads(line)
+            offset = int(piece.get("line_offset", 0))
+            try:
+                program = parse_script(piece["source"], "<repl>", limits)
+            except ScriptRejected as exc:
+                channel.send("refused", line=exc.line, column=exc.column, message=exc.message)
+                continue
+            if offset:  # line numbers keep growing across pieces, so steps read like one script
+                ast.increment_lineno(program.tree, offset)
+                program = dataclasses.replace(
+                    program,
+                    lines=[""] * offset + program.lines,
+                    source="\n" * offset + program.source,
+                    comments={n + offset: c for n, c in program.comments.items()},
+                )
+            try:
+                errors = runner.run_more(program)
+            except TcopyError as exc:
+                channel.send("run_error", message=exc.message)
+                return 0
+            channel.send("done", errors=errors)
+    runner.close()
     return 0
 
 

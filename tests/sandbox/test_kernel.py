@@ -351,3 +351,37 @@ def test_compare_refusal_and_timeout_come_back_from_the_worker() -> None:
     with pytest.raises(TcopyError, match=r"timeout|longer than"):
         compare_in_worker(["x.clone()"], "x = torch.ones(2)\nwhile True:\n    pass", "cpu", Limits(timeout=1))
 
+
+def test_the_repl_keeps_one_confined_worker_and_replaces_a_stuck_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from tcopy_cli.cli import app
+
+    started: list[int] = []
+    real_popen = __import__("subprocess").Popen
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        proc = real_popen(*args, **kwargs)
+        started.append(proc.pid)
+        return proc
+
+    monkeypatch.setattr("tcopy_cli.supervise.subprocess.Popen", counting)
+    session = "\n".join(
+        [
+            "a = torch.ones(2)",
+            "b = a * 3",  # the same namespace: a is still there
+            "1.5 in range(10**18)",  # holds Python's lock: only killing the worker ends it
+            "a",  # the fresh worker has no names
+            "c = torch.zeros(1)",
+            ":quit",
+        ]
+    )
+    result = CliRunner().invoke(app, ["repl", "--no-color", "--timeout", "1"], input=session + "\n")
+    out = result.stdout
+    assert result.exit_code == 0, out
+    assert f"confinement {_expected_confinement()}" in out
+    assert "[3., 3.]" in out  # b = a * 3 ran where a = torch.ones(2) had
+    assert "TimeoutExceeded" in out and "The worker process ended" in out
+    assert "NameError: name 'a' is not defined" in out
+    assert "[0.]" in out
+    assert len(started) == 2  # one worker for the first three statements, a fresh one after the kill
