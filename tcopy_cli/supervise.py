@@ -186,6 +186,56 @@ def run_in_worker(
     on_hook: Callable[[Any], None] | None = None,
 ) -> RunSummary:
     """Run ``source`` in a confined worker; ScriptRejected/UsageError/TcopyError as in-process."""
+    state = _State(hook=on_hook)
+    proc = _serve(request(source, origin, options), options, state, emit, start)
+    return _conclude(proc, source, options, state, emit, start)
+
+
+def compare_in_worker(
+    expressions: list[str],
+    setup: str,
+    device: str,
+    limits: Limits,
+    start: Callable[[RunInfo], None] = lambda _info: None,
+) -> list[dict[str, Any]]:
+    """Run ``tcopy compare``'s experiments in one confined worker; the rows as ``Comparison.to_json()``.
+
+    Each experiment script keeps ``limits`` (the worker's runner enforces them per run); the
+    parent's hard bounds (wall clock, CPU time) allow for every run of the comparison.
+    """
+    runs = EXPERIMENTS_PER_EXPRESSION * max(len(expressions), 1)
+    bound = dataclasses.replace(limits, timeout=limits.timeout * runs) if limits.timeout > 0 else limits
+    options = WorkerOptions(device=device, limits=bound)
+    req = {
+        "compare": {"expressions": list(expressions), "setup": setup},
+        "device": device,
+        "limits": dataclasses.asdict(limits),
+        "trust": False,
+    }
+    state = _State()
+    failures: list[Step] = []
+    proc = _serve(req, options, state, failures.append, start)
+    final = state.final or {}
+    if final.get("kind") == "compare":
+        rows: list[dict[str, Any]] = wire.decode(final["rows"])
+        return rows
+    _conclude(proc, setup, options, state, failures.append, start)  # raises for a final frame
+    message = failures[-1].error.message if failures and failures[-1].error else _ending(proc, state)
+    raise TcopyError(f"the comparison did not finish: {message}")
+
+
+EXPERIMENTS_PER_EXPRESSION = 4
+"""The most experiment scripts ``tcopy compare`` runs for one expression."""
+
+
+def _serve(
+    req: dict[str, Any],
+    options: WorkerOptions,
+    state: _State,
+    emit: Callable[[Step], None],
+    start: Callable[[RunInfo], None],
+) -> subprocess.Popen[bytes]:
+    """Start a worker, send it ``req``, read its frames into ``state`` until it ends; the finished process."""
     request_read, request_write = os.pipe()
     try:
         proc = subprocess.Popen(
@@ -203,13 +253,88 @@ def run_in_worker(
         raise
     finally:
         os.close(request_read)
-    state = _State(hook=on_hook)
     try:
-        _send_request(request_write, json.dumps(request(source, origin, options)).encode("utf-8"))
+        _send_request(request_write, json.dumps(req).encode("utf-8"))
         _pump(proc, options, state, emit, start)
     finally:
         _stop(proc)
-    return _conclude(proc, source, options, state, emit, start)
+    return proc
+
+
+class WorkerSession:
+    """One worker for a REPL session: every piece of code runs in the same confined namespace.
+
+    ``start`` gets the RunInfo once the worker is ready. ``run`` sends a piece of code and
+    calls ``emit`` with its steps; a worker that crashes, hangs past --timeout or sends
+    too much becomes an error step, and the next ``run`` starts a fresh worker (its
+    names are gone: ``lost`` says so once).
+    """
+
+    def __init__(self, options: WorkerOptions, start: Callable[[RunInfo], None]) -> None:
+        self.options = options
+        self.on_start = start
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.state = _State()
+        self.lost = False
+
+    def _open(self) -> subprocess.Popen[bytes]:
+        req = {**request("", "<repl>", self.options), "mode": "session"}
+        self.state = _State()
+        proc = subprocess.Popen(
+            worker_command(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=_preexec(self.options),
+            start_new_session=True,
+            env=_environment(),
+            close_fds=True,
+        )
+        self.proc = proc
+        self._write(json.dumps(req))  # its start frame comes with the first piece's frames
+        return proc
+
+    def _write(self, line: str) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(line.encode("utf-8") + b"\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # the worker died: reading its frames reports how
+
+    def run(self, source: str, line_offset: int, emit: Callable[[Step], None]) -> None:
+        """Run one piece of code (ScriptRejected if the worker refuses it)."""
+        proc = self.proc if self.proc is not None and self.proc.poll() is None else self._open()
+        state = self.state
+        state.final, state.killed_for, state.wire_bytes, state.stack = None, None, 0, _Stack()
+        try:
+            self._write(json.dumps({"source": source, "line_offset": line_offset}))
+            _pump(proc, self.options, state, emit, self.on_start)
+        except BaseException:  # Ctrl-C: the worker and its names are gone
+            self.close()
+            raise
+        final: dict[str, Any] = state.final or {}
+        if state.info is None:  # the worker did not start: say why (UsageError, TcopyError, internal)
+            self.close()
+            _conclude(proc, "", self.options, state, emit, self.on_start)
+        if final.get("kind") == "done":
+            return
+        if final.get("kind") == "refused":
+            raise ScriptRejected(final["message"], final.get("line"), final.get("column"))
+        self.close()
+        self.lost = True
+        _conclude(proc, "\n" * line_offset + source, self.options, state, emit, self.on_start)
+
+    def close(self) -> None:
+        """End the worker (the session's names are lost)."""
+        if self.proc is not None:
+            if self.proc.stdin is not None:
+                try:
+                    self.proc.stdin.close()
+                except BrokenPipeError:
+                    pass
+            _stop(self.proc)
+            self.proc = None
 
 
 def _send_request(fd: int, data: bytes) -> None:
@@ -244,7 +369,10 @@ def _pump(
     assert proc.stdout is not None and proc.stderr is not None
     timeout = options.limits.timeout
     # Until the script starts, the worker is importing torch: --timeout counts from its start.
+    # (A session's worker has started already: each piece of code gets --timeout.)
     deadline: float | None = time.monotonic() + STARTUP_TIMEOUT
+    if state.info is not None:
+        deadline = time.monotonic() + timeout + TIMEOUT_GRACE if timeout > 0 else None
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ, "frames")
     sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
@@ -314,7 +442,7 @@ def _frame(
     elif kind == "end":
         state.summary = wire.decode(frame["summary"])
         state.final = frame
-    elif kind in ("rejected", "usage_error", "run_error", "internal_error"):
+    elif kind in ("done", "refused", "compare", "rejected", "usage_error", "run_error", "internal_error"):
         state.final = frame
     else:
         raise WorkerInternalError(f"internal error (unknown frame {kind!r} from the worker). This is a bug in tcopy.")
@@ -480,4 +608,4 @@ def _failure_step(
     )
 
 
-__all__ = ["WorkerInternalError", "WorkerOptions", "request", "run_in_worker"]
+__all__ = ["WorkerInternalError", "WorkerOptions", "WorkerSession", "compare_in_worker", "request", "run_in_worker"]

@@ -4,7 +4,11 @@ Started by ``tcopy_cli.supervise`` as ``python -m tcopy_cli.worker``. Protocol:
 
 - stdin: one JSON object, the request (``supervise.request`` builds it):
   ``{"source", "origin", "device", "keep_going", "max_values", "graph", "limits": {...},
-  "trust"}``.
+  "trust"}``; or a comparison, ``{"compare": {"expressions", "setup"}, "device", "limits",
+  "trust"}`` (``tcopy compare``: every experiment script runs in this one worker); or a
+  session (``tcopy repl``), ``{"mode": "session", "device", "limits", "max_values",
+  "trust"}`` on its own line, then one line ``{"source", "line_offset"}`` per entered piece
+  of code, each run in the same namespace; the session ends at the end of stdin.
 - stdout: frames, one JSON object per line (JSON Lines, ASCII, ``\\n``-terminated),
   each with a ``kind``:
 
@@ -13,6 +17,8 @@ Started by ``tcopy_cli.supervise`` as ``python -m tcopy_cli.worker``. Protocol:
                     before a statement or block header runs.
   ``step``          ``{"step": Step}`` after a statement.
   ``end``           ``{"summary": RunSummary}``: the run finished; the worker exits.
+  ``compare``       ``{"rows": [Comparison.to_json(), ...]}``: the comparison finished.
+  ``done``          ``{"errors"}``: a session's piece of code finished (its steps came before).
   ``rejected``      ``{"info", "line", "column", "message"}``: the script was refused.
   ``usage_error``   ``{"message"}``: e.g. the device is not available.
   ``run_error``     ``{"message"}``: a tcopy error outside any statement.
@@ -74,7 +80,7 @@ def main() -> int:
     os.dup2(2, 1)
     faulthandler.enable(file=sys.stderr, all_threads=False)
     channel = Channel(out)
-    request = json.loads(sys.stdin.buffer.read())
+    request = json.loads(sys.stdin.buffer.readline())
     hook = _test_hook(request)
     if request.get("trust"):
         confinement = "none (--trust)"
@@ -83,6 +89,10 @@ def main() -> int:
 
         confinement = confine.confine(request.get("device", "cpu")).describe()
     try:
+        if request.get("mode") == "session":
+            return _serve_session(request, channel, confinement)
+        if "compare" in request:
+            return _serve_compare(request, channel, confinement)
         return _serve(request, channel, confinement, hook)
     except Exception as exc:  # a bug in tcopy itself
         channel.send("internal_error", type=type(exc).__name__, message=str(exc))
@@ -136,6 +146,93 @@ def _serve(request: dict[str, Any], channel: Channel, confinement: str, hook: di
     finally:
         runner.close()
     channel.send("end", summary=summary)
+    return 0
+
+
+def _serve_compare(request: dict[str, Any], channel: Channel, confinement: str) -> int:
+    """Run ``tcopy compare``'s experiment scripts here and send the measured rows."""
+    import torch
+
+    from tcopy_cli import __version__
+    from tcopy_cli.errors import ScriptRejected, TcopyError, UsageError
+    from tcopy_cli.limits import Limits
+    from tcopy_cli.trace import compare as tc
+    from tcopy_cli.trace.records import RunInfo
+    from tcopy_cli.trace.runner import resolve_device
+
+    limits = Limits(**request.get("limits", {}))
+    device = request.get("device", "cpu")
+    info = RunInfo(
+        tcopy=__version__, torch=torch.__version__, device=device, source="<compare>", confinement=confinement
+    )
+    try:
+        dev = resolve_device(device)
+    except UsageError as exc:
+        channel.send("usage_error", message=exc.message)
+        return 0
+    channel.send("start", info=info)
+    job = request["compare"]
+    try:
+        rows = tc.compare(list(job["expressions"]), job["setup"], dev, limits)
+    except ScriptRejected as exc:
+        channel.send("rejected", info=info, line=exc.line, column=exc.column, message=exc.message)
+        return 0
+    except TcopyError as exc:
+        channel.send("run_error", message=exc.message)
+        return 0
+    channel.send("compare", rows=[row.to_json() for row in rows])
+    return 0
+
+
+def _serve_session(request: dict[str, Any], channel: Channel, confinement: str) -> int:
+    """The REPL's worker: run each piece of code read from stdin in one namespace."""
+    import ast
+    import dataclasses
+
+    from tcopy_cli.errors import ScriptRejected, TcopyError, UsageError
+    from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
+    from tcopy_cli.script.parse import parse_script
+    from tcopy_cli.trace.runner import RunOptions, resolve_device, torch_session
+
+    limits = Limits(**request.get("limits", {}))
+    try:
+        dev = resolve_device(request.get("device", "cpu"))
+    except UsageError as exc:
+        channel.send("usage_error", message=exc.message)
+        return 0
+    options = RunOptions(
+        device=dev,
+        limits=limits,
+        keep_going=True,
+        max_values=int(request.get("max_values", DEFAULT_MAX_VALUES)),
+        graph=True,
+    )
+    runner = _worker_runner(parse_script("", "<repl>", limits), options, channel, None)
+    channel.send("start", info=dataclasses.replace(runner.info("<repl>"), confinement=confinement))
+    with torch_session(dev):
+        for line in sys.stdin.buffer:
+            piece = json.loads(line)
+            offset = int(piece.get("line_offset", 0))
+            try:
+                program = parse_script(piece["source"], "<repl>", limits)
+            except ScriptRejected as exc:
+                channel.send("refused", line=exc.line, column=exc.column, message=exc.message)
+                continue
+            if offset:  # line numbers keep growing across pieces, so steps read like one script
+                ast.increment_lineno(program.tree, offset)
+                program = dataclasses.replace(
+                    program,
+                    lines=[""] * offset + program.lines,
+                    source="\n" * offset + program.source,
+                    comments={n + offset: c for n, c in program.comments.items()},
+                )
+            try:
+                errors = runner.run_more(program)
+            except TcopyError as exc:
+                channel.send("run_error", message=exc.message)
+                return 0
+            channel.send("done", errors=errors)
+    runner.close()
     return 0
 
 

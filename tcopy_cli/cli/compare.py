@@ -43,8 +43,8 @@ def compare(
 ) -> None:
     """Compare copy operations by experiment: which shares memory, keeps the graph, lets gradients through.
 
-    Each expression is run as 'y = EXPRESSION' after the setup, in fresh sandboxed runs, and every
-    cell comes from what those runs observed.
+    Each expression is run as 'y = EXPRESSION' after the setup, in fresh sandboxed runs (inside one
+    kernel-confined worker process), and every cell comes from what those runs observed.
 
     Examples:
 
@@ -57,6 +57,7 @@ def compare(
     if export is not None and export.suffix.lower() not in (".svg", ".html", ".htm", ".txt"):
         fail(f"--export needs a .svg, .html or .txt file name, not '{export.name}'", EXIT_USAGE)
     from tcopy_cli.render import compare as rc
+    from tcopy_cli.supervise import compare_in_worker
     from tcopy_cli.trace import compare as tc
     from tcopy_cli.trace.runner import available_devices, resolve_device
 
@@ -71,7 +72,7 @@ def compare(
         if others:
             exprs.append(f'x.to("{others[0]}")')
     try:
-        rows = tc.compare(exprs, setup, dev, limits)
+        rows = [tc.Comparison(**row) for row in compare_in_worker(exprs, setup, dev, limits)]
     except ScriptRejected as exc:
         fail(f"the setup or an expression was refused (line {exc.line}): {exc.message}", EXIT_SCRIPT)
     if fmt is OutputFormat.json:

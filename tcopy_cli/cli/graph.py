@@ -50,17 +50,21 @@ def graph_cmd(
       tcopy graph --example clone --format mermaid
     """
     from tcopy_cli.render import graph as rg
+    from tcopy_cli.script.parse import parse_script
+    from tcopy_cli.supervise import WorkerOptions, run_in_worker
+    from tcopy_cli.trace.records import Step
 
     source = ""
+    steps: list[Step] = []
     try:
         source, origin = read_source(script, code, limits, example)
-        from tcopy_cli.trace import run_source
-
-        trace = run_source(source, device=device, keep_going=False, limits=limits, origin=origin, graph=True)
+        parse_script(source, origin, limits)  # pure Python: refuses early, before a worker starts
+        options = WorkerOptions(device=device, limits=limits, keep_going=False, graph=True)
+        summary = run_in_worker(source, origin, options, steps.append, lambda info: None)
     except ScriptRejected as exc:
         show_rejection(exc, source)
         raise typer.Exit(EXIT_SCRIPT) from None
-    last = trace.steps[-1] if trace.steps else None
+    last = steps[-1] if steps else None
     graph = last.graph if last is not None else None
     if graph is None or not graph.roots:
         say("no named tensor has a grad_fn at the end of the script: the graph is empty")
@@ -74,5 +78,5 @@ def graph_cmd(
             console.print(tree)
     else:
         sys.stdout.write(rg.to_text(graph))
-    if trace.summary is not None and trace.summary.errors:
+    if summary.errors:
         raise typer.Exit(EXIT_SCRIPT)

@@ -1,28 +1,22 @@
 """``tcopy repl``: type statements, see each step's table and notes at once.
 
-Same sandbox, limits and observer as ``tcopy run``; the namespace lives for the session.
+Same sandbox, limits and observer as ``tcopy run``; the namespace lives for the session in
+one kernel-confined worker process (``tcopy_cli.supervise.WorkerSession``).
 """
 
 from __future__ import annotations
 
-import ast
 import contextlib
-from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
-from tcopy_cli.cli.app import stop_process
 from tcopy_cli.cli.options import MAX_VALUES, DeviceOpt, MaxValuesOpt, NoColorOpt, WidthOpt
 from tcopy_cli.cli.present import export, make_console
 from tcopy_cli.errors import ScriptRejected, UsageError
 from tcopy_cli.limits import Limits
-
-if TYPE_CHECKING:
-    from tcopy_cli.script.parse import Program
 
 HELP = """\
 Type PyTorch statements; each one runs as a step and its table prints at once.
@@ -79,33 +73,38 @@ def repl_cmd(
 
 def repl(console: Console, device: str, limits: Limits, max_values: int = MAX_VALUES) -> int:
     """Run the interactive loop; returns the exit status."""
-    from tcopy_cli.pipeline import explaining
     from tcopy_cli.render import ViewOptions
     from tcopy_cli.render.graph import graph_tree
     from tcopy_cli.render.table import TableRenderer
     from tcopy_cli.script.parse import parse_script
-    from tcopy_cli.trace.records import Step
-    from tcopy_cli.trace.runner import Runner, RunOptions, torch_session
+    from tcopy_cli.supervise import WorkerOptions, WorkerSession
+    from tcopy_cli.trace.records import RunInfo, Step
 
     _setup_readline()
-    options = RunOptions(
-        device=device, limits=limits, keep_going=True, max_values=max_values, graph=True, on_stuck=stop_process
-    )
     renderer = TableRenderer(console, ViewOptions(graph=False))
     last: list[Step] = []
+    shown: list[RunInfo] = []
+
+    def started(info: RunInfo) -> None:  # the header once, from the first worker (it names the confinement)
+        if not shown:
+            shown.append(info)
+            renderer.start(info)
 
     def emit(step: Step) -> None:
         renderer.step(step)
         last[:] = [step]
 
-    def fresh() -> Runner:
-        return Runner(parse_script("", "<repl>", limits), options, explaining(emit))
+    options = WorkerOptions(device=device, limits=limits, keep_going=True, max_values=max_values, graph=True)
+    session = WorkerSession(options, started)
 
-    runner = fresh()
-    renderer.start(runner.info("<repl>"))
-    console.print(Text("Type :help for commands, :quit to leave.", style="dim"))
-    line_offset = 0
-    with torch_session(device):
+    def forget() -> None:
+        renderer.forget()
+        last.clear()
+
+    try:
+        session.run("", 0, emit)  # start the worker now: the header, and torch imported before the first prompt
+        console.print(Text("Type :help for commands, :quit to leave.", style="dim"))
+        line_offset = 0
         while True:
             try:
                 text = _read_statement()
@@ -125,9 +124,8 @@ def repl(console: Console, device: str, limits: Limits, max_values: int = MAX_VA
                 if cmd == ":help":
                     console.print(HELP)
                 elif cmd == ":reset":
-                    runner = fresh()
-                    renderer.forget()
-                    last.clear()
+                    session.close()  # a fresh worker starts with the next statement
+                    forget()
                     console.print(Text("All names forgotten.", style="dim"))
                 elif cmd == ":vars":
                     if last:
@@ -146,28 +144,25 @@ def repl(console: Console, device: str, limits: Limits, max_values: int = MAX_VA
                     console.print(Text(f"unknown command {cmd}; :help lists them", style="red"))
                 continue
             try:
-                program = parse_script(text, "<repl>", limits)
+                parse_script(text, "<repl>", limits)  # refuses early, in this process
             except ScriptRejected as exc:
                 console.print(Text(f"refused at line {exc.line}, column {exc.column}: {exc.message}", style="red"))
                 continue
-            # Keep line numbers growing across inputs so steps read like one script.
-            program = _shift(program, line_offset)
-            line_offset += text.count("\n") + 1
             try:
-                runner.run_more(program)
+                session.run(text, line_offset, emit)
             except KeyboardInterrupt:
-                console.print(Text("(interrupted)", style="dim"))
-
-
-def _shift(program: Program, offset: int) -> Program:
-    """Move a parsed input down by ``offset`` lines."""
-    if offset:
-        ast.increment_lineno(program.tree, offset)
-        comments = {n + offset: c for n, c in program.comments.items()}
-        return replace(
-            program, lines=[""] * offset + program.lines, source="\n" * offset + program.source, comments=comments
-        )
-    return program
+                forget()
+                console.print(Text("(interrupted: the worker was stopped and every name forgotten)", style="dim"))
+            except ScriptRejected as exc:
+                console.print(Text(f"refused at line {exc.line}, column {exc.column}: {exc.message}", style="red"))
+            # Keep line numbers growing across inputs so steps read like one script.
+            line_offset += text.count("\n") + 1
+            if session.lost:
+                session.lost = False
+                forget()
+                console.print(Text("The worker process ended: a fresh one starts; every name is forgotten.", "dim"))
+    finally:
+        session.close()
 
 
 def _read_statement() -> str:

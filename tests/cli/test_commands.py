@@ -96,7 +96,7 @@ def test_internal_errors_are_one_short_line(command: str, monkeypatch: pytest.Mo
         raise RuntimeError("boom")
 
     monkeypatch.setattr(runner_module, "resolve_device", broken)
-    if command in ("run", "examples"):  # these resolve the device in the worker: break the parent's side
+    if command in ("run", "examples", "graph"):  # these resolve the device in the worker: break the parent's side
 
         def broken_worker(*args: object, **kwargs: object) -> None:
             raise RuntimeError("boom")

@@ -289,3 +289,99 @@ def test_version_verbose_names_what_is_available() -> None:
     ).stdout
     assert out.splitlines()[-1] == f"confinement available here: {confine.available()}"
     assert ("landlock" in out) == LANDLOCK and ("seccomp" in out) == SECCOMP
+
+
+def _expected_confinement() -> str:
+    return (
+        "+".join(name for name, on in (("landlock", LANDLOCK), ("seccomp", SECCOMP), ("rlimits", LINUX)) if on)
+        or "none"
+    )
+
+
+def _spy_on_workers(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Record the RunInfo of every worker run the CLI starts (the real workers still run)."""
+    import tcopy_cli.supervise as supervise
+
+    real = supervise.run_in_worker
+    infos: list[object] = []
+
+    def spy(source, origin, options, emit, start):  # type: ignore[no-untyped-def]
+        assert not options.trust
+
+        def started(info):  # type: ignore[no-untyped-def]
+            infos.append(info)
+            start(info)
+
+        return real(source, origin, options, emit, started)
+
+    monkeypatch.setattr(supervise, "run_in_worker", spy)
+    return infos
+
+
+def test_graph_command_runs_the_script_in_the_confined_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from tcopy_cli.cli import app
+
+    infos = _spy_on_workers(monkeypatch)
+    result = CliRunner().invoke(app, ["graph", "-e", "a = torch.ones(2, requires_grad=True)\nb = (a * 2).sum()"])
+    assert result.exit_code == 0, result.output
+    assert "SumBackward0" in result.stdout
+    assert [getattr(info, "confinement", None) for info in infos] == [_expected_confinement()]
+
+
+def test_compare_runs_its_experiments_in_one_confined_worker() -> None:
+    from tcopy_cli.supervise import compare_in_worker
+    from tcopy_cli.trace import compare as tc
+
+    infos: list[object] = []
+    exprs = ["x.clone()", "x.detach()", "x.data"]
+    rows = compare_in_worker(exprs, tc.SETUPS["leaf"], "cpu", Limits(), start=infos.append)
+    assert [getattr(info, "confinement", None) for info in infos] == [_expected_confinement()]
+    # The same measurements as the in-process comparison (which tcopy's own tests check against torch).
+    assert [tc.Comparison(**row) for row in rows] == tc.compare(exprs, tc.SETUPS["leaf"], "cpu", Limits())
+
+
+def test_compare_refusal_and_timeout_come_back_from_the_worker() -> None:
+    from tcopy_cli.errors import ScriptRejected, TcopyError
+    from tcopy_cli.supervise import compare_in_worker
+
+    with pytest.raises(ScriptRejected, match="the setup failed"):
+        compare_in_worker(["x.clone()"], "x = undefined_name", "cpu", Limits())
+    with pytest.raises(TcopyError, match=r"timeout|longer than"):
+        compare_in_worker(["x.clone()"], "x = torch.ones(2)\nwhile True:\n    pass", "cpu", Limits(timeout=1))
+
+
+def test_the_repl_keeps_one_confined_worker_and_replaces_a_stuck_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from tcopy_cli.cli import app
+
+    started: list[int] = []
+    real_popen = __import__("subprocess").Popen
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        proc = real_popen(*args, **kwargs)
+        started.append(proc.pid)
+        return proc
+
+    monkeypatch.setattr("tcopy_cli.supervise.subprocess.Popen", counting)
+    session = "\n".join(
+        [
+            "a = torch.ones(2)",
+            "b = a * 3",  # the same namespace: a is still there
+            "1.5 in range(10**18)",  # holds Python's lock: only killing the worker ends it
+            "a",  # the fresh worker has no names
+            "c = torch.zeros(1)",
+            ":quit",
+        ]
+    )
+    result = CliRunner().invoke(app, ["repl", "--no-color", "--timeout", "1"], input=session + "\n")
+    out = result.stdout
+    assert result.exit_code == 0, out
+    assert f"confinement {_expected_confinement()}" in out
+    assert "[3., 3.]" in out  # b = a * 3 ran where a = torch.ones(2) had
+    assert "TimeoutExceeded" in out and "The worker process ended" in out
+    assert "NameError: name 'a' is not defined" in out
+    assert "[0.]" in out
+    assert len(started) == 2  # one worker for the first three statements, a fresh one after the kill
