@@ -76,7 +76,8 @@ def _presenting(flag: str, help_text: str, minimum: float | None = None, show_de
 PauseOpt = Annotated[
     bool,
     _presenting(
-        "--pause", "In a terminal, wait after each step: Enter/Space next, b shows the script so far, q quits."
+        "--pause",
+        "In a terminal, wait after each step: →/↓/PageDown/Enter/Space next, ←/↑/PageUp/b back, Home/End, q quits.",
     ),
 ]
 DelayOpt = Annotated[float, _presenting("--delay", "Seconds to wait after each shown step (recorded demos).", 0)]

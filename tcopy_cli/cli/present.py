@@ -69,8 +69,22 @@ class Quit(Exception):
     """The presenter pressed q."""
 
 
+NEXT, BACK, FIRST, LAST, QUIT = "next", "back", "first", "last", "quit"
+
+KEYS: dict[str, str] = {
+    "\r": NEXT, "\n": NEXT, " ": NEXT, "": NEXT,
+    "\x1b[C": NEXT, "\x1bOC": NEXT, "\x1b[B": NEXT, "\x1bOB": NEXT, "\x1b[6~": NEXT,
+    "\x1b[D": BACK, "\x1bOD": BACK, "\x1b[A": BACK, "\x1bOA": BACK, "\x1b[5~": BACK, "b": BACK, "B": BACK,
+    "\x1b[H": FIRST, "\x1bOH": FIRST, "\x1b[1~": FIRST, "\x1b[7~": FIRST,
+    "\x1b[F": LAST, "\x1bOF": LAST, "\x1b[4~": LAST, "\x1b[8~": LAST,
+    "q": QUIT, "Q": QUIT,
+}  # fmt: skip
+"""What each key (or escape sequence) does at the --pause prompt; any other key is ignored."""
+
+
 def _read_key() -> str:
-    """One key press from the terminal, without echo."""
+    """One key press from the terminal, without echo; an escape sequence is read whole."""
+    import select
     import termios
     import tty
 
@@ -78,7 +92,14 @@ def _read_key() -> str:
     old = termios.tcgetattr(fd)
     try:
         tty.setcbreak(fd)
-        return sys.stdin.read(1)
+        key = os.read(fd, 1)
+        if key == b"\x1b":  # Esc alone, or the start of a sequence: take what follows at once
+            while select.select([fd], [], [], 0.05)[0]:
+                more = os.read(fd, 32)
+                if not more:
+                    break
+                key += more
+        return key.decode("utf-8", "replace")
     finally:
         termios.tcsetattr(fd, termios.TCSADRAIN, old)
 
@@ -106,6 +127,10 @@ class Presenter:
         self.title = title
         self.interactive = False
         self.errors: list[Step] = []
+        self.history: list[str] = []
+        """Each step shown under --pause, as drawn (to draw it again on the way back)."""
+        self.shown = 0
+        """How many steps were shown."""
 
     def begin(self) -> None:
         """Decide whether --pause can wait for keys (it needs a terminal and tables)."""
@@ -113,42 +138,61 @@ class Presenter:
         if self.pause and not self.interactive:
             say("--pause needs a terminal (and --format table); running without pausing")
 
-    def step(self, renderer: Renderer, step: Step, shown: bool, lines: list[str]) -> None:
+    def step(self, renderer: Renderer, step: Step, shown: bool) -> None:
         """Render a step, then wait (--pause) or sleep (--delay) if it was shown."""
         shown = shown or self.fmt is OutputFormat.json
-        renderer.step(step, shown)
+        if self.interactive and shown:
+            with self.console.capture() as capture:  # still recorded for --export
+                renderer.step(step, shown)
+            self.history.append(capture.get())
+            self.console.file.write(self.history[-1])
+        else:
+            renderer.step(step, shown)
         if step.error is not None:
             self.errors.append(step)
+        if shown:
+            self.shown += 1
         if shown and self.fmt is not OutputFormat.json:
             if self.interactive:
-                self._wait_for_key(lines, step.line)
+                self._wait_for_key()
             elif self.delay:
                 time.sleep(self.delay)
 
-    def _wait_for_key(self, lines: list[str], upto: int) -> None:
-        """--pause: Enter/Space next, b shows the script so far, q quits."""
-        from rich.syntax import Syntax
-
+    def _prompt(self, at: int) -> None:
+        """The key line under a step, not recorded for --export."""
         console = self.console
+        last = len(self.history)
+        where = f"step {at + 1} of {last} shown" + (" (back)" if at + 1 < last else "")
+        console.record = False
+        try:
+            console.print(
+                Text(f"── {where} · →/Space/Enter: next · ←/b: back · Home/End: first/last · q: quit", style="dim"),
+                end="",
+            )
+        finally:
+            console.record = self.export_to is not None
+        console.file.flush()
+
+    def _redraw(self, at: int) -> None:
+        """Clear the screen and draw a step shown before (as it was rendered then)."""
+        self.console.file.write("\x1b[H\x1b[2J" + self.history[at])
+
+    def _wait_for_key(self) -> None:
+        """--pause: next, back, first, last or quit; other keys are ignored. Returns to run the next step."""
+        at = len(self.history) - 1
         while True:
-            console.print(Text("── Enter/Space: next · b: script so far · q: quit", style="dim"), end="")
-            console.file.flush()
-            key = _read_key()
-            console.print()
-            if key in ("\n", "\r", " ", ""):
-                return
-            if key in ("q", "Q", "\x1b"):
+            self._prompt(at)
+            action = KEYS.get(_read_key())
+            self.console.file.write("\r\x1b[2K")  # erase the prompt line
+            self.console.file.flush()
+            if action == QUIT:
                 raise Quit()
-            if key in ("b", "B"):
-                console.print(
-                    Syntax(
-                        "\n".join(lines[:upto]),
-                        "python",
-                        theme="ansi_dark",
-                        background_color="default",
-                        line_numbers=True,
-                    )
-                )
+            if action == NEXT and at + 1 >= len(self.history):
+                return
+            moved = {NEXT: at + 1, BACK: max(at - 1, 0), FIRST: 0, LAST: len(self.history) - 1}.get(action or "", at)
+            if moved != at:
+                at = moved
+                self._redraw(at)
 
     def finish(self, summary: RunSummary, title: str) -> None:
         """Export if asked, then the closing line: exit 1 after error steps."""

@@ -106,7 +106,7 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
 
     def emit(step: Step) -> None:
         seen.append(step)
-        presenter.step(renderer, step, view.shows(step), program.lines)
+        presenter.step(renderer, step, view.shows(step))
 
     try:
         summary = run_in_worker(source, origin, options, emit, renderer.start)

@@ -101,24 +101,68 @@ def _spawn(args: list[str], timeout: int = 60):  # type: ignore[no-untyped-def]
     return pexpect.spawn(sys.executable, ["-m", "tcopy_cli", *args], env=env, timeout=timeout, encoding="utf-8")
 
 
-@pytest.mark.parametrize("name", ["clone", "detach", "data"])
-def test_pause_in_a_real_terminal(name: str) -> None:
-    child = _spawn(["run", "--example", name, "--pause"])
-    child.expect("Enter/Space: next")
-    child.send(" ")
-    child.expect("Step 2")
-    child.expect("Enter/Space: next")
-    child.send("b")  # show the script so far
-    child.expect(r"import .{0,12}torch")
-    child.expect("Enter/Space: next")
-    child.send("\r")
-    child.expect("Step 3")
-    child.expect("Enter/Space: next")
+PROMPT = "Home/End: first/last"
+RIGHT, LEFT, UP, DOWN = "\x1b[C", "\x1b[D", "\x1b[A", "\x1b[B"
+PAGE_UP, PAGE_DOWN, HOME, END = "\x1b[5~", "\x1b[6~", "\x1b[H", "\x1b[F"
+
+
+def _step(n: object) -> str:
+    """The rule that opens step n (bold codes may sit between the number and the dot)."""
+    return rf"Step {n}(\x1b\[[0-9;]*m)* ·"
+
+
+def _press(child, key: str, step: int) -> None:  # type: ignore[no-untyped-def]
+    """Press a key at the prompt and see the step it leads to drawn, then the prompt again."""
+    child.send(key)
+    child.expect(_step(step))
+    child.expect(PROMPT)
+
+
+EIGHT_STEPS = "; ".join(["a = torch.ones(2)", *(f"a = a + {i}" for i in range(1, 8))])
+
+
+def test_pause_next_back_and_quit_keys() -> None:
+    child = _spawn(["run", "-e", EIGHT_STEPS, "--pause"])
+    child.expect(_step(1))
+    child.expect(PROMPT)
+    for step, key in enumerate((" ", "\r", RIGHT, DOWN, PAGE_DOWN), start=2):
+        _press(child, key, step)  # every next key runs the next step
+    for step, key in zip((5, 4, 3, 2), (LEFT, UP, PAGE_UP, "b")):
+        _press(child, key, step)  # every back key draws the step before again
+    _press(child, "b", 1)
+    child.send("b")  # nothing before step 1: the prompt again, no step drawn
+    child.expect(PROMPT)
+    _press(child, RIGHT, 2)  # forward over steps already shown draws them again ...
+    _press(child, END, 6)
+    _press(child, HOME, 1)
+    _press(child, END, 6)
+    _press(child, " ", 7)  # ... and past the last one shown runs the next one
     child.send("q")
-    child.expect("stopped after step 3")
+    child.expect("stopped after step 7")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+def test_pause_ignores_other_keys_and_erases_its_prompt() -> None:
+    child = _spawn(["run", "--example", "data", "--pause"])
+    child.expect(_step(1))
+    child.expect(PROMPT)
+    for key in ("x", "\x1b", "\x1b[Z", "\x1b[15~", "7"):  # a letter, Esc, unknown sequences, a digit
+        child.send(key)
+        child.expect(PROMPT)  # still waiting: the key neither quit nor moved nor leaked
+    child.send(" ")
+    index = child.expect([_step(2), _step(r"\d+"), "stopped"])
+    assert index == 0
+    prompt_erased = child.before
+    child.expect(PROMPT)
+    child.send("q")
+    child.expect("stopped after step 2")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    # the prompt line was erased (carriage return + erase line) before the next step was drawn
+    assert "\r\x1b[2K" in prompt_erased
 
 
 def test_repl_in_a_real_terminal(tmp_path: Path) -> None:
