@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import inspect
 from collections.abc import Callable
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Optional, TypeVar
 
@@ -32,6 +33,24 @@ FormatOpt = Annotated[
 ]
 NoColorOpt = Annotated[
     bool, typer.Option("--no-color", help="No colours (also: NO_COLOR=1). FORCE_COLOR=1 forces them.")
+]
+
+
+class ColorMode(str, Enum):
+    """--color: auto (colours in a terminal), always (also in a pipe, e.g. for less -R), never."""
+
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
+ColorOpt = Annotated[
+    ColorMode,
+    typer.Option(
+        "--color",
+        help="auto (colours in a terminal), always (also in a pipe: '| less -R'), never (same as --no-color).",
+        case_sensitive=False,
+    ),
 ]
 WidthOpt = Annotated[
     Optional[int],

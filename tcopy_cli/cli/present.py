@@ -22,11 +22,16 @@ if TYPE_CHECKING:
 EXPORT_SUFFIXES = (".svg", ".html", ".htm", ".txt")
 
 
-def make_console(no_color: bool, width: Optional[int], record: bool = False) -> Console:
-    """The stdout console for tables (``record`` keeps what it printed, for export)."""
+def make_console(no_color: bool, width: Optional[int], record: bool = False, color: str = "auto") -> Console:
+    """The stdout console for tables (``record`` keeps what it printed, for export).
+
+    ``color`` is --color: "always" forces colours even in a pipe, "never" is --no-color.
+    """
+    always = color == "always" and not no_color
     return Console(
         file=sys.stdout,
-        no_color=no_color or bool(os.environ.get("NO_COLOR")) or None,
+        no_color=False if always else (no_color or color == "never" or bool(os.environ.get("NO_COLOR")) or None),
+        force_terminal=True if always else None,
         width=width,
         highlight=False,
         soft_wrap=False,

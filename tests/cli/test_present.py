@@ -207,3 +207,22 @@ def test_repl_in_a_real_terminal(tmp_path: Path) -> None:
     root = ET.parse(out).getroot()
     text = "".join(el.text or "" for el in root.iter() if el.tag.endswith("text")).replace("\xa0", " ")
     assert "b.sum().backward" in text
+
+
+def test_step_past_the_end_is_a_usage_error_after_the_run() -> None:
+    code, out, err = run("run", "-e", EIGHT_STEPS, "--step", "99")
+    assert code == 2
+    assert "--step 99" in err and "ran only 8 steps" in err
+    assert "8 steps, 0 errors" in out  # the run finished before the range could be judged
+    code, _out, err = run("run", "-e", EIGHT_STEPS, "--from", "9")
+    assert code == 2 and "--from 9" in err
+    assert run("run", "-e", EIGHT_STEPS, "--step", "8")[0] == 0
+
+
+def test_color_always_never_auto() -> None:
+    ansi = "\x1b["
+    assert ansi in run("run", "-e", SCRIPT, "--color", "always")[1]  # a pipe, coloured anyway
+    assert ansi not in run("run", "-e", SCRIPT, "--color", "never")[1]
+    assert ansi not in run("run", "-e", SCRIPT, "--color", "auto")[1]  # auto: no colour in a pipe
+    assert ansi not in run("run", "-e", SCRIPT, "--color", "always", "--no-color")[1]
+    assert run("run", "-e", SCRIPT, "--color", "sometimes")[0] == 2
