@@ -107,7 +107,9 @@ FromOpt = Annotated[Optional[int], _presenting("--from", "Show steps from N on."
 ToOpt = Annotated[Optional[int], _presenting("--to", "Show steps up to M.", 1, show_default=False)]
 ExportOpt = Annotated[
     Optional[Path],
-    _presenting("--export", "Also record the table view to FILE (.svg, .html or .txt).", show_default=False),
+    _presenting(
+        "--export", "Also record the table view to FILE (.svg, .html, .txt or .cast for asciinema).", show_default=False
+    ),
 ]
 TitleOpt = Annotated[Optional[str], _presenting("--title", "Title of an exported SVG/HTML.", show_default=False)]
 GraphOpt = Annotated[bool, _presenting("--graph", "After steps that change the autograd graph, draw it as a tree.")]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -19,7 +20,9 @@ if TYPE_CHECKING:
     from tcopy_cli.render import Renderer
     from tcopy_cli.trace.records import RunSummary, Step
 
-EXPORT_SUFFIXES = (".svg", ".html", ".htm", ".txt")
+EXPORT_SUFFIXES = (".svg", ".html", ".htm", ".txt", ".cast")
+EXPORT_WIDTH = 100
+"""The least width of an export recorded with stdout not a terminal (so 3-element values don't wrap)."""
 
 
 def make_console(no_color: bool, width: Optional[int], record: bool = False, color: str = "auto") -> Console:
@@ -28,6 +31,8 @@ def make_console(no_color: bool, width: Optional[int], record: bool = False, col
     ``color`` is --color: "always" forces colours even in a pipe, "never" is --no-color.
     """
     always = color == "always" and not no_color
+    if record and width is None and not sys.stdout.isatty():
+        width = max(EXPORT_WIDTH, shutil.get_terminal_size((EXPORT_WIDTH, 24)).columns)  # exports don't wrap
     return Console(
         file=sys.stdout,
         no_color=False if always else (no_color or color == "never" or bool(os.environ.get("NO_COLOR")) or None),
@@ -39,18 +44,86 @@ def make_console(no_color: bool, width: Optional[int], record: bool = False, col
     )
 
 
+HTML_PAGE = """\
+<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="UTF-8">
+<title>{title}</title>
+<style>
+{{stylesheet}}
+body {{{{ margin: 0; padding: 24px; background: #1c1c1c; }}}}
+.window {{{{ display: inline-block; min-width: 60%; border-radius: 8px; color: {{foreground}};
+  background-color: {{background}}; box-shadow: 0 4px 24px rgba(0, 0, 0, 0.6); }}}}
+.chrome {{{{ padding: 10px 14px; border-bottom: 1px solid #444; font: 14px sans-serif; color: #aaa; }}}}
+.dot {{{{ display: inline-block; width: 12px; height: 12px; border-radius: 50%; margin-right: 6px; }}}}
+pre {{{{ margin: 0; padding: 14px 18px; font: 15px/1.35 Menlo, 'DejaVu Sans Mono', Consolas, monospace; }}}}
+</style>
+</head>
+<body>
+<div class="window">
+<div class="chrome"><span class="dot" style="background:#ff5f57"></span><span class="dot" \
+style="background:#febc2e"></span><span class="dot" style="background:#28c840"></span> {title}</div>
+<pre><code style="font-family:inherit">{{code}}</code></pre>
+</div>
+</body>
+</html>
+"""
+"""An HTML export: the SVG's dark theme and window, a title, no outside resources (works offline)."""
+
+
 def export(console: Console, path: Path, title: str, clear: bool = True) -> None:
     """Save what ``console`` recorded as SVG, HTML or text, by file type; UsageError if it can't."""
+    import html
+
+    from rich.terminal_theme import SVG_EXPORT_THEME
+
     suffix = path.suffix.lower()
     try:
         if suffix == ".svg":
             console.save_svg(str(path), title=title, clear=clear)
         elif suffix in (".html", ".htm"):
-            console.save_html(str(path), clear=clear)
+            page = HTML_PAGE.format(title=html.escape(title).replace("{", "{{").replace("}", "}}"))
+            console.save_html(str(path), theme=SVG_EXPORT_THEME, clear=clear, code_format=page)
         else:
             console.save_text(str(path), clear=clear)
     except OSError as exc:
         raise UsageError(f"can't write '{path}': {exc.strerror or exc}") from None
+
+
+class Cast:
+    """An asciinema v2 recording of the table view: one output event per shown step,
+    ``pace`` seconds apart (the run's --delay, or one second)."""
+
+    def __init__(self, console: Console, pace: float) -> None:
+        self.console = console
+        self.pace = pace if pace > 0 else 1.0
+        self.events: list[tuple[float, str]] = []
+
+    def take(self) -> None:
+        """What the console printed since the last take, as the next event."""
+        text = self.console.export_text(clear=True, styles=True)
+        if text:
+            self.events.append((round(len(self.events) * self.pace, 3), text.replace("\n", "\r\n")))
+
+    def save(self, path: Path, title: str) -> None:
+        """Write the header line and the events (JSON lines)."""
+        import json
+
+        self.take()
+        header = {
+            "version": 2,
+            "width": self.console.width,
+            "height": max(24, self.console.height),
+            "timestamp": int(time.time()),
+            "title": title,
+            "env": {"TERM": "xterm-256color"},
+        }
+        lines = [json.dumps(header)] + [json.dumps([t, "o", text], ensure_ascii=False) for t, text in self.events]
+        try:
+            path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"can't write '{path}': {exc.strerror or exc}") from None
 
 
 def show_rejection(exc: ScriptRejected, source: str) -> None:
@@ -123,7 +196,7 @@ class Presenter:
         title: Optional[str] = None,
     ) -> None:
         if export_to is not None and export_to.suffix.lower() not in EXPORT_SUFFIXES:
-            raise UsageError(f"--export needs a .svg, .html or .txt file name, not '{export_to.name}'")
+            raise UsageError(f"--export needs a .svg, .html, .txt or .cast file name, not '{export_to.name}'")
         self.console = console
         self.fmt = fmt
         self.pause = pause
@@ -136,6 +209,7 @@ class Presenter:
         """Each step shown under --pause, as drawn (to draw it again on the way back)."""
         self.shown = 0
         """How many steps were shown."""
+        self.cast = Cast(console, delay) if export_to is not None and export_to.suffix.lower() == ".cast" else None
 
     def begin(self) -> None:
         """Decide whether --pause can wait for keys (it needs a terminal and tables)."""
@@ -157,6 +231,8 @@ class Presenter:
             self.errors.append(step)
         if shown:
             self.shown += 1
+            if self.cast is not None:
+                self.cast.take()
         if shown and self.fmt is not OutputFormat.json:
             if self.interactive:
                 self._wait_for_key()
@@ -201,8 +277,11 @@ class Presenter:
 
     def finish(self, summary: RunSummary, title: str) -> None:
         """Export if asked, then the closing line: exit 1 after error steps."""
-        if self.export_to is not None:
+        if self.cast is not None and self.export_to is not None:
+            self.cast.save(self.export_to, self.title or title)
+        elif self.export_to is not None:
             export(self.console, self.export_to, self.title or title)  # UsageError: exit 2
+        if self.export_to is not None:
             say(f"wrote {self.export_to}")
         if summary.stopped_by == "quit":
             say(f"stopped after step {summary.steps} (q)")

@@ -78,6 +78,43 @@ def test_export_svg_html_txt(tmp_path: Path) -> None:
     assert run("run", "-e", SCRIPT, "--export", str(tmp_path / "demo.png"))[0] == 2
 
 
+def test_exports_are_slide_ready(tmp_path: Path) -> None:
+    html = tmp_path / "demo.html"
+    assert run("run", "-e", SCRIPT, "--export", str(html), "--title", "clone <vs> detach")[0] == 0
+    page = html.read_text()
+    assert "<title>clone &lt;vs&gt; detach</title>" in page
+    assert "background-color: #292929" in page  # the SVG's dark theme
+    assert not re.search(r"(src|href)=\"?https?:", page)  # nothing fetched: works offline
+    # in a pipe, an export is at least 100 columns wide, so a 3-element row does not wrap
+    txt = tmp_path / "demo.txt"
+    _, out, _ = run("run", "-e", SCRIPT, "--export", str(txt))
+    row = next(line for line in txt.read_text().splitlines() if line.startswith("+ x "))
+    assert "1., 2., 3." in row.replace("1.0", "1.").replace("2.0", "2.").replace("3.0", "3.")
+    assert max(len(line) for line in out.splitlines()) > 80
+    # the footer counts the steps shown when a range hid some
+    _, out, _ = run("run", "-e", SCRIPT, "--from", "3", "--to", "4")
+    assert out.rstrip().splitlines()[-1] == "2 of 4 steps shown, 0 errors"
+    _, out, _ = run("run", "-e", SCRIPT)
+    assert out.rstrip().splitlines()[-1] == "4 steps, 0 errors"
+
+
+def test_cast_export_replays_with_the_delay(tmp_path: Path) -> None:
+    import json
+
+    cast = tmp_path / "demo.cast"
+    code, _out, err = run("run", "-e", SCRIPT, "--export", str(cast), "--delay", "0.2", "--title", "Demo")
+    assert code == 0 and "wrote" in err
+    header, *events = (json.loads(line) for line in cast.read_text().splitlines())
+    assert header["version"] == 2 and header["width"] >= 100 and header["title"] == "Demo"
+    times = [e[0] for e in events]
+    assert all(e[1] == "o" and isinstance(e[2], str) for e in events)
+    assert times == sorted(set(times)) and times[1] - times[0] == pytest.approx(0.2)
+    assert len(events) == 5  # four steps, then the closing line
+    replay = "".join(e[2] for e in events)
+    assert all(f"Step {n}" in re.sub(r"\x1b\[[0-9;]*m", "", replay) for n in range(1, 5))
+    assert "\n" not in replay.replace("\r\n", "")  # a terminal newline each time
+
+
 def test_graph_command_and_stale_saved_tensor() -> None:
     code, out, _ = run("graph", "--example", "inplace_error", "-f", "text")
     assert code == 1  # the example ends in an error step
@@ -213,7 +250,7 @@ def test_step_past_the_end_is_a_usage_error_after_the_run() -> None:
     code, out, err = run("run", "-e", EIGHT_STEPS, "--step", "99")
     assert code == 2
     assert "--step 99" in err and "ran only 8 steps" in err
-    assert "8 steps, 0 errors" in out  # the run finished before the range could be judged
+    assert "0 of 8 steps shown, 0 errors" in out  # the run finished before the range could be judged
     code, _out, err = run("run", "-e", EIGHT_STEPS, "--from", "9")
     assert code == 2 and "--from 9" in err
     assert run("run", "-e", EIGHT_STEPS, "--step", "8")[0] == 0
