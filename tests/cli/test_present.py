@@ -263,3 +263,21 @@ def test_color_always_never_auto() -> None:
     assert ansi not in run("run", "-e", SCRIPT, "--color", "auto")[1]  # auto: no colour in a pipe
     assert ansi not in run("run", "-e", SCRIPT, "--color", "always", "--no-color")[1]
     assert run("run", "-e", SCRIPT, "--color", "sometimes")[0] == 2
+
+
+@pytest.mark.skipif(
+    not any(__import__("shutil").which(b) for b in ("chromium", "chromium-browser")), reason="needs chromium"
+)
+def test_export_png_script_renders_the_svg(tmp_path: Path) -> None:
+    import struct
+    import subprocess
+
+    svg = tmp_path / "demo.svg"
+    assert run("run", "-e", SCRIPT, "--export", str(svg))[0] == 0
+    script = Path(__file__).resolve().parents[2] / "scripts" / "export-png.sh"
+    subprocess.run([str(script), str(svg)], check=True, timeout=120, capture_output=True)
+    png = (tmp_path / "demo.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", png[16:24])
+    view_box = ET.parse(svg).getroot().attrib["viewBox"].split()
+    assert (width, height) == (round(float(view_box[2])), round(float(view_box[3])))  # the SVG's own size
