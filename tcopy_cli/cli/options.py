@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import inspect
 from collections.abc import Callable
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Optional, TypeVar
 
@@ -32,6 +33,24 @@ FormatOpt = Annotated[
 ]
 NoColorOpt = Annotated[
     bool, typer.Option("--no-color", help="No colours (also: NO_COLOR=1). FORCE_COLOR=1 forces them.")
+]
+
+
+class ColorMode(str, Enum):
+    """--color: auto (colours in a terminal), always (also in a pipe, e.g. for less -R), never."""
+
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
+ColorOpt = Annotated[
+    ColorMode,
+    typer.Option(
+        "--color",
+        help="auto (colours in a terminal), always (also in a pipe: '| less -R'), never (same as --no-color).",
+        case_sensitive=False,
+    ),
 ]
 WidthOpt = Annotated[
     Optional[int],
@@ -76,7 +95,8 @@ def _presenting(flag: str, help_text: str, minimum: float | None = None, show_de
 PauseOpt = Annotated[
     bool,
     _presenting(
-        "--pause", "In a terminal, wait after each step: Enter/Space next, b shows the script so far, q quits."
+        "--pause",
+        "In a terminal, wait after each step: →/↓/PageDown/Enter/Space next, ←/↑/PageUp/b back, Home/End, q quits.",
     ),
 ]
 DelayOpt = Annotated[float, _presenting("--delay", "Seconds to wait after each shown step (recorded demos).", 0)]
@@ -87,7 +107,9 @@ FromOpt = Annotated[Optional[int], _presenting("--from", "Show steps from N on."
 ToOpt = Annotated[Optional[int], _presenting("--to", "Show steps up to M.", 1, show_default=False)]
 ExportOpt = Annotated[
     Optional[Path],
-    _presenting("--export", "Also record the table view to FILE (.svg, .html or .txt).", show_default=False),
+    _presenting(
+        "--export", "Also record the table view to FILE (.svg, .html, .txt or .cast for asciinema).", show_default=False
+    ),
 ]
 TitleOpt = Annotated[Optional[str], _presenting("--title", "Title of an exported SVG/HTML.", show_default=False)]
 GraphOpt = Annotated[bool, _presenting("--graph", "After steps that change the autograd graph, draw it as a tree.")]

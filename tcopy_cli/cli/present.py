@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -19,14 +20,23 @@ if TYPE_CHECKING:
     from tcopy_cli.render import Renderer
     from tcopy_cli.trace.records import RunSummary, Step
 
-EXPORT_SUFFIXES = (".svg", ".html", ".htm", ".txt")
+EXPORT_SUFFIXES = (".svg", ".html", ".htm", ".txt", ".cast")
+EXPORT_WIDTH = 100
+"""The least width of an export recorded with stdout not a terminal (so 3-element values don't wrap)."""
 
 
-def make_console(no_color: bool, width: Optional[int], record: bool = False) -> Console:
-    """The stdout console for tables (``record`` keeps what it printed, for export)."""
+def make_console(no_color: bool, width: Optional[int], record: bool = False, color: str = "auto") -> Console:
+    """The stdout console for tables (``record`` keeps what it printed, for export).
+
+    ``color`` is --color: "always" forces colours even in a pipe, "never" is --no-color.
+    """
+    always = color == "always" and not no_color
+    if record and width is None and not sys.stdout.isatty():
+        width = max(EXPORT_WIDTH, shutil.get_terminal_size((EXPORT_WIDTH, 24)).columns)  # exports don't wrap
     return Console(
         file=sys.stdout,
-        no_color=no_color or bool(os.environ.get("NO_COLOR")) or None,
+        no_color=False if always else (no_color or color == "never" or bool(os.environ.get("NO_COLOR")) or None),
+        force_terminal=True if always else None,
         width=width,
         highlight=False,
         soft_wrap=False,
@@ -34,18 +44,86 @@ def make_console(no_color: bool, width: Optional[int], record: bool = False) -> 
     )
 
 
+HTML_PAGE = """\
+<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="UTF-8">
+<title>{title}</title>
+<style>
+{{stylesheet}}
+body {{{{ margin: 0; padding: 24px; background: #1c1c1c; }}}}
+.window {{{{ display: inline-block; min-width: 60%; border-radius: 8px; color: {{foreground}};
+  background-color: {{background}}; box-shadow: 0 4px 24px rgba(0, 0, 0, 0.6); }}}}
+.chrome {{{{ padding: 10px 14px; border-bottom: 1px solid #444; font: 14px sans-serif; color: #aaa; }}}}
+.dot {{{{ display: inline-block; width: 12px; height: 12px; border-radius: 50%; margin-right: 6px; }}}}
+pre {{{{ margin: 0; padding: 14px 18px; font: 15px/1.35 Menlo, 'DejaVu Sans Mono', Consolas, monospace; }}}}
+</style>
+</head>
+<body>
+<div class="window">
+<div class="chrome"><span class="dot" style="background:#ff5f57"></span><span class="dot" \
+style="background:#febc2e"></span><span class="dot" style="background:#28c840"></span> {title}</div>
+<pre><code style="font-family:inherit">{{code}}</code></pre>
+</div>
+</body>
+</html>
+"""
+"""An HTML export: the SVG's dark theme and window, a title, no outside resources (works offline)."""
+
+
 def export(console: Console, path: Path, title: str, clear: bool = True) -> None:
     """Save what ``console`` recorded as SVG, HTML or text, by file type; UsageError if it can't."""
+    import html
+
+    from rich.terminal_theme import SVG_EXPORT_THEME
+
     suffix = path.suffix.lower()
     try:
         if suffix == ".svg":
             console.save_svg(str(path), title=title, clear=clear)
         elif suffix in (".html", ".htm"):
-            console.save_html(str(path), clear=clear)
+            page = HTML_PAGE.format(title=html.escape(title).replace("{", "{{").replace("}", "}}"))
+            console.save_html(str(path), theme=SVG_EXPORT_THEME, clear=clear, code_format=page)
         else:
             console.save_text(str(path), clear=clear)
     except OSError as exc:
         raise UsageError(f"can't write '{path}': {exc.strerror or exc}") from None
+
+
+class Cast:
+    """An asciinema v2 recording of the table view: one output event per shown step,
+    ``pace`` seconds apart (the run's --delay, or one second)."""
+
+    def __init__(self, console: Console, pace: float) -> None:
+        self.console = console
+        self.pace = pace if pace > 0 else 1.0
+        self.events: list[tuple[float, str]] = []
+
+    def take(self) -> None:
+        """What the console printed since the last take, as the next event."""
+        text = self.console.export_text(clear=True, styles=True)
+        if text:
+            self.events.append((round(len(self.events) * self.pace, 3), text.replace("\n", "\r\n")))
+
+    def save(self, path: Path, title: str) -> None:
+        """Write the header line and the events (JSON lines)."""
+        import json
+
+        self.take()
+        header = {
+            "version": 2,
+            "width": self.console.width,
+            "height": max(24, self.console.height),
+            "timestamp": int(time.time()),
+            "title": title,
+            "env": {"TERM": "xterm-256color"},
+        }
+        lines = [json.dumps(header)] + [json.dumps([t, "o", text], ensure_ascii=False) for t, text in self.events]
+        try:
+            path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"can't write '{path}': {exc.strerror or exc}") from None
 
 
 def show_rejection(exc: ScriptRejected, source: str) -> None:
@@ -69,8 +147,22 @@ class Quit(Exception):
     """The presenter pressed q."""
 
 
+NEXT, BACK, FIRST, LAST, QUIT = "next", "back", "first", "last", "quit"
+
+KEYS: dict[str, str] = {
+    "\r": NEXT, "\n": NEXT, " ": NEXT, "": NEXT,
+    "\x1b[C": NEXT, "\x1bOC": NEXT, "\x1b[B": NEXT, "\x1bOB": NEXT, "\x1b[6~": NEXT,
+    "\x1b[D": BACK, "\x1bOD": BACK, "\x1b[A": BACK, "\x1bOA": BACK, "\x1b[5~": BACK, "b": BACK, "B": BACK,
+    "\x1b[H": FIRST, "\x1bOH": FIRST, "\x1b[1~": FIRST, "\x1b[7~": FIRST,
+    "\x1b[F": LAST, "\x1bOF": LAST, "\x1b[4~": LAST, "\x1b[8~": LAST,
+    "q": QUIT, "Q": QUIT,
+}  # fmt: skip
+"""What each key (or escape sequence) does at the --pause prompt; any other key is ignored."""
+
+
 def _read_key() -> str:
-    """One key press from the terminal, without echo."""
+    """One key press from the terminal, without echo; an escape sequence is read whole."""
+    import select
     import termios
     import tty
 
@@ -78,7 +170,14 @@ def _read_key() -> str:
     old = termios.tcgetattr(fd)
     try:
         tty.setcbreak(fd)
-        return sys.stdin.read(1)
+        key = os.read(fd, 1)
+        if key == b"\x1b":  # Esc alone, or the start of a sequence: take what follows at once
+            while select.select([fd], [], [], 0.05)[0]:
+                more = os.read(fd, 32)
+                if not more:
+                    break
+                key += more
+        return key.decode("utf-8", "replace")
     finally:
         termios.tcsetattr(fd, termios.TCSADRAIN, old)
 
@@ -97,7 +196,7 @@ class Presenter:
         title: Optional[str] = None,
     ) -> None:
         if export_to is not None and export_to.suffix.lower() not in EXPORT_SUFFIXES:
-            raise UsageError(f"--export needs a .svg, .html or .txt file name, not '{export_to.name}'")
+            raise UsageError(f"--export needs a .svg, .html, .txt or .cast file name, not '{export_to.name}'")
         self.console = console
         self.fmt = fmt
         self.pause = pause
@@ -106,6 +205,11 @@ class Presenter:
         self.title = title
         self.interactive = False
         self.errors: list[Step] = []
+        self.history: list[str] = []
+        """Each step shown under --pause, as drawn (to draw it again on the way back)."""
+        self.shown = 0
+        """How many steps were shown."""
+        self.cast = Cast(console, delay) if export_to is not None and export_to.suffix.lower() == ".cast" else None
 
     def begin(self) -> None:
         """Decide whether --pause can wait for keys (it needs a terminal and tables)."""
@@ -113,47 +217,71 @@ class Presenter:
         if self.pause and not self.interactive:
             say("--pause needs a terminal (and --format table); running without pausing")
 
-    def step(self, renderer: Renderer, step: Step, shown: bool, lines: list[str]) -> None:
+    def step(self, renderer: Renderer, step: Step, shown: bool) -> None:
         """Render a step, then wait (--pause) or sleep (--delay) if it was shown."""
         shown = shown or self.fmt is OutputFormat.json
-        renderer.step(step, shown)
+        if self.interactive and shown:
+            with self.console.capture() as capture:  # still recorded for --export
+                renderer.step(step, shown)
+            self.history.append(capture.get())
+            self.console.file.write(self.history[-1])
+        else:
+            renderer.step(step, shown)
         if step.error is not None:
             self.errors.append(step)
+        if shown:
+            self.shown += 1
+            if self.cast is not None:
+                self.cast.take()
         if shown and self.fmt is not OutputFormat.json:
             if self.interactive:
-                self._wait_for_key(lines, step.line)
+                self._wait_for_key()
             elif self.delay:
                 time.sleep(self.delay)
 
-    def _wait_for_key(self, lines: list[str], upto: int) -> None:
-        """--pause: Enter/Space next, b shows the script so far, q quits."""
-        from rich.syntax import Syntax
-
+    def _prompt(self, at: int) -> None:
+        """The key line under a step, not recorded for --export."""
         console = self.console
+        last = len(self.history)
+        where = f"step {at + 1} of {last} shown" + (" (back)" if at + 1 < last else "")
+        console.record = False
+        try:
+            console.print(
+                Text(f"── {where} · →/Space/Enter: next · ←/b: back · Home/End: first/last · q: quit", style="dim"),
+                end="",
+            )
+        finally:
+            console.record = self.export_to is not None
+        console.file.flush()
+
+    def _redraw(self, at: int) -> None:
+        """Clear the screen and draw a step shown before (as it was rendered then)."""
+        self.console.file.write("\x1b[H\x1b[2J" + self.history[at])
+
+    def _wait_for_key(self) -> None:
+        """--pause: next, back, first, last or quit; other keys are ignored. Returns to run the next step."""
+        at = len(self.history) - 1
         while True:
-            console.print(Text("── Enter/Space: next · b: script so far · q: quit", style="dim"), end="")
-            console.file.flush()
-            key = _read_key()
-            console.print()
-            if key in ("\n", "\r", " ", ""):
-                return
-            if key in ("q", "Q", "\x1b"):
+            self._prompt(at)
+            action = KEYS.get(_read_key())
+            self.console.file.write("\r\x1b[2K")  # erase the prompt line
+            self.console.file.flush()
+            if action == QUIT:
                 raise Quit()
-            if key in ("b", "B"):
-                console.print(
-                    Syntax(
-                        "\n".join(lines[:upto]),
-                        "python",
-                        theme="ansi_dark",
-                        background_color="default",
-                        line_numbers=True,
-                    )
-                )
+            if action == NEXT and at + 1 >= len(self.history):
+                return
+            moved = {NEXT: at + 1, BACK: max(at - 1, 0), FIRST: 0, LAST: len(self.history) - 1}.get(action or "", at)
+            if moved != at:
+                at = moved
+                self._redraw(at)
 
     def finish(self, summary: RunSummary, title: str) -> None:
         """Export if asked, then the closing line: exit 1 after error steps."""
-        if self.export_to is not None:
+        if self.cast is not None and self.export_to is not None:
+            self.cast.save(self.export_to, self.title or title)
+        elif self.export_to is not None:
             export(self.console, self.export_to, self.title or title)  # UsageError: exit 2
+        if self.export_to is not None:
             say(f"wrote {self.export_to}")
         if summary.stopped_by == "quit":
             say(f"stopped after step {summary.steps} (q)")

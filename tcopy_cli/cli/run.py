@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, NoReturn, Optional
+from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
 
 import typer
 
@@ -13,6 +13,8 @@ from tcopy_cli.cli.formats import OutputFormat, make_renderer
 from tcopy_cli.cli.options import (
     MAX_VALUES,
     CodeOpt,
+    ColorMode,
+    ColorOpt,
     DelayOpt,
     DepthOpt,
     DeviceOpt,
@@ -36,6 +38,9 @@ from tcopy_cli.cli.source import read_source
 from tcopy_cli.errors import ScriptRejected
 from tcopy_cli.limits import Limits
 from tcopy_cli.render import ViewOptions
+
+if TYPE_CHECKING:
+    from tcopy_cli.trace.records import RunSummary
 
 
 @dataclass(frozen=True)
@@ -106,7 +111,7 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
 
     def emit(step: Step) -> None:
         seen.append(step)
-        presenter.step(renderer, step, view.shows(step), program.lines)
+        presenter.step(renderer, step, view.shows(step))
 
     try:
         summary = run_in_worker(source, origin, options, emit, renderer.start)
@@ -117,6 +122,16 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
         _reject(exc, source, origin, fmt, request.device)
     renderer.end(summary)
     presenter.finish(summary, program.title or origin)
+    _check_range(view, summary)
+
+
+def _check_range(view: ViewOptions, summary: RunSummary) -> None:
+    """--step/--from beyond the last step is a usage error, known only once the run is over (exit 2)."""
+    if summary.stopped_by == "quit" or view.first is None or view.first <= summary.steps:
+        return
+    flag = "--step" if view.first == view.last else "--from"
+    ran = f"{summary.steps} step{'s' if summary.steps != 1 else ''}"
+    fail(f"{flag} {view.first}: the script ran only {ran}, so nothing was shown", EXIT_USAGE)
 
 
 def run(
@@ -143,6 +158,7 @@ def run(
         ),
     ] = True,
     no_color: NoColorOpt = False,
+    color: ColorOpt = ColorMode.auto,
     width: WidthOpt = None,
     pause: PauseOpt = False,
     delay: DelayOpt = 0.0,
@@ -181,7 +197,7 @@ def run(
         last=step if step is not None else to_step,
         depth=depth,
     )
-    console = make_console(no_color, width, record=export is not None)
+    console = make_console(no_color, width, record=export is not None, color=color.value)
     presenter = Presenter(console, fmt, pause=pause, delay=delay, export_to=export, title=title)
     request = RunRequest(script, code, example, device, keep_going, max_values, limits)
     execute(request, fmt, view, presenter)

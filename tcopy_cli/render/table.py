@@ -33,6 +33,7 @@ class TableRenderer:
         self.graph_signature: tuple[object, ...] | None = None
         self.level = 0  # columns given up so far (see layout.plan)
         self.memory_signature: tuple[object, ...] | None = None
+        self.shown = 0  # steps drawn (fewer than run under --step/--from/--to/--depth)
 
     def start(self, info: RunInfo) -> None:
         """The line above the first step."""
@@ -64,6 +65,7 @@ class TableRenderer:
         """Render one step (a hidden step still counts for change marks)."""
         if shown:
             self.console.print(self.render_step(step))
+            self.shown += 1
         self.previous = step
 
     def forget(self) -> None:
@@ -159,9 +161,12 @@ class TableRenderer:
     def end(self, summary: RunSummary) -> None:
         """The closing line."""
         style = "green" if summary.errors == 0 else "red"
+        o = self.options
+        hidden = self.shown < summary.steps and (o.first, o.last, o.depth) != (None, None, None)
+        shown = f"{self.shown} of " if hidden else ""
         self.console.print(
             Text(
-                f"{summary.steps} step{'s' if summary.steps != 1 else ''}, "
+                f"{shown}{summary.steps} step{'s' if summary.steps != 1 else ''}{' shown' if hidden else ''}, "
                 f"{summary.errors} error{'s' if summary.errors != 1 else ''}",
                 style=style,
             )

@@ -78,6 +78,43 @@ def test_export_svg_html_txt(tmp_path: Path) -> None:
     assert run("run", "-e", SCRIPT, "--export", str(tmp_path / "demo.png"))[0] == 2
 
 
+def test_exports_are_slide_ready(tmp_path: Path) -> None:
+    html = tmp_path / "demo.html"
+    assert run("run", "-e", SCRIPT, "--export", str(html), "--title", "clone <vs> detach")[0] == 0
+    page = html.read_text()
+    assert "<title>clone &lt;vs&gt; detach</title>" in page
+    assert "background-color: #292929" in page  # the SVG's dark theme
+    assert not re.search(r"(src|href)=\"?https?:", page)  # nothing fetched: works offline
+    # in a pipe, an export is at least 100 columns wide, so a 3-element row does not wrap
+    txt = tmp_path / "demo.txt"
+    _, out, _ = run("run", "-e", SCRIPT, "--export", str(txt))
+    row = next(line for line in txt.read_text().splitlines() if line.startswith("+ x "))
+    assert "1., 2., 3." in row.replace("1.0", "1.").replace("2.0", "2.").replace("3.0", "3.")
+    assert max(len(line) for line in out.splitlines()) > 80
+    # the footer counts the steps shown when a range hid some
+    _, out, _ = run("run", "-e", SCRIPT, "--from", "3", "--to", "4")
+    assert out.rstrip().splitlines()[-1] == "2 of 4 steps shown, 0 errors"
+    _, out, _ = run("run", "-e", SCRIPT)
+    assert out.rstrip().splitlines()[-1] == "4 steps, 0 errors"
+
+
+def test_cast_export_replays_with_the_delay(tmp_path: Path) -> None:
+    import json
+
+    cast = tmp_path / "demo.cast"
+    code, _out, err = run("run", "-e", SCRIPT, "--export", str(cast), "--delay", "0.2", "--title", "Demo")
+    assert code == 0 and "wrote" in err
+    header, *events = (json.loads(line) for line in cast.read_text().splitlines())
+    assert header["version"] == 2 and header["width"] >= 100 and header["title"] == "Demo"
+    times = [e[0] for e in events]
+    assert all(e[1] == "o" and isinstance(e[2], str) for e in events)
+    assert times == sorted(set(times)) and times[1] - times[0] == pytest.approx(0.2)
+    assert len(events) == 5  # four steps, then the closing line
+    replay = "".join(e[2] for e in events)
+    assert all(f"Step {n}" in re.sub(r"\x1b\[[0-9;]*m", "", replay) for n in range(1, 5))
+    assert "\n" not in replay.replace("\r\n", "")  # a terminal newline each time
+
+
 def test_graph_command_and_stale_saved_tensor() -> None:
     code, out, _ = run("graph", "--example", "inplace_error", "-f", "text")
     assert code == 1  # the example ends in an error step
@@ -101,24 +138,68 @@ def _spawn(args: list[str], timeout: int = 60):  # type: ignore[no-untyped-def]
     return pexpect.spawn(sys.executable, ["-m", "tcopy_cli", *args], env=env, timeout=timeout, encoding="utf-8")
 
 
-@pytest.mark.parametrize("name", ["clone", "detach", "data"])
-def test_pause_in_a_real_terminal(name: str) -> None:
-    child = _spawn(["run", "--example", name, "--pause"])
-    child.expect("Enter/Space: next")
-    child.send(" ")
-    child.expect("Step 2")
-    child.expect("Enter/Space: next")
-    child.send("b")  # show the script so far
-    child.expect(r"import .{0,12}torch")
-    child.expect("Enter/Space: next")
-    child.send("\r")
-    child.expect("Step 3")
-    child.expect("Enter/Space: next")
+PROMPT = "Home/End: first/last"
+RIGHT, LEFT, UP, DOWN = "\x1b[C", "\x1b[D", "\x1b[A", "\x1b[B"
+PAGE_UP, PAGE_DOWN, HOME, END = "\x1b[5~", "\x1b[6~", "\x1b[H", "\x1b[F"
+
+
+def _step(n: object) -> str:
+    """The rule that opens step n (bold codes may sit between the number and the dot)."""
+    return rf"Step {n}(\x1b\[[0-9;]*m)* ·"
+
+
+def _press(child, key: str, step: int) -> None:  # type: ignore[no-untyped-def]
+    """Press a key at the prompt and see the step it leads to drawn, then the prompt again."""
+    child.send(key)
+    child.expect(_step(step))
+    child.expect(PROMPT)
+
+
+EIGHT_STEPS = "; ".join(["a = torch.ones(2)", *(f"a = a + {i}" for i in range(1, 8))])
+
+
+def test_pause_next_back_and_quit_keys() -> None:
+    child = _spawn(["run", "-e", EIGHT_STEPS, "--pause"])
+    child.expect(_step(1))
+    child.expect(PROMPT)
+    for step, key in enumerate((" ", "\r", RIGHT, DOWN, PAGE_DOWN), start=2):
+        _press(child, key, step)  # every next key runs the next step
+    for step, key in zip((5, 4, 3, 2), (LEFT, UP, PAGE_UP, "b")):
+        _press(child, key, step)  # every back key draws the step before again
+    _press(child, "b", 1)
+    child.send("b")  # nothing before step 1: the prompt again, no step drawn
+    child.expect(PROMPT)
+    _press(child, RIGHT, 2)  # forward over steps already shown draws them again ...
+    _press(child, END, 6)
+    _press(child, HOME, 1)
+    _press(child, END, 6)
+    _press(child, " ", 7)  # ... and past the last one shown runs the next one
     child.send("q")
-    child.expect("stopped after step 3")
+    child.expect("stopped after step 7")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+def test_pause_ignores_other_keys_and_erases_its_prompt() -> None:
+    child = _spawn(["run", "--example", "data", "--pause"])
+    child.expect(_step(1))
+    child.expect(PROMPT)
+    for key in ("x", "\x1b", "\x1b[Z", "\x1b[15~", "7"):  # a letter, Esc, unknown sequences, a digit
+        child.send(key)
+        child.expect(PROMPT)  # still waiting: the key neither quit nor moved nor leaked
+    child.send(" ")
+    index = child.expect([_step(2), _step(r"\d+"), "stopped"])
+    assert index == 0
+    prompt_erased = child.before
+    child.expect(PROMPT)
+    child.send("q")
+    child.expect("stopped after step 2")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    # the prompt line was erased (carriage return + erase line) before the next step was drawn
+    assert "\r\x1b[2K" in prompt_erased
 
 
 def test_repl_in_a_real_terminal(tmp_path: Path) -> None:
@@ -163,3 +244,40 @@ def test_repl_in_a_real_terminal(tmp_path: Path) -> None:
     root = ET.parse(out).getroot()
     text = "".join(el.text or "" for el in root.iter() if el.tag.endswith("text")).replace("\xa0", " ")
     assert "b.sum().backward" in text
+
+
+def test_step_past_the_end_is_a_usage_error_after_the_run() -> None:
+    code, out, err = run("run", "-e", EIGHT_STEPS, "--step", "99")
+    assert code == 2
+    assert "--step 99" in err and "ran only 8 steps" in err
+    assert "0 of 8 steps shown, 0 errors" in out  # the run finished before the range could be judged
+    code, _out, err = run("run", "-e", EIGHT_STEPS, "--from", "9")
+    assert code == 2 and "--from 9" in err
+    assert run("run", "-e", EIGHT_STEPS, "--step", "8")[0] == 0
+
+
+def test_color_always_never_auto() -> None:
+    ansi = "\x1b["
+    assert ansi in run("run", "-e", SCRIPT, "--color", "always")[1]  # a pipe, coloured anyway
+    assert ansi not in run("run", "-e", SCRIPT, "--color", "never")[1]
+    assert ansi not in run("run", "-e", SCRIPT, "--color", "auto")[1]  # auto: no colour in a pipe
+    assert ansi not in run("run", "-e", SCRIPT, "--color", "always", "--no-color")[1]
+    assert run("run", "-e", SCRIPT, "--color", "sometimes")[0] == 2
+
+
+@pytest.mark.skipif(
+    not any(__import__("shutil").which(b) for b in ("chromium", "chromium-browser")), reason="needs chromium"
+)
+def test_export_png_script_renders_the_svg(tmp_path: Path) -> None:
+    import struct
+    import subprocess
+
+    svg = tmp_path / "demo.svg"
+    assert run("run", "-e", SCRIPT, "--export", str(svg))[0] == 0
+    script = Path(__file__).resolve().parents[2] / "scripts" / "export-png.sh"
+    subprocess.run([str(script), str(svg)], check=True, timeout=120, capture_output=True)
+    png = (tmp_path / "demo.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", png[16:24])
+    view_box = ET.parse(svg).getroot().attrib["viewBox"].split()
+    assert (width, height) == (round(float(view_box[2])), round(float(view_box[3])))  # the SVG's own size

@@ -98,9 +98,22 @@ def test_sigint_mid_run_exits_130(tmp_path: Path) -> None:
     script = tmp_path / "long.py"
     script.write_text("x = torch.zeros(1)\nfor i in range(100000):\n    x = x + 1\n")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tcopy_cli", "run", str(script), "-f", "json", "--max-steps", "1000000",
-         "--max-iterations", "1000000"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
+        [
+            sys.executable,
+            "-m",
+            "tcopy_cli",
+            "run",
+            str(script),
+            "-f",
+            "json",
+            "--max-steps",
+            "1000000",
+            "--max-iterations",
+            "1000000",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
     )
     assert proc.stdout is not None
     # wait until steps are flowing, then interrupt
@@ -118,7 +131,10 @@ def test_closed_stdout_pipe_is_quiet(tmp_path: Path) -> None:
     script.write_text("for i in range(500):\n    x = torch.ones(2) * i\n")
     proc = subprocess.run(
         f"{sys.executable} -m tcopy_cli run {script} --format json | head -2",
-        shell=True, capture_output=True, env=_env(), timeout=120,
+        shell=True,
+        capture_output=True,
+        env=_env(),
+        timeout=120,
     )
     assert proc.stdout.count(b"\n") == 2
     assert proc.stderr == b""
@@ -128,15 +144,13 @@ def test_closed_stdout_pipe_is_quiet(tmp_path: Path) -> None:
 def test_timeout_stops_a_long_single_operation(tmp_path: Path) -> None:
     """A single C operation can't be interrupted: the watchdog ends the process."""
     script = tmp_path / "slow.py"
-    script.write_text(
-        "a = torch.ones(6000, 6000, dtype=torch.float64)\n"
-        "for i in range(50):\n"
-        "    b = a @ a\n"
-    )
+    script.write_text("a = torch.ones(6000, 6000, dtype=torch.float64)\nfor i in range(50):\n    b = a @ a\n")
     start = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "tcopy_cli", "run", str(script), "-f", "json", "--timeout", "1"],
-        capture_output=True, env=_env(), timeout=120,
+        capture_output=True,
+        env=_env(),
+        timeout=120,
     )
     elapsed = time.perf_counter() - start
     assert proc.returncode == 1
