@@ -137,3 +137,26 @@ def test_unmeasurable_version_counter_is_said(monkeypatch: pytest.MonkeyPatch) -
 
     row = compare_one("x.detach()", "x = torch.ones(2, requires_grad=True)")
     assert row.shares_version_counter is None and row.shares_storage is True
+
+
+def test_an_alarm_right_after_the_thread_count_changes_leaves_it_restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The --timeout alarm raises as soon as a call returns; observing must not leave torch
+    on one thread (on 2.1 and 2.4 a one-thread BatchNorm rounds differently)."""
+    before = torch.get_num_threads()
+    real = torch.set_num_threads
+
+    class Alarm(Exception):
+        pass
+
+    def set_then_alarm(n: int) -> None:
+        real(n)
+        if n == 1:
+            raise Alarm
+
+    monkeypatch.setattr(torch, "set_num_threads", set_then_alarm)
+    try:
+        with pytest.raises(Alarm):
+            observe.Observer().snapshot({"t": torch.ones(3)})
+        assert torch.get_num_threads() == before
+    finally:
+        real(before)
