@@ -13,7 +13,6 @@ import torch
 
 from tcopy_cli.trace import compat, observe, run_source
 from tcopy_cli.trace.graph import version_groups
-from tcopy_cli.trace.records import RunInfo
 
 
 def test_version_setter_sets_and_restores_the_counter() -> None:
@@ -44,8 +43,7 @@ def test_version_groups_match_plain_torch() -> None:
 
 
 def test_degraded_facts_are_said_in_the_start_event() -> None:
-    info = RunInfo(tcopy="x", torch=torch.__version__, device="cpu", source="-")
-    event = json.loads(json.dumps(info.to_json()))
+    event = json.loads(json.dumps(run_source("x = 1").info.to_json()))
     said = event.get("degraded", [])
     assert said == compat.degraded()
     t = torch.zeros(1)
