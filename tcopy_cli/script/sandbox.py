@@ -630,8 +630,14 @@ def guard_call(fn: Any, args: list[Any], kwargs: dict[str, Any], limits: Limits)
     if name in ("resize_", "resize_as_"):
         target = owner if isinstance(owner, torch.Tensor) else (args[0] if args else None)
         if isinstance(target, torch.Tensor):
+            storage = target.untyped_storage()
+            if not hasattr(storage, "resizable"):  # older releases (2.1) have no resizable()
+                raise NotAllowedError(
+                    f".{name}() is not allowed on torch {torch.__version__}: this release can't tell whether a "
+                    "tensor's memory can grow, and a failed resize leaves the tensor pointing past its memory"
+                )
             try:
-                resizable = target.untyped_storage().resizable()
+                resizable = storage.resizable()
             except (RuntimeError, NotImplementedError):
                 resizable = False
             if not resizable:
