@@ -158,7 +158,8 @@ def test_resize_of_memory_that_cannot_grow_is_refused_before_torch_runs_it(src: 
     step = trace.steps[-1]
     assert "resize" in step.source
     assert step.error is not None and step.error.type == "NotAllowedError"
-    assert "can't grow" in step.error.message
+    # (torch 2.1 has no resizable(): there every resize_ is refused, saying why)
+    assert "can't grow" in step.error.message or "can't tell whether" in step.error.message
     # The tensor was left as it was: shape and memory unchanged, and clone() never ran.
     name = "t" if "t =" in src else "a"
     assert step.tensors[name].shape == [4]
@@ -166,6 +167,8 @@ def test_resize_of_memory_that_cannot_grow_is_refused_before_torch_runs_it(src: 
 
 
 def test_resize_of_a_tensor_that_owns_its_memory_behaves_like_plain_torch(tmp_path: Path) -> None:
+    if not hasattr(torch.zeros(1).untyped_storage(), "resizable"):
+        pytest.skip("this torch can't tell whether memory can grow, so tcopy refuses resize_ here")
     a = torch.zeros(4)
     a.resize_(2, 3)
     with guarded(tmp_path):
