@@ -349,7 +349,8 @@ def test_compare_refusal_and_timeout_come_back_from_the_worker() -> None:
     with pytest.raises(ScriptRejected, match="the setup failed"):
         compare_in_worker(["x.clone()"], "x = undefined_name", "cpu", Limits())
     with pytest.raises(TcopyError, match=r"timeout|longer than"):
-        compare_in_worker(["x.clone()"], "x = torch.ones(2)\nwhile True:\n    pass", "cpu", Limits(timeout=1))
+        endless = "x = torch.ones(2)\nwhile True:\n    pass"
+        compare_in_worker(["x.clone()"], endless, "cpu", Limits(timeout=1, max_iterations=10**9))
 
 
 def test_the_repl_keeps_one_confined_worker_and_replaces_a_stuck_one(monkeypatch: pytest.MonkeyPatch) -> None:
