@@ -99,17 +99,42 @@ def main() -> int:
         return 0
 
 
+def _device(request: dict[str, Any], channel: Channel) -> str | None:
+    """The request's device, resolved on this machine; None (and a usage_error frame) if unavailable."""
+    from tcopy_cli.errors import UsageError
+    from tcopy_cli.trace.runner import resolve_device
+
+    try:
+        return resolve_device(request.get("device", "cpu"))
+    except UsageError as exc:
+        channel.send("usage_error", message=exc.message)
+        return None
+
+
+def _run_options(request: dict[str, Any], device: str, limits: Any, keep_going: bool, graph: bool) -> Any:
+    """RunOptions for the worker (no on_stuck: the parent ends the process)."""
+    from tcopy_cli.limits import DEFAULT_MAX_VALUES
+    from tcopy_cli.trace.runner import RunOptions
+
+    return RunOptions(
+        device=device,
+        limits=limits,
+        keep_going=keep_going,
+        max_values=int(request.get("max_values", DEFAULT_MAX_VALUES)),
+        graph=graph,
+    )
+
+
 def _serve(request: dict[str, Any], channel: Channel, confinement: str, hook: dict[str, Any] | None) -> int:
     import dataclasses
 
     import torch
 
     from tcopy_cli import __version__
-    from tcopy_cli.errors import ScriptRejected, TcopyError, UsageError
-    from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
+    from tcopy_cli.errors import ScriptRejected, TcopyError
+    from tcopy_cli.limits import Limits
     from tcopy_cli.script.parse import parse_script
     from tcopy_cli.trace.records import RunInfo
-    from tcopy_cli.trace.runner import RunOptions, resolve_device
 
     limits = Limits(**request.get("limits", {}))
     source, origin = request["source"], request["origin"]
@@ -122,18 +147,10 @@ def _serve(request: dict[str, Any], channel: Channel, confinement: str, hook: di
         )
         channel.send("rejected", info=info, line=exc.line, column=exc.column, message=exc.message)
         return 0
-    try:
-        dev = resolve_device(device)
-    except UsageError as exc:
-        channel.send("usage_error", message=exc.message)
+    dev = _device(request, channel)
+    if dev is None:
         return 0
-    options = RunOptions(
-        device=dev,
-        limits=limits,
-        keep_going=bool(request.get("keep_going")),
-        max_values=int(request.get("max_values", DEFAULT_MAX_VALUES)),
-        graph=bool(request.get("graph")),
-    )  # no on_stuck: the parent ends the process
+    options = _run_options(request, dev, limits, bool(request.get("keep_going")), bool(request.get("graph")))
     runner = _worker_runner(program, options, channel, hook)
     channel.send("start", info=dataclasses.replace(runner.info(origin), confinement=confinement))
     if hook is not None and not hook.get("line"):
@@ -154,21 +171,18 @@ def _serve_compare(request: dict[str, Any], channel: Channel, confinement: str) 
     import torch
 
     from tcopy_cli import __version__
-    from tcopy_cli.errors import ScriptRejected, TcopyError, UsageError
+    from tcopy_cli.errors import ScriptRejected, TcopyError
     from tcopy_cli.limits import Limits
     from tcopy_cli.trace import compare as tc
     from tcopy_cli.trace.records import RunInfo
-    from tcopy_cli.trace.runner import resolve_device
 
     limits = Limits(**request.get("limits", {}))
     device = request.get("device", "cpu")
     info = RunInfo(
         tcopy=__version__, torch=torch.__version__, device=device, source="<compare>", confinement=confinement
     )
-    try:
-        dev = resolve_device(device)
-    except UsageError as exc:
-        channel.send("usage_error", message=exc.message)
+    dev = _device(request, channel)
+    if dev is None:
         return 0
     channel.send("start", info=info)
     job = request["compare"]
@@ -189,24 +203,16 @@ def _serve_session(request: dict[str, Any], channel: Channel, confinement: str) 
     import ast
     import dataclasses
 
-    from tcopy_cli.errors import ScriptRejected, TcopyError, UsageError
-    from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
+    from tcopy_cli.errors import ScriptRejected, TcopyError
+    from tcopy_cli.limits import Limits
     from tcopy_cli.script.parse import parse_script
-    from tcopy_cli.trace.runner import RunOptions, resolve_device, torch_session
+    from tcopy_cli.trace.runner import torch_session
 
     limits = Limits(**request.get("limits", {}))
-    try:
-        dev = resolve_device(request.get("device", "cpu"))
-    except UsageError as exc:
-        channel.send("usage_error", message=exc.message)
+    dev = _device(request, channel)
+    if dev is None:
         return 0
-    options = RunOptions(
-        device=dev,
-        limits=limits,
-        keep_going=True,
-        max_values=int(request.get("max_values", DEFAULT_MAX_VALUES)),
-        graph=True,
-    )
+    options = _run_options(request, dev, limits, keep_going=True, graph=True)
     runner = _worker_runner(parse_script("", "<repl>", limits), options, channel, None)
     channel.send("start", info=dataclasses.replace(runner.info("<repl>"), confinement=confinement))
     with torch_session(dev):
