@@ -39,6 +39,7 @@ import faulthandler
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
@@ -87,6 +88,11 @@ def main() -> int:
     else:
         from tcopy_cli import confine
 
+        # tempfile finds its directory by writing a probe file, which the worker may not
+        # do; torch asks for it while importing modules lazily (torch.optim pulls in
+        # torch._dynamo, whose cache path is under it). Name the usual one without a
+        # probe; an actual write there is refused like any other write.
+        tempfile.tempdir = tempfile._candidate_tempdir_list()[0]
         confinement = confine.confine(request.get("device", "cpu")).describe()
     try:
         if request.get("mode") == "session":

@@ -201,6 +201,28 @@ report("threads", torch.get_num_threads())
     assert results["numpy"] == float((a @ a.T).sum())
 
 
+def test_optimizers_and_lazy_torch_imports_work_after_confinement() -> None:
+    """torch imports some modules lazily (``torch.optim`` pulls in ``torch._dynamo``, which
+    asks ``tempfile`` for a directory); that must still work once no file can be written."""
+    script = (
+        "import torch\n"
+        "w = torch.ones(2, requires_grad=True)\n"
+        "opt = torch.optim.SGD([w], lr=0.5)\n"
+        "(w * w).sum().backward()\n"
+        "opt.step()\n"
+    )
+    steps: list = []
+    run_in_worker(script, "<test>", WorkerOptions(limits=Limits()), steps.append, lambda _info: None)
+    assert [s.error for s in steps if s.error] == []
+    import torch
+
+    w = torch.ones(2, requires_grad=True)
+    opt = torch.optim.SGD([w], lr=0.5)
+    (w * w).sum().backward()
+    opt.step()
+    assert steps[-1].tensors["w"].values == w.detach().tolist()
+
+
 @needs_landlock
 def test_trust_runs_unconfined_in_a_worker(tmp_path: Path) -> None:
     target = tmp_path / "written.txt"
