@@ -92,7 +92,9 @@ def main() -> int:
         # do; torch asks for it while importing modules lazily (torch.optim pulls in
         # torch._dynamo, whose cache path is under it). Name the usual one without a
         # probe; an actual write there is refused like any other write.
-        tempfile.tempdir = tempfile._candidate_tempdir_list()[0]
+        tempfile.tempdir = next(
+            (os.environ[k] for k in ("TMPDIR", "TEMP", "TMP") if os.environ.get(k)), "/tmp"
+        )
         confinement = confine.confine(request.get("device", "cpu")).describe()
     try:
         if request.get("mode") == "session":
