@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from tcopy_cli.errors import NotAllowedError, TcopyError
 from tcopy_cli.limits import Limits
+from tcopy_cli.suggest import did_you_mean
 from tcopy_cli.script import expressions, functions, statements
 from tcopy_cli.script.builtins import Capture, Output, make_builtins
 from tcopy_cli.script.functions import (
@@ -171,7 +172,11 @@ class Interpreter(Sealed):
             return self.ns[name]
         if name in self.builtins:
             return self.builtins[name]
-        raise NameError(f"name '{name}' is not defined")
+        raise NameError(f"name '{name}' is not defined" + did_you_mean(name, self.visible_names()))
+
+    def visible_names(self) -> list[str]:
+        """Every name a statement here could use: the frame's scopes, the module's, the builtins."""
+        return [n for scope in (*self.frame.scopes, self.ns, self.builtins) for n in scope]
 
     def call_function(
         self, fn: ScriptFunction, args: list[Any] | tuple[Any, ...], kwargs: dict[str, Any], silent: bool = False
