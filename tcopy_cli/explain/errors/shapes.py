@@ -1,0 +1,321 @@
+"""Shape errors: matrix products, broadcasting, view/reshape, expand, cat/stack, dims and indices."""
+
+from __future__ import annotations
+
+import re
+
+from tcopy_cli.explain.errors.catalogue import entry
+from tcopy_cli.explain.errors.context import CallSite, ErrorContext, listed, shape_text
+
+_PRODUCTS = ("matmul", "mm", "bmm", "mv", "dot", "linear", "F.linear", "addmm", "baddbmm", "einsum")
+
+
+def _module_call(ctx: ErrorContext) -> tuple[CallSite, str] | None:
+    """A call of a script module that has a weight (``lin(x)``), with its weight's name."""
+    for c in ctx.calls:
+        weight = c.callee + ".weight"
+        if c.receiver is None and weight in ctx.tensors:
+            return c, weight
+    return None
+
+
+def _operands(ctx: ErrorContext, *names: str) -> tuple[CallSite | None, list[str]]:
+    """The first operation named ``names`` and the tensors among its operands, in order."""
+    call = ctx.call(*names)
+    if call is None:
+        return None, []
+    operands = [ctx.tensor(o) for o in call.operands]
+    return call, [o for o in operands if o is not None]
+
+
+@entry("shape.matmul", r"mat1 and mat2 shapes cannot be multiplied \((?P<a>\d+)x(?P<k>\d+) and (?P<j>\d+)x(?P<b>\d+)\)")
+def matmul(ctx: ErrorContext, m: re.Match[str]) -> str:
+    module = _module_call(ctx)
+    if module is not None:
+        call, weight = module
+        x = ctx.tensor(call.arg(0))
+        w = ctx.record(weight)
+        expects = w.shape[-1]
+        got = ctx.record(x).shape[-1] if x else int(m["k"])
+        who = f"{x} is {ctx.shape(x)}" if x else f"its input has {got} features"
+        return (
+            f"{call.text} on {ctx.where}: {call.callee} multiplies its input by {weight}.T, and {weight} is "
+            f"{shape_text(w.shape)}, so {call.callee} expects {expects} features in the input's last dim; {who}. "
+            f"Fix: make the layer take {got} inputs (nn.Linear({got}, {w.shape[0]})), or give it an input whose last "
+            f"dim is {expects}."
+        )
+    call, (left, right) = _pair(ctx, "matmul", "mm", "linear", "F.linear", "addmm")
+    if left is None or right is None:
+        return (
+            f"The matrix product on {ctx.where} needs the first matrix's columns ({m['k']}) to equal the second's rows "
+            f"({m['j']}). Fix: transpose or reshape one side so the inner dims agree."
+        )
+    a, b = ctx.record(left).shape, ctx.record(right).shape
+    text = call.text if call else f"{left} @ {right}"
+    said = (
+        f"{text} on {ctx.where}: {left} is {shape_text(a)} and {right} is {shape_text(b)}; a matrix product needs "
+        f"{left}'s last dim ({a[-1]}) to equal {right}'s first"
+        f"{' (second-to-last)' if len(b) > 2 else ''} dim ({b[-2] if len(b) >= 2 else b[0]})."
+    )
+    guesses = []
+    if len(b) == 2 and b[-1] == a[-1]:
+        guesses.append(f"{left} @ {right}.T")
+    if len(a) == 2 and len(b) >= 2 and a[0] == b[-2]:
+        guesses.append(f"{left}.T @ {right}")
+    if guesses:
+        return said + f" Did you mean {' or '.join(guesses)}?"
+    return said + f" Fix: reshape or transpose one of them so the inner dims agree (or use {left} * {right} for an elementwise product)."
+
+
+def _pair(ctx: ErrorContext, *names: str) -> tuple[CallSite | None, tuple[str | None, str | None]]:
+    """The operation and its two tensor operands (receiver/left first)."""
+    call, tensors = _operands(ctx, *names)
+    if len(tensors) >= 2:
+        return call, (tensors[0], tensors[1])
+    return call, (tensors[0] if tensors else None, None)
+
+
+@entry("shape.matvec", r"size mismatch, got input \((?P<n>\d+)\), mat \((?P<r>\d+)x(?P<c>\d+)\), vec \((?P<v>\d+)\)")
+def matvec(ctx: ErrorContext, m: re.Match[str]) -> str:
+    call, (mat, vec) = _pair(ctx, "matmul", "mv")
+    if mat is None or vec is None:
+        return f"The matrix-vector product on {ctx.where} needs the matrix's columns ({m['c']}) to equal the vector's length ({m['v']})."
+    return (
+        f"{call.text if call else mat + ' @ ' + vec} on {ctx.where}: {mat} is {ctx.shape(mat)} and {vec} is "
+        f"{ctx.shape(vec)}; a matrix-vector product needs {mat}'s columns ({m['c']}) to equal {vec}'s length "
+        f"({m['v']}). Fix: use a vector of length {m['c']}, or {mat}.T @ {vec} if {vec} matches the rows."
+    )
+
+
+@entry(
+    "shape.bmm",
+    r"Expected size for first two dimensions of batch2 tensor to be: \[(?P<want>[^\]]*)\] but got: \[(?P<got>[^\]]*)\]",
+)
+def bmm(ctx: ErrorContext, m: re.Match[str]) -> str:
+    call, (a, b) = _pair(ctx, "bmm", "matmul", "baddbmm")
+    if a is None or b is None:
+        return f"A batched matrix product on {ctx.where} got a second operand of shape [{m['got']}, ...] where [{m['want']}, ...] was needed."
+    return (
+        f"{call.text if call else a + ' @ ' + b} on {ctx.where}: {a} is {ctx.shape(a)} and {b} is {ctx.shape(b)}; "
+        f"a batched product needs the same batch size and {a}'s last dim == {b}'s dim 1 (expected [{m['want']}, ...], "
+        f"got [{m['got']}, ...]). Fix: transpose {b}'s last two dims ({b}.transpose(1, 2)) or reshape one side."
+    )
+
+
+@entry("shape.dot", r"inconsistent tensor size, expected tensor \[(?P<a>\d+)\] and src \[(?P<b>\d+)\]")
+def dot(ctx: ErrorContext, m: re.Match[str]) -> str:
+    call, (a, b) = _pair(ctx, "dot", "vdot", "inner")
+    who = f"{a} has {m['a']} elements and {b} has {m['b']}" if a and b else f"the vectors have {m['a']} and {m['b']} elements"
+    return f"{call.text if call else 'dot'} on {ctx.where}: {who}; a dot product needs equal lengths. Fix: slice or pad one of them."
+
+
+def _broadcast_names(ctx: ErrorContext) -> tuple[CallSite | None, str | None, str | None]:
+    for c in ctx.calls:
+        tensors = [t for t in (ctx.tensor(o) for o in c.operands) if t is not None]
+        if len(tensors) >= 2:
+            return c, tensors[0], tensors[1]
+    call = ctx.calls[0] if ctx.calls else None
+    used = ctx.used
+    return call, (used[0] if used else None), (used[1] if len(used) > 1 else None)
+
+
+@entry(
+    "shape.broadcast",
+    r"The size of tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\) at non-singleton dimension (?P<d>\d+)",
+)
+def broadcast(ctx: ErrorContext, m: re.Match[str]) -> str:
+    call, a, b = _broadcast_names(ctx)
+    rule = (
+        f"broadcasting lines the shapes up from the right, and dimension {m['d']} of the result is {m['a']} in one "
+        f"and {m['b']} in the other (each must equal the other or be 1)"
+    )
+    if a is None or b is None:
+        return f"The operation on {ctx.where} combines tensors whose shapes don't broadcast: {rule}. Fix: reshape one side."
+    sa, sb = ctx.record(a).shape, ctx.record(b).shape
+    said = f"{call.text if call else a + ' with ' + b} on {ctx.where}: {a} is {shape_text(sa)} and {b} is {shape_text(sb)}; {rule}."
+    if len(sa) == 1 and len(sb) == 1:
+        return said + f" Did you mean an outer combination, {a}[:, None] and {b}[None, :] (shape ({sa[0]}, {sb[0]}))? Otherwise make the lengths equal."
+    return said + f" Fix: reshape, unsqueeze or slice {a} or {b} so the dims agree."
+
+
+@entry("shape.in-place-broadcast", r"output with shape \[(?P<out>[^\]]*)\] doesn't match the broadcast shape \[(?P<full>[^\]]*)\]")
+def in_place_broadcast(ctx: ErrorContext, m: re.Match[str]) -> str:
+    call = ctx.call(in_place=True) or (ctx.calls[0] if ctx.calls else None)
+    who = call.receiver if call and call.receiver else "the receiver"
+    other = listed(ctx.tensors_in(*(call.args if call else ())))
+    return (
+        f"{call.text if call else 'The in-place call'} on {ctx.where} writes its result into {who} ({m['out']}), but "
+        f"{who} broadcast with {other or 'the other operand'} has shape [{m['full']}]: an in-place result must fit "
+        f"the tensor it is written into. Fix: compute a new tensor out of place, e.g. "
+        f"{who}2 = {who} {_symbol(call)} {call.args[0] if call and call.args else '...'}."
+    )
+
+
+def _symbol(call: CallSite | None) -> str:
+    symbols = {"add_": "+", "sub_": "-", "mul_": "*", "div_": "/"}
+    return symbols.get(call.name, "+") if call else "+"
+
+
+@entry("shape.view-stride", r"view size is not compatible with input tensor's size and stride")
+def view_stride(ctx: ErrorContext, m: re.Match[str]) -> str:
+    call = ctx.call("view")
+    who = ctx.tensor(call.receiver) if call else None
+    if call is None or who is None:
+        return f"view() on {ctx.where} can't reinterpret this tensor's memory in the new shape (it is not contiguous). Fix: use reshape(), which copies when it must."
+    r = ctx.record(who)
+    args = ", ".join(call.args)
+    return (
+        f"{call.text} on {ctx.where}: {who} is {shape_text(r.shape)} with strides {tuple(r.stride)}{ctx.made_at(who)}, "
+        f"so its elements are not laid out in memory in the order view({args}) needs, and a view can't move data. "
+        f"Fix: {who}.reshape({args}) (copies when needed) or {who}.contiguous().view({args})."
+    )
+
+
+@entry("shape.invalid-size", r"shape '\[(?P<shape>[^\]]*)\]' is invalid for input of size (?P<n>\d+)")
+def invalid_size(ctx: ErrorContext, m: re.Match[str]) -> str:
+    call = ctx.call("view", "reshape", "torch.reshape", "expand_as", "view_as")
+    who = (ctx.tensor(call.receiver) or ctx.tensor(call.arg(0))) if call else None
+    target = [d.strip() for d in m["shape"].split(",") if d.strip()]
+    n = int(m["n"])
+    head = f"{call.text if call else 'The reshape'} on {ctx.where}"
+    what = f"{who} is {ctx.shape(who)}, {n} elements" if who else f"the tensor has {n} elements"
+    fits = [d for d in target if d.isdigit() and int(d) and n % int(d) == 0]
+    hint = f" e.g. ({fits[0]}, -1) lets torch work out the other dim" if fits else ""
+    return (
+        f"{head}: {what}, but shape ({', '.join(target)}) holds a different number. The new shape's dims must "
+        f"multiply to {n}; write -1 for one dim to have it inferred ({who or 't'}.view(-1) flattens).{hint}"
+    )
+
+
+@entry(
+    "shape.expand",
+    r"The expanded size of the tensor \((?P<want>-?\d+)\) must match the existing size \((?P<have>\d+)\) at non-singleton "
+    r"dimension (?P<d>\d+)",
+)
+def expand(ctx: ErrorContext, m: re.Match[str]) -> str:
+    call = ctx.call("expand", "expand_as", "broadcast_to")
+    who = ctx.tensor(call.receiver) if call else None
+    what = f"{who} is {ctx.shape(who)}" if who else "the tensor"
+    return (
+        f"{call.text if call else 'expand'} on {ctx.where}: {what}; expand can only stretch dims of size 1 (it repeats "
+        f"without copying), and dim {m['d']} has size {m['have']}, not 1, where {m['want']} was asked. Fix: ask for "
+        f"{m['have']} there, or {who or 't'}.repeat(...) to copy, or unsqueeze a new dim of size 1 first."
+    )
+
+
+def _listed_tensors(ctx: ErrorContext, *names: str) -> tuple[CallSite | None, list[str]]:
+    call = ctx.call(*names)
+    if call is None:
+        return None, []
+    return call, ctx.tensors_in(call.arg(0, "tensors"))
+
+
+@entry("shape.cat-dims", r"Tensors must have same number of dimensions: got (?P<a>\d+) and (?P<b>\d+)")
+def cat_dims(ctx: ErrorContext, m: re.Match[str]) -> str:
+    call, names = _listed_tensors(ctx, "cat", "concat", "concatenate", "torch.cat")
+    shapes = ", ".join(f"{n} is {ctx.shape(n)}" for n in names)
+    odd = [n for n in names if len(ctx.record(n).shape) != len(ctx.record(names[0]).shape)] if names else []
+    fix = f"{odd[0]}.unsqueeze(0) (or reshape) so every tensor has {m['a']} dims" if odd else "unsqueeze or reshape so they match"
+    return f"{call.text if call else 'cat'} on {ctx.where}: {shapes or 'the tensors differ'}; cat joins tensors with the same number of dims. Fix: {fix}."
+
+
+@entry(
+    "shape.cat-sizes",
+    r"Sizes of tensors must match except in dimension (?P<d>\d+)\. Expected size (?P<want>\d+) but got size (?P<got>\d+) "
+    r"for tensor number (?P<i>\d+) in the list",
+)
+def cat_sizes(ctx: ErrorContext, m: re.Match[str]) -> str:
+    call, names = _listed_tensors(ctx, "cat", "concat", "concatenate", "torch.cat")
+    i = int(m["i"])
+    shapes = ", ".join(f"{n} is {ctx.shape(n)}" for n in names)
+    who = names[i] if i < len(names) else f"tensor number {i}"
+    return (
+        f"{call.text if call else 'cat'} on {ctx.where}: {shapes}; joining along dim {m['d']} needs every other dim "
+        f"equal, and {who} has {m['got']} where {m['want']} is expected. Fix: did you mean another dim (dim=1?), or "
+        f"reshape {who}."
+    )
+
+
+@entry(
+    "shape.stack",
+    r"stack expects each tensor to be equal size, but got \[(?P<a>[^\]]*)\] at entry (?P<i>\d+) and \[(?P<b>[^\]]*)\] at entry (?P<j>\d+)",
+)
+def stack(ctx: ErrorContext, m: re.Match[str]) -> str:
+    call, names = _listed_tensors(ctx, "stack", "torch.stack")
+    i, j = int(m["i"]), int(m["j"])
+    a = names[i] if i < len(names) else f"entry {i}"
+    b = names[j] if j < len(names) else f"entry {j}"
+    return (
+        f"{call.text if call else 'stack'} on {ctx.where}: {a} is [{m['a']}] and {b} is [{m['b']}]; stack puts tensors "
+        f"side by side along a new dim, so all must have the same shape. Fix: make them equal, or torch.cat to join "
+        f"along an existing dim."
+    )
+
+
+@entry(
+    "shape.dim-range",
+    r"Dimension out of range \(expected to be in range of \[(?P<lo>-?\d+), (?P<hi>-?\d+)\], but got (?P<got>-?\d+)\)",
+    "IndexError",
+)
+def dim_range(ctx: ErrorContext, m: re.Match[str]) -> str:
+    call = next((c for c in ctx.calls if ctx.tensor(c.receiver) or ctx.tensor(c.arg(0))), None)
+    who = (ctx.tensor(call.receiver) or ctx.tensor(call.arg(0))) if call else None
+    what = f"{who} is {ctx.shape(who)}, {len(ctx.record(who).shape)} dims" if who else "the tensor"
+    return (
+        f"{call.text if call else 'This call'} on {ctx.where}: {what}, so dim must be in [{m['lo']}, {m['hi']}] "
+        f"(negative counts from the end); {m['got']} is not. Fix: dim={m['hi']} (or -1) for the last dim."
+    )
+
+
+@entry(
+    "shape.permute",
+    r"number of dimensions in the tensor input does not match the length of the desired ordering of dimensions.*?"
+    r"input\.dim\(\) = (?P<n>\d+) is not equal to len\(dims\) = (?P<k>\d+)",
+)
+def permute(ctx: ErrorContext, m: re.Match[str]) -> str:
+    call = ctx.call("permute", "torch.permute")
+    who = ctx.tensor(call.receiver) or ctx.tensor(call.arg(0)) if call else None
+    return (
+        f"{call.text if call else 'permute'} on {ctx.where}: {who + ' is ' + ctx.shape(who) if who else 'the tensor has'} "
+        f"({m['n']} dims) but the order lists {m['k']}; permute needs every dim exactly once. Fix: list {m['n']} dims, "
+        f"or use transpose(d0, d1) to swap two."
+    )
+
+
+@entry("index.out-of-bounds", r"index (?P<i>-?\d+) is out of bounds for dimension (?P<d>\d+) with size (?P<n>\d+)", "IndexError")
+def out_of_bounds(ctx: ErrorContext, m: re.Match[str]) -> str:
+    call = ctx.call("getitem", "setitem", "index_select", "gather", "select")
+    who = ctx.tensor(call.receiver) if call else None
+    n = int(m["n"])
+    what = f"{who} is {ctx.shape(who)}" if who else "the tensor"
+    return (
+        f"{call.text if call else 'Indexing'} on {ctx.where}: {what}, so dim {m['d']} has {n} entries, valid indices "
+        f"0..{n - 1} (or -{n}..-1); {m['i']} is outside. Fix: index within range (the last one is [{n - 1}] or [-1])."
+    )
+
+
+@entry("index.dtype", r"tensors used as indices must be long, int, byte or bool tensors", "IndexError")
+def index_dtype(ctx: ErrorContext, m: re.Match[str]) -> str:
+    call = ctx.call("getitem", "setitem")
+    index = ctx.tensors_in(call.args[0]) if call else []
+    bad = [n for n in index if ctx.record(n).dtype.startswith(("float", "complex", "bfloat"))] or index
+    who = listed(bad) or "the index"
+    return (
+        f"{call.text if call else 'Indexing'} on {ctx.where}: {who} is {ctx.record(bad[0]).dtype if bad else 'not an integer tensor'}; "
+        f"tensors used as indices must hold integers (or booleans for a mask). Fix: {bad[0] if bad else 'i'}.long()."
+    )
+
+
+@entry("index.embedding", r"index out of range in self", "IndexError")
+def embedding(ctx: ErrorContext, m: re.Match[str]) -> str:
+    module = _module_call(ctx)
+    if module is None:
+        return f"An index on {ctx.where} is larger than the table it looks up (embedding or index_select). Fix: keep indices below the table size."
+    call, weight = module
+    rows = ctx.record(weight).shape[0]
+    idx = ctx.tensor(call.arg(0))
+    values = f" {idx} holds {ctx.record(idx).preview}" if idx else ""
+    return (
+        f"{call.text} on {ctx.where}: {call.callee} has {rows} rows ({weight} is {ctx.shape(weight)}), so indices "
+        f"must be 0..{rows - 1};{values}. Fix: create the embedding with num_embeddings larger than the largest index."
+    )
