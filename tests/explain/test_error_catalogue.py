@@ -98,6 +98,12 @@ CASES = [
         "line 4 as h = h + 1",
     ),
     case(
+        "inplace.version",
+        "x = torch.ones(4, requires_grad=True)\ny = x.sigmoid()\nv = y[:2]\nv.mul_(2)\ny.sum().backward()",
+        "step 4 (line 4: v.mul_(2)) changed y",
+        "line 4 as v = v.mul(2) (v shares y's memory",
+    ),
+    case(
         "inplace.overlap",
         "a = torch.ones(3)\nb = a.expand(2, 3)\nb.add_(1)",
         "b.add_(1) on line 3 writes into b",
@@ -362,7 +368,7 @@ CASES = [
         "line 3",
     ),
     case("scalar.item", "a = torch.ones(2)\nb = a.item()", "a.item() on line 2: a has 2 elements", "a.sum().item()"),
-    case("scalar.bool", "a = torch.ones(2)\nif a > 0:\n    b = 1", "from a", "line 2", ".all()"),
+    case("scalar.bool", "a = torch.ones(2)\nif a > 0:\n    b = 1", "from a > 0", "line 2", "(a > 0).all()"),
     case("scalar.python-number", "a = torch.ones(2)\nb = float(a)", "float(a) on line 2: a has shape (2,)"),
     # training
     case(
@@ -476,6 +482,21 @@ def test_every_entry_is_raised_by_a_case() -> None:
     assert len(ids) == len(set(ids))
     assert set(ids) - TCOPY_ONLY <= tested, set(ids) - TCOPY_ONLY - tested
     assert len(set(ids) - TCOPY_ONLY - {"script.name"}) >= 30
+
+
+def test_version_error_from_version_counters_alone() -> None:
+    """Without the saved-tensor events, the step where the tensor's version moved is still found."""
+    from tcopy_cli.explain import Explainer
+    from tcopy_cli.explain.errors import explain_step_error
+    from tcopy_cli.trace import run_source as run_facts
+
+    script = "x = torch.ones(3, requires_grad=True)\nh = x * 1\ny = h.sin()\nh.add_(1)\ny.sum().backward()"
+    steps = run_facts(script).steps
+    explainer = Explainer([], explain_step_error)
+    error = [explainer.explain(s) for s in steps][-1].error
+    assert error is not None and error.explained
+    assert "h has that shape and version, and step 4 (line 4: h.add_(1)) changed it" in error.explanation
+    assert "line 4 as h = h.add(1)" in error.explanation
 
 
 def test_an_unknown_error_keeps_its_message() -> None:

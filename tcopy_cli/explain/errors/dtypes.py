@@ -115,8 +115,8 @@ def device_mismatch(ctx: ErrorContext, m: re.Match[str]) -> str:
     first = next(iter(devices))
     other = next(n for n in devices if devices[n] != devices[first])
     return (
-        f"{call.text if call else 'The operation'} on {ctx.where}: {said}. An operation's tensors must be on one device; "
-        f"torch never copies between devices for you. Fix: {other} = {other}.to({first}.device) before this line "
+        f"{call.text if call else 'The operation'} on {ctx.where}: {said}. The tensors are on different devices, "
+        f"and torch never copies between devices for you. Fix: {other} = {other}.to({first}.device) before this line "
         f"(for a module: move the module with .to(device))."
     )
 
@@ -135,12 +135,24 @@ def item(ctx: ErrorContext, m: re.Match[str]) -> str:
 def boolean(ctx: ErrorContext, m: re.Match[str]) -> str:
     names = ctx.used
     who = listed(names) or "the tensor"
-    first = names[0] if names else "t"
+    test = _condition(ctx) or (f"{names[0]} > 0" if names else "t > 0")
     return (
-        f"On {ctx.where}, Python needs one True/False from {who}, which has several elements (a comparison of "
-        f"tensors gives one bool per element). Fix: say which you mean: ({first} > 0).all(), .any(), or compare "
-        f"with torch.equal(a, b)."
+        f"On {ctx.where}, Python needs one True/False from {test}, a tensor of {who} with several elements (a "
+        f"comparison of tensors gives one bool per element). Fix: say which you mean: ({test}).all() or "
+        f"({test}).any(); torch.equal(a, b) compares whole tensors."
     )
+
+
+def _condition(ctx: ErrorContext) -> str | None:
+    """The test of an if/while/assert statement, or a bool()/and/or/not operand, as written."""
+    import ast
+
+    if ctx.tree is None:
+        return None
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, (ast.If, ast.While, ast.Assert, ast.IfExp)):
+            return ast.unparse(node.test)
+    return None
 
 
 @entry("scalar.python-number", r"only one element tensors can be converted to Python scalars", "ValueError", "TypeError", "RuntimeError")

@@ -15,7 +15,8 @@ def _culprit_fix(origin: Origin, name: str) -> str:
     call = next((c for c in writes if c.receiver == name), writes[0] if writes else None)
     if call is None:
         return f"an out-of-place operation there, or {name}.clone() before the change"
-    return f"line {origin.line} as {out_of_place(call)}"
+    through = f" ({call.receiver} shares {name}'s memory, so writing into it changed {name})" if call.receiver != name else ""
+    return f"line {origin.line} as {out_of_place(call)}{through}"
 
 
 def _changed_at(ctx: ErrorContext, shape: list[int], version: int) -> list[tuple[str, Origin]]:
@@ -81,8 +82,8 @@ def overlap(ctx: ErrorContext, m: re.Match[str]) -> str:
     r = ctx.record(name)
     zero = [i for i, s in enumerate(r.stride) if s == 0 and r.shape[i] > 1]
     how = (
-        f"{name} has stride 0 in dim {listed(map(str, zero))} (made by expand){ctx.made_at(name)}, so its elements "
-        f"share memory locations"
+        f"{name} has stride 0 in dim {listed(map(str, zero))}{ctx.made_at(name)}: expand repeats elements without "
+        f"copying, so several of them share one memory location"
         if zero
         else f"{name}'s elements overlap in memory{ctx.made_at(name)}"
     )
@@ -103,8 +104,8 @@ def inference_requires_grad(ctx: ErrorContext, m: re.Match[str]) -> str:
     call = ctx.call("requires_grad_", "setattr")
     who = call.receiver if call and call.receiver else "the tensor"
     return (
-        f"{call.text if call else 'requires_grad_()'} on {ctx.where}: {who} is an inference tensor"
-        f"{ctx.made_at(who) if who in ctx.tensors else ''} (created inside torch.inference_mode()), and inference "
+        f"{call.text if call else 'requires_grad_()'} on {ctx.where}: {who} is an inference tensor, created inside "
+        f"torch.inference_mode(){ctx.made_at(who) if who in ctx.tensors else ''}, and inference "
         f"tensors can never join autograd. Fix: {who} = {who}.clone().requires_grad_() (a normal copy), or create "
         f"it under torch.no_grad() instead of inference_mode()."
     )

@@ -132,7 +132,7 @@ def optim_non_leaf(ctx: ErrorContext, m: re.Match[str]) -> str:
     if not bad:
         return "An optimizer updates leaves in place; a result of an operation (with a grad_fn) can't be one. Fix: pass the leaf tensors (model.parameters())."
     b = bad[0]
-    leaves = [n for n in ctx.leaves_requiring_grad() if n not in params]
+    leaves = [n for n in ctx.record(b).reaches if ctx.record(n).is_leaf and n not in params]
     hint = f" Did you mean {listed(leaves)}, the leaf {b} was computed from?" if leaves else ""
     return (
         f"{call.text if call else 'The optimizer'} on {ctx.where}: {listed(bad)} {'is' if len(bad) == 1 else 'are'} "
