@@ -18,7 +18,6 @@ from typing import Any, Protocol
 
 from tcopy_cli.errors import NotAllowedError, TcopyError
 from tcopy_cli.limits import Limits
-from tcopy_cli.suggest import did_you_mean
 from tcopy_cli.script import expressions, functions, statements
 from tcopy_cli.script.builtins import Capture, Output, make_builtins
 from tcopy_cli.script.functions import (
@@ -40,6 +39,7 @@ from tcopy_cli.script.sandbox import (
     is_storable,
     type_name,
 )
+from tcopy_cli.suggest import did_you_mean
 
 
 class StepHook(Protocol):

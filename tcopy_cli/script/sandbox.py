@@ -360,7 +360,7 @@ def _tensor_hint(attr: str) -> str:
 
 
 def _member_hint(module: ModuleProxy, attr: str) -> str:
-    """"Did you mean" for a misspelled module member (``torch.zero`` -> ``torch.zeros``)."""
+    """ "Did you mean" for a misspelled module member (``torch.zero`` -> ``torch.zeros``)."""
     return did_you_mean(attr, module.members, prefix=module.name + ".")
 
 

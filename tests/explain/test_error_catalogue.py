@@ -124,7 +124,9 @@ CASES = [
         "into v",
         "made at line 4: v = h[0]",
     ),
-    case("inplace.detach-view", "a = torch.ones(2, 3)\nv = a[0]\nv.detach_()", "v.detach_() on line 3", "v = v.detach()"),
+    case(
+        "inplace.detach-view", "a = torch.ones(2, 3)\nv = a[0]\nv.detach_()", "v.detach_() on line 3", "v = v.detach()"
+    ),
     case(
         "inference.requires-grad",
         "with torch.inference_mode():\n    t = torch.ones(3)\nt.requires_grad_()",
@@ -257,7 +259,12 @@ CASES = [
         "a is (2, 3, 4) and b is (2, 5, 6)",
         "line 3",
     ),
-    case("shape.dot", "a = torch.ones(3)\nb = torch.ones(4)\nc = torch.dot(a, b)", "a has 3 elements and b has 4", "line 3"),
+    case(
+        "shape.dot",
+        "a = torch.ones(3)\nb = torch.ones(4)\nc = torch.dot(a, b)",
+        "a has 3 elements and b has 4",
+        "line 3",
+    ),
     case(
         "shape.broadcast",
         "a = torch.ones(3)\nb = torch.ones(4)\nc = a + b",
@@ -412,7 +419,13 @@ CASES = [
         "p is (3, 1) but t is (3,)",
         "p.squeeze(-1)",
     ),
-    case("loss.one-hot", F_ + "t = torch.tensor([0.0, 1.0])\nh = F.one_hot(t)", "t is float32", "F.one_hot(t.long())", "line 3"),
+    case(
+        "loss.one-hot",
+        F_ + "t = torch.tensor([0.0, 1.0])\nh = F.one_hot(t)",
+        "t is float32",
+        "F.one_hot(t.long())",
+        "line 3",
+    ),
     case(
         "optim.non-leaf",
         "w = torch.ones(2, requires_grad=True)\nv = w * 2\nopt = torch.optim.SGD([v], lr=0.1)",

@@ -7,8 +7,12 @@ and which call, why, and the fix. Errors no entry knows keep their message and s
 
 from __future__ import annotations
 
-# The family modules add their entries on import, in this order (more specific first).
-from tcopy_cli.explain.errors import autograd, inplace, training, dtypes, shapes, script  # noqa: F401, I001
+# The family modules add their entries on import, in this order (more specific first:
+# a loss's "expected scalar type Long" before the general dtype mismatch).
+# isort: off
+from tcopy_cli.explain.errors import autograd, inplace, training, dtypes, shapes, simple, script  # noqa: F401
+
+# isort: on
 from tcopy_cli.explain.errors.catalogue import CATALOGUE, Entry, find
 from tcopy_cli.explain.errors.context import ErrorContext
 from tcopy_cli.explain.facts import StepFacts, note

@@ -47,9 +47,15 @@ def backward_twice(ctx: ErrorContext, m: re.Match[str]) -> str:
 def no_grad_fn(ctx: ErrorContext, m: re.Match[str]) -> str:
     call, root = _backward(ctx)
     name = ctx.tensor(root)
-    head = f"{call.text if call else 'backward()'} on {ctx.where}: {root} has no grad_fn, so nothing leads back to a tensor that requires grad."
+    head = (
+        f"{call.text if call else 'backward()'} on {ctx.where}: {root} has "
+        "no grad_fn, so nothing leads back to a tensor that requires grad."
+    )
     if ctx.step is not None and not ctx.step.grad_enabled:
-        return head + " This statement ran with gradients disabled (inside torch.no_grad()). Fix: compute it outside the no_grad block."
+        return head + (
+            " This statement ran with gradients disabled (inside "
+            "torch.no_grad()). Fix: compute it outside the no_grad block."
+        )
     inputs = ctx.tensors_in(root) if name is None else []
     origin = ctx.bound_at(name) if name is not None else None
     if origin is not None:
@@ -69,7 +75,8 @@ def no_grad_fn(ctx: ErrorContext, m: re.Match[str]) -> str:
         leaf = plain[0]
         return head + (
             f" None of {listed(plain)} requires grad. Fix: create the input you want gradients for with "
-            f"requires_grad=True (e.g. {leaf}.requires_grad_() before computing {root}) — only floating-point leaves can."
+            f"requires_grad=True (e.g. {leaf}.requires_grad_() before "
+            f"computing {root}) — only floating-point leaves can."
         )
     return head + " Fix: create the inputs you want gradients for with requires_grad=True before computing it."
 
@@ -143,62 +150,10 @@ def view_of_leaf(ctx: ErrorContext, m: re.Match[str]) -> str:
 
 
 @entry(
-    "inplace.multi-output-view",
-    r"Output (?P<n>\d+) of (?P<fn>\w+) is a view and is being modified inplace\. This view is the output of a "
-    r"function that returns multiple views",
+    "autograd.float-only",
+    r"[Oo]nly Tensors of floating point (?:and complex )?dtype can require gradients",
+    "RuntimeError",
 )
-def multi_output_view(ctx: ErrorContext, m: re.Match[str]) -> str:
-    call, name = _written(ctx)
-    who = name or "this view"
-    made = ctx.made_at(name) if name else ""
-    fix = out_of_place(call) if call is not None else "an out-of-place operation"
-    return (
-        f"{call.text if call else 'The in-place call'} on {ctx.where} writes into {who}, output {m['n']} of "
-        f"{m['fn']}{made}. {m['fn']} returns several views of one tensor at once, and autograd can't track an "
-        f"in-place change to one of them. Fix: {fix}, or take a copy first: {who} = {who}.clone()."
-    )
-
-
-@entry("inplace.no-grad-view", r"A view was created in no_grad mode and is being modified inplace with grad mode enabled")
-def no_grad_view(ctx: ErrorContext, m: re.Match[str]) -> str:
-    call, name = _written(ctx)
-    who = name or "the view"
-    return (
-        f"{call.text if call else 'The in-place call'} on {ctx.where} writes, with gradients on, into {who}, a view "
-        f"made inside torch.no_grad(){ctx.made_at(name) if name else ''}. Torch can't tell whether the write should "
-        f"be tracked, so it refuses. Fix: put both the view and the write inside the no_grad block (not tracked), "
-        f"or make the view outside it (tracked)."
-    )
-
-
-@entry("inplace.detach-view", r"Can't detach views in-place")
-def detach_view(ctx: ErrorContext, m: re.Match[str]) -> str:
-    call = ctx.call("detach_")
-    who = call.receiver if call and call.receiver else "the tensor"
-    return (
-        f"{who}.detach_() on {ctx.where}: {who} is a view{ctx.made_at(who) if who in ctx.tensors else ''}, and "
-        f"detaching a view in place would also change its base's graph. Fix: {who} = {who}.detach() (a new "
-        f"tensor sharing the memory)."
-    )
-
-
-@entry(
-    "autograd.requires-grad-non-leaf",
-    r"you can only change requires_grad flags of leaf variables",
-)
-def requires_grad_non_leaf(ctx: ErrorContext, m: re.Match[str]) -> str:
-    call = ctx.call("setattr", "requires_grad_")
-    who = (call.receiver if call else None) or "the tensor"
-    r = ctx.tensors.get(who)
-    what = f"{who} is not a leaf: it has grad_fn {r.grad_fn}{ctx.made_at(who)}" if r and r.grad_fn else f"{who} is not a leaf"
-    return (
-        f"{call.text if call else 'Changing requires_grad'} on {ctx.where}: {what}, so whether it requires grad "
-        f"follows from its inputs and can't be switched. Fix: {who} = {who}.detach() gives a tensor cut from the graph "
-        f"(then {who}.requires_grad_() makes it a new leaf if you want gradients there)."
-    )
-
-
-@entry("autograd.float-only", r"[Oo]nly Tensors of floating point (?:and complex )?dtype can require gradients", "RuntimeError")
 def float_only(ctx: ErrorContext, m: re.Match[str]) -> str:
     call = ctx.call("requires_grad_", "setattr") or ctx.call()
     target = call.receiver if call is not None and call.name in ("requires_grad_", "setattr") else None
@@ -226,7 +181,9 @@ def _assigned(ctx: ErrorContext) -> str | None:
     return None
 
 
-@entry("autograd.unused-input", r"The differentiated Tensor at index (?P<i>\d+) appears to not have been used in the graph")
+@entry(
+    "autograd.unused-input", r"The differentiated Tensor at index (?P<i>\d+) appears to not have been used in the graph"
+)
 def unused_input(ctx: ErrorContext, m: re.Match[str]) -> str:
     call = ctx.call("grad", "torch.autograd.grad")
     inputs = ctx.tensors_in(call.arg(1, "inputs")) if call else []
@@ -240,16 +197,6 @@ def unused_input(ctx: ErrorContext, m: re.Match[str]) -> str:
     )
 
 
-@entry("autograd.retain-grad", r"can't retain_grad on Tensor that has requires_grad=False")
-def retain_grad(ctx: ErrorContext, m: re.Match[str]) -> str:
-    call = ctx.call("retain_grad")
-    who = call.receiver if call and call.receiver else "the tensor"
-    return (
-        f"{who}.retain_grad() on {ctx.where}: {who} does not require grad, so no gradient will ever reach it to be "
-        f"kept. Fix: compute {who} from a tensor created with requires_grad=True (retain_grad is for non-leaf results)."
-    )
-
-
 @entry(
     "autograd.gradient-shape",
     r"Mismatch in shape: grad_output\[0\] has a shape of torch\.Size\(\[(?P<g>[^\]]*)\]\) and output\[0\] has a shape "
@@ -257,9 +204,12 @@ def retain_grad(ctx: ErrorContext, m: re.Match[str]) -> str:
 )
 def gradient_shape(ctx: ErrorContext, m: re.Match[str]) -> str:
     call, root = _backward(ctx)
-    grad = call.arg(0, "gradient") if call and call.name == "backward" else (call.arg(2, "grad_outputs") if call else None)
+    grad = (
+        call.arg(0, "gradient") if call and call.name == "backward" else (call.arg(2, "grad_outputs") if call else None)
+    )
     return (
-        f"{call.text if call else 'backward'} on {ctx.where}: the gradient {grad or ''} has shape ({m['g']}) but {root} "
+        f"{call.text if call else 'backward'} on {ctx.where}: the "
+        f"gradient {grad or ''} has shape ({m['g']}) but {root} "
         f"has shape ({m['o']}); it must give one value per element of {root}. Fix: "
         f"{root}.backward(torch.ones_like({root})) or a tensor of {root}'s shape."
     )
@@ -275,43 +225,10 @@ def grad_assign(ctx: ErrorContext, m: re.Match[str]) -> str:
     else:
         want = "the tensor's shape and dtype differ"
     return (
-        f"{call.text if call else '.grad = ...'} on {ctx.where}: a .grad must have its tensor's shape and dtype; {want}, "
+        f"{call.text if call else '.grad = ...'} on {ctx.where}: "
+        f"a .grad must have its tensor's shape and dtype; {want}, "
         f"the new gradient is {m['got']}. Fix: assign torch.zeros_like({who}) (or a tensor of that shape and dtype), "
         f"or None to clear it."
-    )
-
-
-@entry("deepcopy.non-leaf", r"Only Tensors created explicitly by the user \(graph leaves\) support the deepcopy protocol")
-def deepcopy_non_leaf(ctx: ErrorContext, m: re.Match[str]) -> str:
-    call = ctx.call("deepcopy", "copy.deepcopy")
-    who = (call.arg(0) if call else None) or "the tensor"
-    r = ctx.tensors.get(who)
-    what = f"{who} is a result of an operation (grad_fn {r.grad_fn}){ctx.made_at(who)}" if r and r.grad_fn else f"{who} is not a leaf"
-    return (
-        f"{call.text if call else 'copy.deepcopy'} on {ctx.where}: {what}. deepcopy only copies leaves (tensors you "
-        f"created), since it can't copy the graph behind a result. Fix: {who}.detach().clone() for an independent "
-        f"copy, or {who}.clone() to stay in the graph."
-    )
-
-
-@entry("numpy.requires-grad", r"Can't call numpy\(\) on Tensor that requires grad")
-def numpy_requires_grad(ctx: ErrorContext, m: re.Match[str]) -> str:
-    call = ctx.call("numpy")
-    who = call.receiver if call and call.receiver else "t"
-    return (
-        f"{who}.numpy() on {ctx.where}: {who} requires grad, and an array sharing its memory would let changes "
-        f"bypass autograd. Fix: {who}.detach().numpy() (still shares memory with {who}), or "
-        f"{who}.detach().cpu().numpy().copy() for an independent array."
-    )
-
-
-@entry("numpy.device", r"can't convert (?P<dev>\w+(?::\d+)?) device type tensor to numpy", "TypeError")
-def numpy_device(ctx: ErrorContext, m: re.Match[str]) -> str:
-    call = ctx.call("numpy")
-    who = call.receiver if call and call.receiver else "t"
-    return (
-        f"{who}.numpy() on {ctx.where}: {who} lives on the {m['dev']} device, and a NumPy array can only view host "
-        f"memory. Fix: {who}.cpu().numpy() (a copy in host memory)."
     )
 
 

@@ -132,7 +132,9 @@ class _Collector(ast.NodeVisitor):
         for target in node.targets:
             if isinstance(target, ast.Attribute):
                 self.calls.append(
-                    CallSite(ast.unparse(node), "setattr", ast.unparse(target.value), (target.attr, ast.unparse(node.value)))
+                    CallSite(
+                        ast.unparse(node), "setattr", ast.unparse(target.value), (target.attr, ast.unparse(node.value))
+                    )
                 )
 
 

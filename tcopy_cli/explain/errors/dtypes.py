@@ -48,7 +48,11 @@ def mismatch(ctx: ErrorContext, m: re.Match[str]) -> str:
         inputs = [n for n in names if n not in params]
         target = dtypes[params[0]]
         who = inputs[0] if inputs else "the input"
-        fix = f"{who}.to(torch.{target}) (or {who}.float()) to match {call.callee if call else 'the layer'}'s parameters, or convert the layer with {call.callee if call else 'model'}.to(torch.{dtypes.get(who, 'float64')})"
+        layer = call.callee if call else "the layer"
+        fix = (
+            f"{who}.to(torch.{target}) (or {who}.float()) to match {layer}'s parameters, or convert the layer "
+            f"with {layer}.to(torch.{dtypes.get(who, 'float64')})"
+        )
     else:
         keep = next((n for n in names if dtypes[n] == "float32"), names[0])
         other = next(n for n in names if dtypes[n] != dtypes[keep])
@@ -88,8 +92,14 @@ def cast(ctx: ErrorContext, m: re.Match[str]) -> str:
 def float_only(ctx: ErrorContext, m: re.Match[str]) -> str:
     call = next((c for c in reversed(ctx.calls) if ctx.tensor(c.receiver) or ctx.tensor(c.arg(0))), None)
     who = (ctx.tensor(call.receiver) or ctx.tensor(call.arg(0))) if call else None
-    what = f"{who} is {ctx.record(who).dtype}" if who else f"the input is {m['got'] or m['dtype'] or 'an integer tensor'}"
-    fixed = f"{who}.float().{call.name}({', '.join(call.args)})" if who and call and call.receiver == who else f"{who or 't'}.float() first"
+    what = (
+        f"{who} is {ctx.record(who).dtype}" if who else f"the input is {m['got'] or m['dtype'] or 'an integer tensor'}"
+    )
+    fixed = (
+        f"{who}.float().{call.name}({', '.join(call.args)})"
+        if who and call and call.receiver == who
+        else f"{who or 't'}.float() first"
+    )
     return (
         f"{call.text if call else 'This operation'} on {ctx.where}: {what}, and this operation is defined only for "
         f"floating-point tensors here (a mean or softmax of integers would have to be rounded). Fix: {fixed}."
@@ -121,16 +131,6 @@ def device_mismatch(ctx: ErrorContext, m: re.Match[str]) -> str:
     )
 
 
-@entry("scalar.item", r"a Tensor with (?P<n>\d+) elements cannot be converted to Scalar")
-def item(ctx: ErrorContext, m: re.Match[str]) -> str:
-    call = ctx.call("item")
-    who = call.receiver if call and call.receiver else "t"
-    return (
-        f"{who}.item() on {ctx.where}: {who} has {m['n']} elements, and item() returns one Python number. Fix: reduce "
-        f"first ({who}.sum().item()), pick one ({who}[0].item()), or use {who}.tolist() for all of them."
-    )
-
-
 @entry("scalar.bool", r"Boolean value of Tensor with more than one (?:value|element) is ambiguous")
 def boolean(ctx: ErrorContext, m: re.Match[str]) -> str:
     names = ctx.used
@@ -155,7 +155,13 @@ def _condition(ctx: ErrorContext) -> str | None:
     return None
 
 
-@entry("scalar.python-number", r"only one element tensors can be converted to Python scalars", "ValueError", "TypeError", "RuntimeError")
+@entry(
+    "scalar.python-number",
+    r"only one element tensors can be converted to Python scalars",
+    "ValueError",
+    "TypeError",
+    "RuntimeError",
+)
 def python_number(ctx: ErrorContext, m: re.Match[str]) -> str:
     call = next((c for c in ctx.calls if c.name in ("float", "int", "bool", "complex") and ctx.tensor(c.arg(0))), None)
     who = ctx.tensor(call.arg(0)) if call else (ctx.used[0] if ctx.used else None)

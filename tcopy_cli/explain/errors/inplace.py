@@ -15,7 +15,9 @@ def _culprit_fix(origin: Origin, name: str) -> str:
     call = next((c for c in writes if c.receiver == name), writes[0] if writes else None)
     if call is None:
         return f"an out-of-place operation there, or {name}.clone() before the change"
-    through = f" ({call.receiver} shares {name}'s memory, so writing into it changed {name})" if call.receiver != name else ""
+    through = (
+        f" ({call.receiver} shares {name}'s memory, so writing into it changed {name})" if call.receiver != name else ""
+    )
     return f"line {origin.line} as {out_of_place(call)}{through}"
 
 
@@ -46,7 +48,8 @@ def version_error(ctx: ErrorContext, m: re.Match[str]) -> str:
         return (
             f"{here} needs {b.event.tensor} as {b.event.node} saved it (version {b.event.saved_version}) to compute "
             f"gradients, but {origin} changed {b.event.tensor} in place afterwards (now version {m['actual']}). "
-            f"Backward would use the changed values, so torch refuses. Fix: write {_culprit_fix(origin, b.event.tensor)}, "
+            "Backward would use the changed values, so torch refuses. "
+            f"Fix: write {_culprit_fix(origin, b.event.tensor)}, "
             f"or clone() {b.event.tensor} before that change and use the clone."
         )
     shape = [int(d) for d in m["shape"].replace(" ", "").split(",") if d]
@@ -99,18 +102,6 @@ def _inference(ctx: ErrorContext, names: list[str]) -> list[str]:
     return [n for n in names if ctx.record(n).version == -1]
 
 
-@entry("inference.requires-grad", r"Setting requires_grad=True on inference tensor outside InferenceMode is not allowed")
-def inference_requires_grad(ctx: ErrorContext, m: re.Match[str]) -> str:
-    call = ctx.call("requires_grad_", "setattr")
-    who = call.receiver if call and call.receiver else "the tensor"
-    return (
-        f"{call.text if call else 'requires_grad_()'} on {ctx.where}: {who} is an inference tensor, created inside "
-        f"torch.inference_mode(){ctx.made_at(who) if who in ctx.tensors else ''}, and inference "
-        f"tensors can never join autograd. Fix: {who} = {who}.clone().requires_grad_() (a normal copy), or create "
-        f"it under torch.no_grad() instead of inference_mode()."
-    )
-
-
 @entry("inference.saved", r"Inference tensors cannot be saved for backward")
 def inference_saved(ctx: ErrorContext, m: re.Match[str]) -> str:
     culprits = _inference(ctx, ctx.used)
@@ -123,15 +114,4 @@ def inference_saved(ctx: ErrorContext, m: re.Match[str]) -> str:
         f"torch.inference_mode(){made}, together with a tensor that requires grad; autograd would have to save "
         f"{who} for backward, and inference tensors can't be saved. Fix: {first} = {first}.clone() before this line "
         f"(a normal tensor), or create it under torch.no_grad() instead of inference_mode()."
-    )
-
-
-@entry("inference.in-place", r"Inplace update to inference tensor outside InferenceMode is not allowed")
-def inference_in_place(ctx: ErrorContext, m: re.Match[str]) -> str:
-    call = ctx.call(in_place=True)
-    who = call.receiver if call and call.receiver else "the tensor"
-    return (
-        f"{call.text if call else 'The in-place call'} on {ctx.where} writes into {who}, an inference tensor"
-        f"{ctx.made_at(who) if who in ctx.tensors else ''}; outside inference_mode() those are read-only. Fix: "
-        f"{who} = {who}.clone() before writing, or do the write inside a torch.inference_mode() block."
     )

@@ -44,14 +44,14 @@ def matmul(ctx: ErrorContext, m: re.Match[str]) -> str:
             f"Fix: make the layer take {got} inputs (nn.Linear({got}, {w.shape[0]})), or give it an input whose last "
             f"dim is {expects}."
         )
-    call, (left, right) = _pair(ctx, "matmul", "mm", "linear", "F.linear", "addmm")
+    op, (left, right) = _pair(ctx, "matmul", "mm", "linear", "F.linear", "addmm")
     if left is None or right is None:
         return (
             f"The matrix product on {ctx.where} needs the first matrix's columns ({m['k']}) to equal the second's rows "
             f"({m['j']}). Fix: transpose or reshape one side so the inner dims agree."
         )
     a, b = ctx.record(left).shape, ctx.record(right).shape
-    text = call.text if call else f"{left} @ {right}"
+    text = op.text if op else f"{left} @ {right}"
     said = (
         f"{text} on {ctx.where}: {left} is {shape_text(a)} and {right} is {shape_text(b)}; a matrix product needs "
         f"{left}'s last dim ({a[-1]}) to equal {right}'s first"
@@ -64,7 +64,10 @@ def matmul(ctx: ErrorContext, m: re.Match[str]) -> str:
         guesses.append(f"{left}.T @ {right}")
     if guesses:
         return said + f" Did you mean {' or '.join(guesses)}?"
-    return said + f" Fix: reshape or transpose one of them so the inner dims agree (or use {left} * {right} for an elementwise product)."
+    return said + (
+        " Fix: reshape or transpose one of them so the inner dims "
+        f"agree (or use {left} * {right} for an elementwise product)."
+    )
 
 
 def _pair(ctx: ErrorContext, *names: str) -> tuple[CallSite | None, tuple[str | None, str | None]]:
@@ -73,40 +76,6 @@ def _pair(ctx: ErrorContext, *names: str) -> tuple[CallSite | None, tuple[str | 
     if len(tensors) >= 2:
         return call, (tensors[0], tensors[1])
     return call, (tensors[0] if tensors else None, None)
-
-
-@entry("shape.matvec", r"size mismatch, got input \((?P<n>\d+)\), mat \((?P<r>\d+)x(?P<c>\d+)\), vec \((?P<v>\d+)\)")
-def matvec(ctx: ErrorContext, m: re.Match[str]) -> str:
-    call, (mat, vec) = _pair(ctx, "matmul", "mv")
-    if mat is None or vec is None:
-        return f"The matrix-vector product on {ctx.where} needs the matrix's columns ({m['c']}) to equal the vector's length ({m['v']})."
-    return (
-        f"{call.text if call else mat + ' @ ' + vec} on {ctx.where}: {mat} is {ctx.shape(mat)} and {vec} is "
-        f"{ctx.shape(vec)}; a matrix-vector product needs {mat}'s columns ({m['c']}) to equal {vec}'s length "
-        f"({m['v']}). Fix: use a vector of length {m['c']}, or {mat}.T @ {vec} if {vec} matches the rows."
-    )
-
-
-@entry(
-    "shape.bmm",
-    r"Expected size for first two dimensions of batch2 tensor to be: \[(?P<want>[^\]]*)\] but got: \[(?P<got>[^\]]*)\]",
-)
-def bmm(ctx: ErrorContext, m: re.Match[str]) -> str:
-    call, (a, b) = _pair(ctx, "bmm", "matmul", "baddbmm")
-    if a is None or b is None:
-        return f"A batched matrix product on {ctx.where} got a second operand of shape [{m['got']}, ...] where [{m['want']}, ...] was needed."
-    return (
-        f"{call.text if call else a + ' @ ' + b} on {ctx.where}: {a} is {ctx.shape(a)} and {b} is {ctx.shape(b)}; "
-        f"a batched product needs the same batch size and {a}'s last dim == {b}'s dim 1 (expected [{m['want']}, ...], "
-        f"got [{m['got']}, ...]). Fix: transpose {b}'s last two dims ({b}.transpose(1, 2)) or reshape one side."
-    )
-
-
-@entry("shape.dot", r"inconsistent tensor size, expected tensor \[(?P<a>\d+)\] and src \[(?P<b>\d+)\]")
-def dot(ctx: ErrorContext, m: re.Match[str]) -> str:
-    call, (a, b) = _pair(ctx, "dot", "vdot", "inner")
-    who = f"{a} has {m['a']} elements and {b} has {m['b']}" if a and b else f"the vectors have {m['a']} and {m['b']} elements"
-    return f"{call.text if call else 'dot'} on {ctx.where}: {who}; a dot product needs equal lengths. Fix: slice or pad one of them."
 
 
 def _broadcast_names(ctx: ErrorContext) -> tuple[CallSite | None, str | None, str | None]:
@@ -121,7 +90,10 @@ def _broadcast_names(ctx: ErrorContext) -> tuple[CallSite | None, str | None, st
 
 @entry(
     "shape.broadcast",
-    r"The size of tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\) at non-singleton dimension (?P<d>\d+)",
+    (
+        r"The size of tensor a \((?P<a>\d+)\) must match the size of "
+        r"tensor b \((?P<b>\d+)\) at non-singleton dimension (?P<d>\d+)"
+    ),
 )
 def broadcast(ctx: ErrorContext, m: re.Match[str]) -> str:
     call, a, b = _broadcast_names(ctx)
@@ -130,15 +102,27 @@ def broadcast(ctx: ErrorContext, m: re.Match[str]) -> str:
         f"and {m['b']} in the other (each must equal the other or be 1)"
     )
     if a is None or b is None:
-        return f"The operation on {ctx.where} combines tensors whose shapes don't broadcast: {rule}. Fix: reshape one side."
+        return (
+            f"The operation on {ctx.where} combines tensors whose "
+            f"shapes don't broadcast: {rule}. Fix: reshape one side."
+        )
     sa, sb = ctx.record(a).shape, ctx.record(b).shape
-    said = f"{call.text if call else a + ' with ' + b} on {ctx.where}: {a} is {shape_text(sa)} and {b} is {shape_text(sb)}; {rule}."
+    said = (
+        f"{call.text if call else a + ' with ' + b} on {ctx.where}: "
+        f"{a} is {shape_text(sa)} and {b} is {shape_text(sb)}; {rule}."
+    )
     if len(sa) == 1 and len(sb) == 1:
-        return said + f" Did you mean an outer combination, {a}[:, None] and {b}[None, :] (shape ({sa[0]}, {sb[0]}))? Otherwise make the lengths equal."
+        return said + (
+            f" Did you mean an outer combination, {a}[:, None] and {b}[None, "
+            f":] (shape ({sa[0]}, {sb[0]}))? Otherwise make the lengths equal."
+        )
     return said + f" Fix: reshape, unsqueeze or slice {a} or {b} so the dims agree."
 
 
-@entry("shape.in-place-broadcast", r"output with shape \[(?P<out>[^\]]*)\] doesn't match the broadcast shape \[(?P<full>[^\]]*)\]")
+@entry(
+    "shape.in-place-broadcast",
+    r"output with shape \[(?P<out>[^\]]*)\] doesn't match the broadcast shape \[(?P<full>[^\]]*)\]",
+)
 def in_place_broadcast(ctx: ErrorContext, m: re.Match[str]) -> str:
     call = ctx.call(in_place=True) or (ctx.calls[0] if ctx.calls else None)
     who = call.receiver if call and call.receiver else "the receiver"
@@ -161,7 +145,10 @@ def view_stride(ctx: ErrorContext, m: re.Match[str]) -> str:
     call = ctx.call("view")
     who = ctx.tensor(call.receiver) if call else None
     if call is None or who is None:
-        return f"view() on {ctx.where} can't reinterpret this tensor's memory in the new shape (it is not contiguous). Fix: use reshape(), which copies when it must."
+        return (
+            f"view() on {ctx.where} can't reinterpret this tensor's memory in the new "
+            "shape (it is not contiguous). Fix: use reshape(), which copies when it must."
+        )
     r = ctx.record(who)
     args = ", ".join(call.args)
     return (
@@ -187,22 +174,6 @@ def invalid_size(ctx: ErrorContext, m: re.Match[str]) -> str:
     )
 
 
-@entry(
-    "shape.expand",
-    r"The expanded size of the tensor \((?P<want>-?\d+)\) must match the existing size \((?P<have>\d+)\) at non-singleton "
-    r"dimension (?P<d>\d+)",
-)
-def expand(ctx: ErrorContext, m: re.Match[str]) -> str:
-    call = ctx.call("expand", "expand_as", "broadcast_to")
-    who = ctx.tensor(call.receiver) if call else None
-    what = f"{who} is {ctx.shape(who)}" if who else "the tensor"
-    return (
-        f"{call.text if call else 'expand'} on {ctx.where}: {what}; expand can only stretch dims of size 1 (it repeats "
-        f"without copying), and dim {m['d']} has size {m['have']}, not 1, where {m['want']} was asked. Fix: ask for "
-        f"{m['have']} there, or {who or 't'}.repeat(...) to copy, or unsqueeze a new dim of size 1 first."
-    )
-
-
 def _listed_tensors(ctx: ErrorContext, *names: str) -> tuple[CallSite | None, list[str]]:
     call = ctx.call(*names)
     if call is None:
@@ -215,13 +186,21 @@ def cat_dims(ctx: ErrorContext, m: re.Match[str]) -> str:
     call, names = _listed_tensors(ctx, "cat", "concat", "concatenate", "torch.cat")
     shapes = ", ".join(f"{n} is {ctx.shape(n)}" for n in names)
     odd = [n for n in names if len(ctx.record(n).shape) != len(ctx.record(names[0]).shape)] if names else []
-    fix = f"{odd[0]}.unsqueeze(0) (or reshape) so every tensor has {m['a']} dims" if odd else "unsqueeze or reshape so they match"
-    return f"{call.text if call else 'cat'} on {ctx.where}: {shapes or 'the tensors differ'}; cat joins tensors with the same number of dims. Fix: {fix}."
+    fix = (
+        f"{odd[0]}.unsqueeze(0) (or reshape) so every tensor has {m['a']} dims"
+        if odd
+        else "unsqueeze or reshape so they match"
+    )
+    return (
+        f"{call.text if call else 'cat'} on {ctx.where}: {shapes or 'the tensors differ'}; "
+        f"cat joins tensors with the same number of dims. Fix: {fix}."
+    )
 
 
 @entry(
     "shape.cat-sizes",
-    r"Sizes of tensors must match except in dimension (?P<d>\d+)\. Expected size (?P<want>\d+) but got size (?P<got>\d+) "
+    r"Sizes of tensors must match except in dimension (?P<d>\d+)\. "
+    r"Expected size (?P<want>\d+) but got size (?P<got>\d+) "
     r"for tensor number (?P<i>\d+) in the list",
 )
 def cat_sizes(ctx: ErrorContext, m: re.Match[str]) -> str:
@@ -238,7 +217,10 @@ def cat_sizes(ctx: ErrorContext, m: re.Match[str]) -> str:
 
 @entry(
     "shape.stack",
-    r"stack expects each tensor to be equal size, but got \[(?P<a>[^\]]*)\] at entry (?P<i>\d+) and \[(?P<b>[^\]]*)\] at entry (?P<j>\d+)",
+    (
+        r"stack expects each tensor to be equal size, but got \[(?P<a>[^\]]*)\] "
+        r"at entry (?P<i>\d+) and \[(?P<b>[^\]]*)\] at entry (?P<j>\d+)"
+    ),
 )
 def stack(ctx: ErrorContext, m: re.Match[str]) -> str:
     call, names = _listed_tensors(ctx, "stack", "torch.stack")
@@ -253,36 +235,10 @@ def stack(ctx: ErrorContext, m: re.Match[str]) -> str:
 
 
 @entry(
-    "shape.dim-range",
-    r"Dimension out of range \(expected to be in range of \[(?P<lo>-?\d+), (?P<hi>-?\d+)\], but got (?P<got>-?\d+)\)",
+    "index.out-of-bounds",
+    r"index (?P<i>-?\d+) is out of bounds for dimension (?P<d>\d+) with size (?P<n>\d+)",
     "IndexError",
 )
-def dim_range(ctx: ErrorContext, m: re.Match[str]) -> str:
-    call = next((c for c in ctx.calls if ctx.tensor(c.receiver) or ctx.tensor(c.arg(0))), None)
-    who = (ctx.tensor(call.receiver) or ctx.tensor(call.arg(0))) if call else None
-    what = f"{who} is {ctx.shape(who)}, {len(ctx.record(who).shape)} dims" if who else "the tensor"
-    return (
-        f"{call.text if call else 'This call'} on {ctx.where}: {what}, so dim must be in [{m['lo']}, {m['hi']}] "
-        f"(negative counts from the end); {m['got']} is not. Fix: dim={m['hi']} (or -1) for the last dim."
-    )
-
-
-@entry(
-    "shape.permute",
-    r"number of dimensions in the tensor input does not match the length of the desired ordering of dimensions.*?"
-    r"input\.dim\(\) = (?P<n>\d+) is not equal to len\(dims\) = (?P<k>\d+)",
-)
-def permute(ctx: ErrorContext, m: re.Match[str]) -> str:
-    call = ctx.call("permute", "torch.permute")
-    who = ctx.tensor(call.receiver) or ctx.tensor(call.arg(0)) if call else None
-    return (
-        f"{call.text if call else 'permute'} on {ctx.where}: {who + ' is ' + ctx.shape(who) if who else 'the tensor has'} "
-        f"({m['n']} dims) but the order lists {m['k']}; permute needs every dim exactly once. Fix: list {m['n']} dims, "
-        f"or use transpose(d0, d1) to swap two."
-    )
-
-
-@entry("index.out-of-bounds", r"index (?P<i>-?\d+) is out of bounds for dimension (?P<d>\d+) with size (?P<n>\d+)", "IndexError")
 def out_of_bounds(ctx: ErrorContext, m: re.Match[str]) -> str:
     call = ctx.call("getitem", "setitem", "index_select", "gather", "select")
     who = ctx.tensor(call.receiver) if call else None
@@ -301,7 +257,8 @@ def index_dtype(ctx: ErrorContext, m: re.Match[str]) -> str:
     bad = [n for n in index if ctx.record(n).dtype.startswith(("float", "complex", "bfloat"))] or index
     who = listed(bad) or "the index"
     return (
-        f"{call.text if call else 'Indexing'} on {ctx.where}: {who} is {ctx.record(bad[0]).dtype if bad else 'not an integer tensor'}; "
+        f"{call.text if call else 'Indexing'} on {ctx.where}: {who} is "
+        f"{ctx.record(bad[0]).dtype if bad else 'not an integer tensor'}; "
         f"tensors used as indices must hold integers (or booleans for a mask). Fix: {bad[0] if bad else 'i'}.long()."
     )
 
@@ -310,7 +267,10 @@ def index_dtype(ctx: ErrorContext, m: re.Match[str]) -> str:
 def embedding(ctx: ErrorContext, m: re.Match[str]) -> str:
     module = _module_call(ctx)
     if module is None:
-        return f"An index on {ctx.where} is larger than the table it looks up (embedding or index_select). Fix: keep indices below the table size."
+        return (
+            f"An index on {ctx.where} is larger than the table it looks up "
+            "(embedding or index_select). Fix: keep indices below the table size."
+        )
     call, weight = module
     rows = ctx.record(weight).shape[0]
     idx = ctx.tensor(call.arg(0))

@@ -57,7 +57,7 @@ def target_dtype(ctx: ErrorContext, m: re.Match[str]) -> str:
     r"|Expected floating point type for target with class probabilities, got (?P<got>\w+)",
 )
 def multi_target(ctx: ErrorContext, m: re.Match[str]) -> str:
-    call, x, t = _loss(ctx)
+    call, _, t = _loss(ctx)
     who = t or "the target"
     shape = f" {t} is {ctx.shape(t)} {ctx.record(t).dtype}" if t else ""
     return (
@@ -67,61 +67,25 @@ def multi_target(ctx: ErrorContext, m: re.Match[str]) -> str:
     )
 
 
-@entry("loss.batch-size", r"Expected input batch_size \((?P<n>\d+)\) to match target batch_size \((?P<k>\d+)\)", "ValueError")
-def batch_size(ctx: ErrorContext, m: re.Match[str]) -> str:
-    call, x, t = _loss(ctx)
-    if x is None or t is None:
-        return f"The loss on {ctx.where} got {m['n']} predictions but {m['k']} targets. Fix: one target per sample."
-    return (
-        f"{call.text if call else 'The loss'} on {ctx.where}: {x} is {ctx.shape(x)} ({m['n']} samples) but {t} is "
-        f"{ctx.shape(t)} ({m['k']} targets); every sample needs exactly one target. Fix: slice or reshape so both "
-        f"start with the same batch size (a flattened input? check {x}'s shape)."
-    )
-
-
 @entry("loss.target-bounds", r"Target (?P<t>-?\d+) is out of bounds", "IndexError")
 def target_bounds(ctx: ErrorContext, m: re.Match[str]) -> str:
     call, x, t = _loss(ctx)
     classes = ctx.record(x).shape[1] if x and len(ctx.record(x).shape) > 1 else None
-    have = f"{x} is {ctx.shape(x)}: {classes} classes, indices 0..{classes - 1}" if x and classes else "the input's class count"
+    have = (
+        f"{x} is {ctx.shape(x)}: {classes} classes, indices 0..{classes - 1}"
+        if x and classes
+        else "the input's class count"
+    )
     return (
         f"{call.text if call else 'The loss'} on {ctx.where}: {t or 'the target'} contains {m['t']}, but {have}. Fix: "
         f"class indices start at 0 (labels 1..C need {t or 'target'} - 1), or give the model more outputs."
     )
 
 
-@entry("loss.bce-range", r"all elements of input should be between 0 and 1")
-def bce_range(ctx: ErrorContext, m: re.Match[str]) -> str:
-    call, x, _ = _loss(ctx)
-    who = x or "the input"
-    return (
-        f"{call.text if call else 'binary_cross_entropy'} on {ctx.where}: {who} must hold probabilities in [0, 1], and "
-        f"it does not (raw scores/logits?). Fix: F.binary_cross_entropy_with_logits({who}, ...) (applies the sigmoid "
-        f"itself, more stable), or torch.sigmoid({who}) first."
-    )
-
-
-@entry("loss.bce-size", r"Using a target size \((?P<t>torch\.Size\(\[[^\]]*\]\))\) that is different to the input size", "ValueError")
-def bce_size(ctx: ErrorContext, m: re.Match[str]) -> str:
-    call, x, t = _loss(ctx)
-    if x is None or t is None:
-        return f"The loss on {ctx.where} got a target whose shape differs from the input's. Fix: make them equal."
-    return (
-        f"{call.text if call else 'The loss'} on {ctx.where}: {x} is {ctx.shape(x)} but {t} is {ctx.shape(t)}; this "
-        f"loss compares element by element and will not broadcast. Fix: {x}.squeeze(-1) or {t}.view_as({x})."
-    )
-
-
-@entry("loss.one-hot", r"one_hot is only applicable to index tensor")
-def one_hot(ctx: ErrorContext, m: re.Match[str]) -> str:
-    call = ctx.call("one_hot", "F.one_hot")
-    who = ctx.tensor(call.arg(0)) if call else None
-    what = f"{who} is {ctx.record(who).dtype}" if who else "the input is not int64"
-    return f"{call.text if call else 'one_hot'} on {ctx.where}: {what}; one_hot takes int64 class indices. Fix: F.one_hot({who or 't'}.long())."
-
-
 def _optimizer(ctx: ErrorContext) -> CallSite | None:
-    return next((c for c in ctx.calls if c.name[:1].isupper() and c.callee.startswith(("optim.", "torch.optim."))), None)
+    return next(
+        (c for c in ctx.calls if c.name[:1].isupper() and c.callee.startswith(("optim.", "torch.optim."))), None
+    )
 
 
 @entry("optim.non-leaf", r"can't optimize a non-leaf Tensor", "ValueError")
@@ -130,7 +94,10 @@ def optim_non_leaf(ctx: ErrorContext, m: re.Match[str]) -> str:
     params = ctx.tensors_in(call.arg(0, "params")) if call else ctx.used
     bad = [n for n in params if not ctx.record(n).is_leaf]
     if not bad:
-        return "An optimizer updates leaves in place; a result of an operation (with a grad_fn) can't be one. Fix: pass the leaf tensors (model.parameters())."
+        return (
+            "An optimizer updates leaves in place; a result of an operation (with a "
+            "grad_fn) can't be one. Fix: pass the leaf tensors (model.parameters())."
+        )
     b = bad[0]
     leaves = [n for n in ctx.record(b).reaches if ctx.record(n).is_leaf and n not in params]
     hint = f" Did you mean {listed(leaves)}, the leaf {b} was computed from?" if leaves else ""
