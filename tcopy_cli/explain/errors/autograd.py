@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from tcopy_cli.explain.errors.catalogue import entry
-from tcopy_cli.explain.errors.context import CallSite, ErrorContext, listed, out_of_place, parse_statement, shape_text
+from tcopy_cli.explain.errors.context import CallSite, ErrorContext, listed, parse_statement, shape_text
 from tcopy_cli.explain.facts import Origin
 
 _BACKWARD = ("backward", "torch.autograd.backward", "grad", "torch.autograd.grad")
@@ -100,26 +100,6 @@ def _written(ctx: ErrorContext) -> tuple[CallSite | None, str | None]:
     if call is None:
         return None, None
     return call, ctx.tensor(call.receiver)
-
-
-@entry(
-    "inplace.leaf",
-    r"(?<!view of )a leaf Variable that requires grad (?:is being|has been) used in an in-place operation",
-)
-def leaf_in_place(ctx: ErrorContext, m: re.Match[str]) -> str:
-    call, name = _written(ctx)
-    if call is None or name is None:
-        return (
-            "An in-place operation would overwrite a leaf tensor that requires grad; autograd could not compute "
-            "its gradient afterwards. Fix: do the update under 'with torch.no_grad():' (as optimizers do), or "
-            "work on a clone()."
-        )
-    return (
-        f"{call.text} on {ctx.where} writes into {name}, a leaf that requires grad{ctx.made_at(name)}. Autograd "
-        f"needs {name}'s values as they are to compute gradients with respect to {name}, so it refuses the write. "
-        f"Fix: if this is a parameter update, do it under 'with torch.no_grad(): {call.text}'; if you want a new "
-        f"tensor, write it out of place: {out_of_place(call)}."
-    )
 
 
 def _base_of(ctx: ErrorContext, name: str) -> str | None:

@@ -170,3 +170,14 @@ template(
     "broadcast. Fix: {a}.squeeze(-1) or {b}.view_as({a}).",
     types=("ValueError",),
 )
+template(
+    "inplace.leaf",
+    r"(?<!view of )a leaf Variable that requires grad (?:is being|has been) used in an in-place operation",
+    "{op} on {where} writes into {who}, a leaf that requires grad{made}. Autograd needs {who}'s values as they are "
+    "to compute gradients with respect to {who}, so it refuses the write. Fix: if this is a parameter update, do it "
+    "under 'with torch.no_grad(): {op}'; if you want a new tensor, write it out of place: {fix}.",
+    in_place=True,
+    fallback="An in-place operation on {where} would overwrite a leaf tensor that requires grad; autograd could not "
+    "compute its gradient afterwards. Fix: do the update under 'with torch.no_grad():' (as optimizers do), or work "
+    "on a clone().",
+)
