@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tcopy_cli.errors import ScriptRejected
-from tcopy_cli.explain.errors import CATALOGUE, catalogue_entry
+from tcopy_cli.explain.errors import CATALOGUE, catalogue_entry, explain_error
 from tcopy_cli.pipeline import run_source
 
 F_ = "import torch.nn.functional as F\n"
@@ -487,6 +487,23 @@ def test_pattern_matches_what_torch_raises(c: Case) -> None:
     tcopy = run_source(c.script).steps[-1].error
     assert tcopy is not None and tcopy.type == type(exc).__name__
     assert re.sub(r"\. Did you mean: .*$", "", tcopy.message) == str(exc)
+
+
+@pytest.mark.parametrize("c", CASES)
+def test_explains_from_the_message_alone(c: Case) -> None:
+    """Without a script around it (the public explain_error), every entry still says something."""
+    exc = _plain(c.script)
+    assert exc is not None
+    text = explain_error(type(exc).__name__, str(exc))
+    assert text and "{" not in text
+
+
+def test_non_leaf_grad_warning_names_the_tensor() -> None:
+    script = "w = torch.ones(2, requires_grad=True)\nh = w * 2\nh.sum().backward()\ng = h.grad"
+    notes = [n for n in run_source(script).steps[-1].explanations if n.kind == "warning.non-leaf-grad"]
+    assert len(notes) == 1 and notes[0].tensors == ("h",)
+    assert "Reading h.grad gives None: h is not a leaf (grad_fn MulBackward0)" in notes[0].text
+    assert "h.retain_grad()" in notes[0].text
 
 
 def test_every_entry_is_raised_by_a_case() -> None:

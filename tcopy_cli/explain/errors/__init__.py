@@ -42,7 +42,11 @@ def explain_step_error(f: StepFacts, error: ErrorInfo) -> ErrorInfo:
     if found is None:
         return ErrorInfo(error.type, error.message, UNKNOWN, explained=False)
     e, m = found
-    return ErrorInfo(error.type, error.message, e.explain(ErrorContext.of(f, error), m), explained=True)
+    try:
+        text = e.explain(ErrorContext.of(f, error), m)
+    except Exception:  # an explanation must never end the run: say what the message alone allows
+        text = e.explain(ErrorContext(error), m)
+    return ErrorInfo(error.type, error.message, text, explained=True)
 
 
 def caught_error(f: StepFacts) -> list[Note]:

@@ -151,7 +151,7 @@ def call_sites(tree: ast.AST | None) -> list[CallSite]:
     return collector.calls
 
 
-def _mentions(tree: ast.AST | None) -> list[str]:
+def mentions(tree: ast.AST | None) -> list[str]:
     """Every name or dotted name written in the statement, in source order."""
     if tree is None:
         return []
@@ -200,7 +200,7 @@ class ErrorContext:
     @property
     def used(self) -> list[str]:
         """Tensor names the statement mentions, in source order, each once."""
-        return list(dict.fromkeys(n for n in _mentions(self.tree) if n in self.tensors))
+        return list(dict.fromkeys(n for n in mentions(self.tree) if n in self.tensors))
 
     def tensors_in(self, *expressions: str | None) -> list[str]:
         """Tensor names mentioned in the given expressions (as written), in order, each once."""
@@ -208,7 +208,7 @@ class ErrorContext:
         for text in expressions:
             if text is None:
                 continue
-            out.extend(n for n in _mentions(parse_statement(text)) if n in self.tensors)
+            out.extend(n for n in mentions(parse_statement(text)) if n in self.tensors)
         return list(dict.fromkeys(out))
 
     def tensor(self, expression: str | None) -> str | None:
