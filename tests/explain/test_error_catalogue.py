@@ -248,6 +248,33 @@ CASES = [
         "nn.Linear(3, 2)",
     ),
     case(
+        "shape.matmul",
+        NN + "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.fc = nn.Linear(10, 2)\n\n    def forward(self, x):\n        return self.fc(x)\n\n\n"
+        "net = Net()\nx = torch.ones(4, 8)\nout = net(x)",
+        "self.fc(x) on line 8",
+        "self.fc.weight is (2, 10)",
+        "x is (4, 8)",
+        "nn.Linear(8, 2)",
+    ),
+    case(
+        "shape.matmul",
+        "def f(x):\n    return x @ torch.ones(5, 5)\n\n\ny = f(torch.ones(2, 3))",
+        "x @ torch.ones(5, 5) on line 2: x is (2, 3) and torch.ones(5, 5) is (5, 5)",
+    ),
+    case(
+        "shape.broadcast",
+        "x = torch.ones(3, requires_grad=True)\n(x * x).sum().backward()\nr = x.grad + torch.ones(4)",
+        "x.grad + torch.ones(4) on line 3",
+        "3 in x.grad and 4 in torch.ones(4)",
+    ),
+    case(
+        "inplace.view-of-leaf",
+        "def g(a):\n    b = a[1:]\n    b.mul_(2)\n    return b\n\n\nw = torch.ones(3, requires_grad=True)\nz = g(w)",
+        "b.mul_(2) on line 3 writes into b, a view of a,",
+        "made at line 2: b = a[1:]",
+    ),
+    case(
         "shape.matvec",
         "m = torch.ones(2, 3)\nv = torch.ones(4)\ny = m @ v",
         "m is (2, 3) and v is (4,)",

@@ -53,6 +53,14 @@ class CallSite:
         """Receiver (if any), then the arguments, as written."""
         return ((self.receiver,) if self.receiver is not None else ()) + self.args
 
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """The values operated on, as written: the operands without a module receiver (``torch`` in ``torch.mm``)."""
+        positional = tuple(a for a in self.args if not _is_keyword(a))
+        if self.receiver is None or self.receiver in MODULES:
+            return positional
+        return (self.receiver, *positional)
+
     def arg(self, position: int, keyword: str = "") -> str | None:
         """A positional argument as written, or the keyword one."""
         positional = [a for a in self.args if not _is_keyword(a)]
@@ -62,6 +70,13 @@ class CallSite:
             if keyword and a.startswith(keyword + "="):
                 return a[len(keyword) + 1 :]
         return None
+
+
+MODULES = frozenset(
+    {"torch", "F", "nn", "np", "numpy", "math", "copy", "torch.nn", "torch.nn.functional", "torch.linalg", "torch.fft"}
+    | {"torch.special", "torch.autograd", "torch.optim", "optim", "functional"}
+)
+"""Receivers that are modules, not values (the names scripts import torch's modules as)."""
 
 
 def _is_keyword(arg: str) -> bool:
@@ -182,10 +197,20 @@ class ErrorContext:
         tree = parse_statement(facts.step.source)
         return cls(error, facts.step, facts.state, tree, call_sites(tree))
 
+    keys: dict[str, str] = field(default_factory=dict)
+    """Each name as the statement can write it -> the record's name (``x`` -> ``f:x`` inside ``f``)."""
+
+    def __post_init__(self) -> None:
+        if self.step is not None and not self.keys:
+            self.keys = visible_names(self.step)
+
     @property
     def tensors(self) -> dict[str, TensorRecord]:
-        """The named tensors as they were when the statement failed."""
-        return self.step.tensors if self.step is not None else {}
+        """The tensors as they were when the statement failed, by the names the statement can use."""
+        if self.step is None:
+            return {}
+        records = self.step.tensors
+        return {name: records[key] for name, key in self.keys.items()}
 
     @property
     def line(self) -> int:
@@ -240,7 +265,7 @@ class ErrorContext:
 
     def bound_at(self, name: str) -> Origin | None:
         """The earlier step that gave ``name`` its tensor."""
-        origin = self.state.bound_at.get(name)
+        origin = self.state.bound_at.get(self.keys.get(name, name))
         if origin is None or (self.step is not None and origin.index == self.step.index):
             return None
         return origin
@@ -257,6 +282,27 @@ class ErrorContext:
     def leaves_requiring_grad(self) -> list[str]:
         """Named leaves that require grad."""
         return [n for n, r in self.tensors.items() if r.is_leaf and r.requires_grad]
+
+
+def visible_names(step: Step) -> dict[str, str]:
+    """The tensor names a statement of ``step`` can write, mapped to the records' names.
+
+    Inside a function, ``x`` is that function's local (recorded as ``f:x``) when it has
+    one, else the module's ``x``; ``self.fc.weight`` is the one recorded module member
+    ``<instance>.fc.weight`` (when exactly one instance has it).
+    """
+    module = {n: n for n in step.tensors if ":" not in n}
+    if step.function is None:
+        return module
+    prefix = step.function + ":"
+    out = {n[len(prefix) :]: n for n in step.tensors if n.startswith(prefix)}  # locals first
+    members: dict[str, list[str]] = {}
+    for n in module:
+        if "." in n:
+            members.setdefault("self." + n.split(".", 1)[1], []).append(n)
+    out.update({alias: found[0] for alias, found in members.items() if len(found) == 1 and alias not in out})
+    out.update({n: n for n in module if n not in out})
+    return out
 
 
 def shape_text(shape: Sequence[int]) -> str:

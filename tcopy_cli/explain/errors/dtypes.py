@@ -14,8 +14,7 @@ def _operands(ctx: ErrorContext) -> tuple[CallSite | None, list[str]]:
     """The first operation with two or more tensor operands (a module's parameters count for a module call)."""
     for c in ctx.calls:
         names = ctx.tensors_in(*c.operands)
-        if c.receiver is None:
-            names += [p for p in ctx.module_parameters(c.callee) if p.endswith(".weight")]
+        names += [p for p in ctx.module_parameters(c.callee) if p.endswith(".weight")]
         if len(names) >= 2:
             return c, names
     return (ctx.calls[-1] if ctx.calls else None), ctx.used
@@ -24,7 +23,7 @@ def _operands(ctx: ErrorContext) -> tuple[CallSite | None, list[str]]:
 @entry(
     "dtype.mismatch",
     r"expected m1 and m2 to have the same dtype"
-    r"|(?:mat1 and mat2|self and mat2|mat1 and vec|self and vec) must have the same dtype"
+    r"|(?:mat1 and mat2|self and mat2|mat1 and vec|self and vec|input tensors) must have the same dtype"
     r"|expected scalar type (?P<want>\w+) but found (?P<got>\w+)"
     r"|Input type \(\w+\) and (?:bias|weight) type \(\w+\) should be the same"
     r"|Found dtype \w+ but expected \w+"

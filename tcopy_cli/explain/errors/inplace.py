@@ -24,7 +24,8 @@ def _culprit_fix(origin: Origin, name: str) -> str:
 def _changed_at(ctx: ErrorContext, shape: list[int], version: int) -> list[tuple[str, Origin]]:
     """Named tensors of this shape, now at ``version``, with the last step that moved their version."""
     out = []
-    for name, moves in ctx.state.version_moves.items():
+    for name, key in ctx.keys.items():
+        moves = ctx.state.version_moves.get(key, [])
         r = ctx.tensors.get(name)
         if r is not None and moves and r.shape == shape and r.version == version:
             out.append((name, moves[-1]))

@@ -29,7 +29,7 @@ def not_allowed(ctx: ErrorContext, m: re.Match[str]) -> str:
 @entry("script.name", r"name '(?P<name>[^']+)' is not defined", "NameError")
 def name_error(ctx: ErrorContext, m: re.Match[str]) -> str:
     name = m["name"]
-    origin = ctx.state.bound_at.get(name)
+    origin = ctx.state.bound_at.get(ctx.keys.get(name, name))
     if origin is not None and name not in ctx.tensors:
         said = f"{name} held a tensor from {origin}, but no longer exists here (deleted with del)."
     else:

@@ -14,18 +14,9 @@ def _module_call(ctx: ErrorContext) -> tuple[CallSite, str] | None:
     """A call of a script module that has a weight (``lin(x)``), with its weight's name."""
     for c in ctx.calls:
         weight = c.callee + ".weight"
-        if c.receiver is None and weight in ctx.tensors:
+        if weight in ctx.tensors:
             return c, weight
     return None
-
-
-def _operands(ctx: ErrorContext, *names: str) -> tuple[CallSite | None, list[str]]:
-    """The first operation named ``names`` and the tensors among its operands, in order."""
-    call = ctx.call(*names)
-    if call is None:
-        return None, []
-    operands = [ctx.tensor(o) for o in call.operands]
-    return call, [o for o in operands if o is not None]
 
 
 @entry("shape.matmul", r"mat1 and mat2 shapes cannot be multiplied \((?P<a>\d+)x(?P<k>\d+) and (?P<j>\d+)x(?P<b>\d+)\)")
@@ -44,16 +35,18 @@ def matmul(ctx: ErrorContext, m: re.Match[str]) -> str:
             f"Fix: make the layer take {got} inputs (nn.Linear({got}, {w.shape[0]})), or give it an input whose last "
             f"dim is {expects}."
         )
-    op, (left, right) = _pair(ctx, "matmul", "mm", "linear", "F.linear", "addmm")
-    if left is None or right is None:
+    op = ctx.call("matmul", "mm", "linear", "F.linear", "addmm")
+    if op is None or len(op.inputs) < 2:
         return (
-            f"The matrix product on {ctx.where} needs the first matrix's columns ({m['k']}) to equal the second's rows "
-            f"({m['j']}). Fix: transpose or reshape one side so the inner dims agree."
+            f"The matrix product on {ctx.where} needs the first matrix's columns ({m['k']}) to equal the second's "
+            f"rows ({m['j']}). Fix: transpose or reshape one side so the inner dims agree."
         )
-    a, b = ctx.record(left).shape, ctx.record(right).shape
-    text = op.text if op else f"{left} @ {right}"
+    left, right = op.inputs[-2:] if op.name == "addmm" else op.inputs[:2]
+    # A named operand's own shape; an expression's is the one torch reports (mat1, mat2).
+    a = ctx.record(left).shape if left in ctx.tensors else [int(m["a"]), int(m["k"])]
+    b = ctx.record(right).shape if right in ctx.tensors else [int(m["j"]), int(m["b"])]
     said = (
-        f"{text} on {ctx.where}: {left} is {shape_text(a)} and {right} is {shape_text(b)}; a matrix product needs "
+        f"{op.text} on {ctx.where}: {left} is {shape_text(a)} and {right} is {shape_text(b)}; a matrix product needs "
         f"{left}'s last dim ({a[-1]}) to equal {right}'s first"
         f"{' (second-to-last)' if len(b) > 2 else ''} dim ({b[-2] if len(b) >= 2 else b[0]})."
     )
@@ -68,14 +61,6 @@ def matmul(ctx: ErrorContext, m: re.Match[str]) -> str:
         " Fix: reshape or transpose one of them so the inner dims "
         f"agree (or use {left} * {right} for an elementwise product)."
     )
-
-
-def _pair(ctx: ErrorContext, *names: str) -> tuple[CallSite | None, tuple[str | None, str | None]]:
-    """The operation and its two tensor operands (receiver/left first)."""
-    call, tensors = _operands(ctx, *names)
-    if len(tensors) >= 2:
-        return call, (tensors[0], tensors[1])
-    return call, (tensors[0] if tensors else None, None)
 
 
 def _broadcast_names(ctx: ErrorContext) -> tuple[CallSite | None, str | None, str | None]:
@@ -102,9 +87,15 @@ def broadcast(ctx: ErrorContext, m: re.Match[str]) -> str:
         f"and {m['b']} in the other (each must equal the other or be 1)"
     )
     if a is None or b is None:
+        # Operands that are expressions, not names: the message's sizes are theirs, left then right.
+        pair = next((c for c in ctx.calls if len(c.inputs) >= 2 and c.name not in ("getitem", "setitem")), None)
+        if pair is None:
+            return f"The operation on {ctx.where} combines tensors whose shapes don't broadcast: {rule}."
+        left, right = pair.inputs[:2]
         return (
-            f"The operation on {ctx.where} combines tensors whose "
-            f"shapes don't broadcast: {rule}. Fix: reshape one side."
+            f"{pair.text} on {ctx.where}: dimension {m['d']} of the broadcast result is {m['a']} in {left} and "
+            f"{m['b']} in {right}; broadcasting lines the shapes up from the right, and each dim must be equal or "
+            f"1. Fix: reshape, unsqueeze or slice {left} or {right} so the dims agree."
         )
     sa, sb = ctx.record(a).shape, ctx.record(b).shape
     said = (
