@@ -326,7 +326,7 @@ def out_of_place(call: CallSite) -> str:
         return f"{receiver} = {receiver}.clone() before {call.text}"
     if call.name == "copy_":
         return f"{receiver} = {call.arg(0) or '...'}.clone()"
-    if call.text.startswith(receiver) and " " + _SYMBOLS.get(call.name, "") + "= " in call.text:
+    if call.name in _SYMBOLS and call.text.startswith(receiver) and f" {_SYMBOLS[call.name]}= " in call.text:
         return f"{receiver} = {receiver} {_SYMBOLS[call.name]} {call.args[0]}"
     return f"{receiver} = {receiver}.{call.name.rstrip('_')}({', '.join(call.args)})"
 
