@@ -17,7 +17,11 @@ def example_source(name: str) -> str:
     try:
         return examples.source(name)
     except KeyError:
-        raise UsageError(f"no example named '{name}'; available: {', '.join(examples.names())}") from None
+        from tcopy_cli.suggest import close_matches
+
+        close = close_matches(name, examples.names(), n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise UsageError(f"no example named '{name}'{hint}; available: {', '.join(examples.names())}") from None
 
 
 def read_source(

@@ -28,6 +28,7 @@ class Explainer:
         facts = StepFacts(step, self.state)
         for rule in self.rules:
             facts.notes.extend(rule(facts))
+        self.state.remember(facts)
         self.state.previous = step.tensors
         self.state.previous_arrays = step.arrays
         error = step.error

@@ -25,6 +25,23 @@ class Bump:
     event: SavedEvent
 
 
+@dataclass(frozen=True)
+class Origin:
+    """A step, as an explanation quotes it: ``step 4 (line 4: y.mul_(2))``."""
+
+    index: int
+    line: int
+    source: str
+
+    @staticmethod
+    def of(step: Step) -> Origin:
+        """The origin of ``step``."""
+        return Origin(step.index, step.line, step.source)
+
+    def __str__(self) -> str:
+        return f"step {self.index} (line {self.line}: {self.source})"
+
+
 @dataclass
 class ExplainState:
     """What the explain pass carries from one step to the next."""
@@ -35,6 +52,24 @@ class ExplainState:
     corrupted: list[Bump] = field(default_factory=list)
     backward_counts: dict[str, int] = field(default_factory=dict)
     backward_steps: list[int] = field(default_factory=list)
+    bound_at: dict[str, Origin] = field(default_factory=dict)
+    """The step where each name got the tensor it holds now."""
+    version_moves: dict[str, list[Origin]] = field(default_factory=dict)
+    """The steps where the version counter of a name's tensor moved (since it got that tensor)."""
+
+    origins: dict[int, Origin] = field(default_factory=dict)
+    """Every step so far by index."""
+
+    def remember(self, facts: StepFacts) -> None:
+        """Note which names this step bound and whose version counter it moved."""
+        here = Origin.of(facts.step)
+        self.origins[here.index] = here
+        for name, record in facts.tensors.items():
+            if name in facts.new_names:
+                self.bound_at[name] = here
+                self.version_moves[name] = []
+            elif record.version > facts.before[name].version:
+                self.version_moves.setdefault(name, []).append(here)
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tcopy_cli.explain.errors.context import mentions, parse_statement
 from tcopy_cli.explain.facts import StepFacts, note
 from tcopy_cli.trace.records import Note
 
@@ -19,11 +20,26 @@ def torch_warnings(f: StepFacts) -> list[Note]:
                 )
             )
         elif ".grad attribute of a Tensor that is not a leaf" in w:
-            notes.append(
-                note(
-                    "warning.non-leaf-grad",
-                    "Reading .grad of a non-leaf tensor gives None: autograd keeps gradients only for leaves. "
-                    "Call t.retain_grad() before backward() to keep it.",
-                )
-            )
+            notes.append(_non_leaf_grad(f))
     return notes
+
+
+def _non_leaf_grad(f: StepFacts) -> Note:
+    """The non-leaf .grad warning, naming the tensors whose .grad the statement read."""
+    read = [
+        n for n in mentions(parse_statement(f.step.source)) if n.endswith(".grad") and n[: -len(".grad")] in f.tensors
+    ]
+    names = [n[: -len(".grad")] for n in dict.fromkeys(read) if not f.tensors[n[: -len(".grad")]].is_leaf]
+    if not names:
+        return note(
+            "warning.non-leaf-grad",
+            "Reading .grad of a non-leaf tensor gives None: autograd keeps gradients only for leaves. "
+            "Call t.retain_grad() before backward() to keep it.",
+        )
+    t = names[0]
+    return note(
+        "warning.non-leaf-grad",
+        f"Reading {t}.grad gives None: {t} is not a leaf (grad_fn {f.tensors[t].grad_fn}), and autograd keeps "
+        f"gradients only for leaves. Call {t}.retain_grad() before backward() to keep it.",
+        names,
+    )

@@ -39,6 +39,7 @@ from tcopy_cli.script.sandbox import (
     is_storable,
     type_name,
 )
+from tcopy_cli.suggest import did_you_mean
 
 
 class StepHook(Protocol):
@@ -171,7 +172,11 @@ class Interpreter(Sealed):
             return self.ns[name]
         if name in self.builtins:
             return self.builtins[name]
-        raise NameError(f"name '{name}' is not defined")
+        raise NameError(f"name '{name}' is not defined" + did_you_mean(name, self.visible_names()))
+
+    def visible_names(self) -> list[str]:
+        """Every name a statement here could use: the frame's scopes, the module's, the builtins."""
+        return [n for scope in (*self.frame.scopes, self.ns, self.builtins) for n in scope]
 
     def call_function(
         self, fn: ScriptFunction, args: list[Any] | tuple[Any, ...], kwargs: dict[str, Any], silent: bool = False

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from tcopy_cli.errors import ScriptRejected
 from tcopy_cli.limits import Limits
 from tcopy_cli.script import policy
+from tcopy_cli.suggest import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -221,7 +222,9 @@ class _Validator(ast.NodeVisitor):
         if attr in ("format", "format_map"):
             raise self.reject(node, "string formatting with .format is not allowed: use an f-string")
         if attr not in policy.ALL_ATTRIBUTE_NAMES and attr not in self.script_attrs:
-            raise self.reject(node, f"'.{attr}' is not in tcopy's allow-list of attributes and methods")
+            base = f"{node.value.id}." if isinstance(node.value, ast.Name) else "."
+            hint = did_you_mean(attr, policy.ALL_ATTRIBUTE_NAMES | self.script_attrs, prefix=base)
+            raise self.reject(node, f"'.{attr}' is not in tcopy's allow-list of attributes and methods{hint}")
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:

@@ -20,6 +20,7 @@ import torch
 from tcopy_cli.errors import NotAllowedError
 from tcopy_cli.limits import Limits
 from tcopy_cli.script import alloc, policy
+from tcopy_cli.suggest import did_you_mean
 
 
 class Sealed:
@@ -320,7 +321,7 @@ def get_attribute(value: Any, attr: str, allow_proxy: bool = False) -> Any:
         raise _missing(value, attr, "attribute")
     if isinstance(value, ModuleProxy):
         if attr not in value.members:
-            raise NotAllowedError(f"'{value.name}.{attr}' is not in tcopy's allow-list")
+            raise NotAllowedError(f"'{value.name}.{attr}' is not in tcopy's allow-list" + _member_hint(value, attr))
         member = value.members[attr]
         if isinstance(member, ClassProxy) and allow_proxy:
             return member
@@ -333,7 +334,7 @@ def get_attribute(value: Any, attr: str, allow_proxy: bool = False) -> Any:
         if attr in policy.TENSOR_METHODS:
             raise NotAllowedError(f"'.{attr}' is a method: call it, e.g. x.{attr}()")
         if attr not in dir(value):
-            raise AttributeError(f"'Tensor' object has no attribute '{attr}'")
+            raise AttributeError(f"'Tensor' object has no attribute '{attr}'" + _tensor_hint(attr))
         raise NotAllowedError(f"tensor attribute '.{attr}' is not in tcopy's allow-list")
     if _is_return_type(value):
         if attr in policy.RETURN_TYPE_FIELDS and hasattr(value, attr):
@@ -351,6 +352,16 @@ def get_attribute(value: Any, attr: str, allow_proxy: bool = False) -> Any:
                 raise NotAllowedError(f"'.{attr}' is a method: call it")
             break
     raise _missing(value, attr, "attribute")
+
+
+def _tensor_hint(attr: str) -> str:
+    """Python's "Did you mean" for a misspelled tensor attribute, from what tcopy allows."""
+    return did_you_mean(attr, policy.TENSOR_METHODS | policy.TENSOR_PROPERTIES)
+
+
+def _member_hint(module: ModuleProxy, attr: str) -> str:
+    """ "Did you mean" for a misspelled module member (``torch.zero`` -> ``torch.zeros``)."""
+    return did_you_mean(attr, module.members, prefix=module.name + ".")
 
 
 def _missing(value: Any, attr: str, what: str) -> Exception:
@@ -393,7 +404,8 @@ def resolve_method(value: Any, attr: str) -> Callable[..., Any]:
             return member.fn
         if isinstance(member, ClassProxy):
             return member.cls
-        raise NotAllowedError(f"'{value.name}.{attr}' is not a function tcopy allows")
+        hint = _member_hint(value, attr) if member is None else ""
+        raise NotAllowedError(f"'{value.name}.{attr}' is not a function tcopy allows" + hint)
     if isinstance(value, ClassProxy):
         if attr in value.methods:
             fn = getattr(value.cls, attr, None)
@@ -406,7 +418,7 @@ def resolve_method(value: Any, attr: str) -> Callable[..., Any]:
             if fn is not None:
                 return fn  # type: ignore[no-any-return]
         if attr not in dir(value):
-            raise AttributeError(f"'Tensor' object has no attribute '{attr}'")
+            raise AttributeError(f"'Tensor' object has no attribute '{attr}'" + _tensor_hint(attr))
         raise NotAllowedError(f"tensor method '.{attr}()' is not in tcopy's allow-list")
     if _is_node(value):
         if attr in policy.NODE_METHODS:

@@ -19,20 +19,20 @@ def test_explains_inplace_error_with_the_earlier_step() -> None:
     _, _, why = error_of(
         "x = torch.ones(3, requires_grad=True)\ny = x.sigmoid()\nz = y + 1\ny.mul_(2)\ny.sum().backward()"
     )
-    assert "SigmoidBackward0 saved y at version 0" in why
+    assert "needs y as SigmoidBackward0 saved it (version 0)" in why
     assert "step 4 (line 4: y.mul_(2))" in why
 
 
 @pytest.mark.parametrize(
     ("src", "phrase"),
     [
-        (LEAF + "a.add_(1)", "leaf tensor that requires grad"),
-        (LEAF + "y = (a * a).sum()\ny.backward()\ny.backward()", "already used by the backward in step 3"),
-        ("a = torch.ones(2)\n(a * 2).sum().backward()", "not connected to any tensor requiring grad"),
+        (LEAF + "a.add_(1)", "a leaf that requires grad"),
+        (LEAF + "y = (a * a).sum()\ny.backward()\ny.backward()", "the backward in step 3"),
+        ("a = torch.ones(2)\n(a * 2).sum().backward()", "nothing leads back to a tensor that requires grad"),
         (LEAF + "(a * 2).backward()", "single-element tensor"),
-        ("import copy\n" + LEAF + "b = a * 2\nc = copy.deepcopy(b)", "only on leaf tensors"),
+        ("import copy\n" + LEAF + "b = a * 2\nc = copy.deepcopy(b)", "deepcopy only copies leaves"),
         ("a = torch.ones(2, device='meta')\nb = a + torch.ones(2)", "different devices"),
-        ("a = torch.ones(2, dtype=torch.long)\na.add_(0.5)", "dtypes"),
+        ("a = torch.ones(2, dtype=torch.long)\na.add_(0.5)", "which is int64"),
         ("a = torch.ones(2, 2)\nb = a.mm(torch.ones(2, 2, dtype=torch.float64))", "dtypes"),
         ("a = torch.ones(2, dtype=torch.long)\na.requires_grad_()", "floating-point"),
     ],
@@ -43,6 +43,6 @@ def test_error_explanations(src: str, phrase: str) -> None:
 
 
 def test_unknown_error_keeps_message() -> None:
-    t, message, why = error_of("a = torch.ones(2)\nb = a.view(3)")
-    assert t == "RuntimeError" and "invalid for input" in message
+    t, message, why = error_of("a = torch.ones(2)\nb = torch.linalg.inv(a)")
+    assert t == "RuntimeError" and "at least 2 dimensions" in message
     assert "no further explanation" in why

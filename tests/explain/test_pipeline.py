@@ -36,7 +36,7 @@ SCRIPT = (
     + "except RuntimeError:\n"
     + "    pass\n"
     + "a.grad = None\n"
-    + "z = torch.ones(2).view(3)\n"
+    + "z = torch.linalg.inv(torch.ones(2))\n"
 )
 
 
@@ -107,7 +107,7 @@ def test_errors_say_whether_tcopy_explains_them() -> None:
     assert unknown is not None and unknown.type == "RuntimeError" and not unknown.explained
     assert "no further explanation" in unknown.explanation  # JSON keeps the sentence
     known = run_explained(LEAF + "a.add_(1)").steps[-1].error
-    assert known is not None and known.explained and "leaf tensor that requires grad" in known.explanation
+    assert known is not None and known.explained and "a leaf that requires grad" in known.explanation
     assert known.headline == "RuntimeError: " + known.message.splitlines()[0]
 
 
