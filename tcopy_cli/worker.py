@@ -231,6 +231,7 @@ def _serve_session(request: dict[str, Any], channel: Channel, confinement: str) 
                     lines=[""] * offset + program.lines,
                     source="\n" * offset + program.source,
                     comments={n + offset: c for n, c in program.comments.items()},
+                    expects={n + offset: c for n, c in program.expects.items()},
                 )
             try:
                 errors = runner.run_more(program)

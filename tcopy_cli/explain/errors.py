@@ -188,12 +188,12 @@ def explain_step_error(f: StepFacts, error: ErrorInfo) -> ErrorInfo:
             f"values it had saved. " + (base or UNKNOWN),
         )
     if base is None:
-        return ErrorInfo(error.type, error.message, UNKNOWN, explained=False)
+        return ErrorInfo(error.type, error.message, UNKNOWN, explained=False, expected=error.expected)
     return _explained(error, base)
 
 
 def _explained(error: ErrorInfo, text: str) -> ErrorInfo:
-    return ErrorInfo(error.type, error.message, text, explained=True)
+    return ErrorInfo(error.type, error.message, text, explained=True, expected=error.expected)
 
 
 def caught_error(f: StepFacts) -> list[Note]:
@@ -206,4 +206,25 @@ def caught_error(f: StepFacts) -> list[Note]:
             "error.caught",
             f"This statement raised {caught.error.headline} — caught by the except at line {caught.except_line}.",
         )
+    ]
+
+
+def expect_outcome(f: StepFacts) -> list[Note]:
+    """A ``# expect: NAME`` comment the statement did not bear out (no error, or another one)."""
+    step = f.step
+    if step.expect is None or step.expected:
+        return []
+    mark = f"# expect: {step.expect}"
+    if step.error is not None:
+        return [
+            note(
+                "expect.other",
+                f"This line says '{mark}', but the statement raised {step.error.type}: not the expected error.",
+                severity="warning",
+            )
+        ]
+    if step.caught is not None:
+        return []
+    return [
+        note("expect.missing", f"This line says '{mark}', but the statement raised nothing.", severity="warning")
     ]

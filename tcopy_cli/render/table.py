@@ -10,7 +10,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from tcopy_cli.render import ViewOptions
+from tcopy_cli.render import ViewOptions, error_counts
 from tcopy_cli.render.cells import Row, removed_names, step_rows
 from tcopy_cli.render.graph import graph_tree
 from tcopy_cli.render.layout import plan
@@ -82,6 +82,8 @@ class TableRenderer:
         for line in step.narration:
             parts.append(Text(line, style="italic cyan"))
         status = Text(" error", style="bold red") if step.status == "error" else Text("")
+        if step.expected:
+            status = Text(" expected error", style="bold blue")
         where = Text(f" · in {step.function} (depth {step.depth})", style="magenta") if step.function else Text("")
         parts.append(
             Rule(
@@ -126,8 +128,10 @@ class TableRenderer:
             self.graph_signature = sig
         if step.error is not None:
             err = step.error
+            # An error the line's "# expect: NAME" named is the intended outcome, not a failure.
+            head, color = ("expected ", "blue") if step.expected else ("✗ ", "red")
             parts.append(
-                Padding(Text.assemble(("✗ " + err.type + ": ", "bold red"), (err.message, "red")), (0, 0, 0, 2))
+                Padding(Text.assemble((head + err.type + ": ", "bold " + color), (err.message, color)), (0, 0, 0, 2))
             )
             if self.options.explain and err.explained:
                 parts.append(Padding(Text("why: " + err.explanation, style="magenta"), (0, 0, 0, 4)))
@@ -160,14 +164,14 @@ class TableRenderer:
 
     def end(self, summary: RunSummary) -> None:
         """The closing line."""
-        style = "green" if summary.errors == 0 else "red"
+        style = "green" if summary.status == "ok" else "red"
         o = self.options
         hidden = self.shown < summary.steps and (o.first, o.last, o.depth) != (None, None, None)
         shown = f"{self.shown} of " if hidden else ""
         self.console.print(
             Text(
                 f"{shown}{summary.steps} step{'s' if summary.steps != 1 else ''}{' shown' if hidden else ''}, "
-                f"{summary.errors} error{'s' if summary.errors != 1 else ''}",
+                f"{error_counts(summary)}",
                 style=style,
             )
         )
