@@ -214,6 +214,7 @@ def _serve_session(request: dict[str, Any], channel: Channel, confinement: str) 
         return 0
     options = _run_options(request, dev, limits, keep_going=True, graph=True)
     runner = _worker_runner(parse_script("", "<repl>", limits), options, channel, None)
+    runner.interp.echo = True  # an expression's value is shown, as Python's REPL does
     channel.send("start", info=dataclasses.replace(runner.info("<repl>"), confinement=confinement))
     with torch_session(dev):
         for line in sys.stdin.buffer:

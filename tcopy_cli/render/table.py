@@ -96,6 +96,8 @@ class TableRenderer:
             parts.append(Syntax(step.source, "python", theme="ansi_dark", background_color="default", word_wrap=True))
         else:  # no colour to show: skip building the highlighter
             parts.append(Text(step.source))
+        if step.value is not None:  # tcopy repl: the expression's value, under it as Python's REPL shows it
+            parts.append(Text(step.value))
         rows = step_rows(step, previous, self.options.watch, self.options.only_changed)
         if rows:
             parts.append(self._table(rows))
@@ -137,6 +139,13 @@ class TableRenderer:
                 parts.append(Padding(Text("why: " + err.explanation, style="magenta"), (0, 0, 0, 4)))
         parts.append(Text(""))
         return Trimmed(Group(*parts))
+
+    def render_state(self, step: Step) -> RenderableType:
+        """Every tensor as ``step`` left it, with no change marks (the REPL's ``:vars``)."""
+        rows = step_rows(step, step, self.options.watch)
+        if not rows:
+            return Text("(no tensors)", style="dim")
+        return Trimmed(Group(Text(f"after step {step.index} · line {step.line}", style="dim"), self._table(rows)))
 
     def _table(self, rows: list[Row]) -> Table:
         show_device = {r.cells["device"] for r in rows} != {self.device}

@@ -261,6 +261,8 @@ class Step:
     explanations: list[Note] = field(default_factory=list)
     expect: str | None = None
     """The exception class a trailing ``# expect: NAME`` comment on the statement names."""
+    value: str | None = None
+    """The repr of an expression statement's value (``tcopy repl`` only, like Python's REPL)."""
 
     @property
     def expected(self) -> bool:

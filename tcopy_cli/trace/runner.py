@@ -346,6 +346,11 @@ class Runner:
             self.stopped_by = "max_steps"
             raise StopRun()
 
+    def _echoed(self, node: ast.stmt) -> str | None:
+        """The value the REPL echoes for ``node`` (a top-level expression statement), once."""
+        value, self.interp.echoed = self.interp.echoed, None
+        return value if isinstance(node, ast.Expr) else None
+
     def _emit_error(self, node: ast.stmt, exc: BaseException, observe: bool = True) -> None:
         self._finish(node, "", [], exc, stop=False, observe=observe)
 
@@ -436,6 +441,7 @@ class Runner:
             depth=self.interp.depth,
             caught=caught_info,
             expect=expect,
+            value=self._echoed(node),
         )
         self.emit(record)
         if record.missed:
