@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
@@ -85,37 +88,34 @@ class TableRenderer:
         if step.expected:
             status = Text(" expected error", style="bold blue")
         where = Text(f" · in {step.function} (depth {step.depth})", style="magenta") if step.function else Text("")
-        parts.append(
-            Rule(
-                Text.assemble((f"Step {step.index}", "bold"), f" · line {step.line}", where, status),
-                align="left",
-                style="dim",
-            )
-        )
+        rows = step_rows(step, previous, self.options.watch, self.options.only_changed)
+        gone = removed_names(step, previous)
+        # Nothing the table shows changed: the step is told without redrawing the table.
+        unchanged = step.error is None and not gone and not any(r.new or r.changed for r in rows)
+        folded = _folded(step.source) if unchanged and not step.stdout and step.value is None else None
+        if folded is not None:  # class/def/import: one line, no table (JSON keeps the whole step)
+            parts.append(Rule(Text.assemble((f"Step {step.index}", "bold"), f" · line {step.line} · ", folded), **RULE))
+            self._notes(parts, step)
+            return Trimmed(Group(*parts))
+        parts.append(Rule(Text.assemble((f"Step {step.index}", "bold"), f" · line {step.line}", where, status), **RULE))
         if self.console.color_system is not None or self.console.record:
             parts.append(Syntax(step.source, "python", theme="ansi_dark", background_color="default", word_wrap=True))
         else:  # no colour to show: skip building the highlighter
             parts.append(Text(step.source))
         if step.value is not None:  # tcopy repl: the expression's value, under it as Python's REPL shows it
             parts.append(Text(step.value))
-        rows = step_rows(step, previous, self.options.watch, self.options.only_changed)
-        if rows:
+        told = unchanged and (bool(step.stdout) or step.value is not None)  # it only printed or answered
+        if rows and not told:
             parts.append(self._table(rows))
-        elif self.options.only_changed and (step.tensors or step.arrays):
+        elif (self.options.only_changed or told) and (step.tensors or step.arrays):
             parts.append(Text("  (no tensor changed)", style="dim"))
-        gone = removed_names(step, previous)
         if gone:
             parts.append(Text("  removed: " + ", ".join(gone), style="dim"))
         if step.stdout:
             parts.append(Text("  printed:", style="bold"))
             for line in step.stdout.rstrip("\n").split("\n"):
                 parts.append(Text("  │ " + line))
-        for w in step.warnings:
-            parts.append(Padding(Text("⚠ warning: " + w, style="yellow"), (0, 0, 0, 2)))
-        if self.options.explain:
-            for note in step.explanations:
-                style = NOTE_STYLES[note.severity]
-                parts.append(Padding(Text("• " + note.line, style=style), (0, 0, 0, 2)))
+        self._notes(parts, step)
         if self.options.memory:
             memory = memory_signature(step)
             if memory != self.memory_signature:  # drawn again only when something in it changed
@@ -139,6 +139,15 @@ class TableRenderer:
                 parts.append(Padding(Text("why: " + err.explanation, style="magenta"), (0, 0, 0, 4)))
         parts.append(Text(""))
         return Trimmed(Group(*parts))
+
+    def _notes(self, parts: list[RenderableType], step: Step) -> None:
+        """Warnings, then the notes (unless --no-explain)."""
+        for w in step.warnings:
+            parts.append(Padding(Text("⚠ warning: " + w, style="yellow"), (0, 0, 0, 2)))
+        if self.options.explain:
+            for note in step.explanations:
+                style = NOTE_STYLES[note.severity]
+                parts.append(Padding(Text("• " + note.line, style=style), (0, 0, 0, 2)))
 
     def render_state(self, step: Step) -> RenderableType:
         """Every tensor as ``step`` left it, with no change marks (the REPL's ``:vars``)."""
@@ -184,6 +193,21 @@ class TableRenderer:
                 style=style,
             )
         )
+
+
+RULE: dict[str, Any] = {"align": "left", "style": "dim"}
+"""How the line that opens a step is drawn."""
+DEFINITION = re.compile(r"(class|def)\s+([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _folded(source: str) -> str | None:
+    """The one-line form of a definition or import step (``defines class MLP``), or None."""
+    m = DEFINITION.match(source)
+    if m:
+        return f"defines {'class' if m[1] == 'class' else 'function'} {m[2]}"
+    if source.startswith(("import ", "from ")) and "\n" not in source:
+        return source
+    return None
 
 
 # Columns whose text may wrap onto more lines; the rest stay on one line and end in "…".
