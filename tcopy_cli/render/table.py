@@ -86,7 +86,7 @@ class TableRenderer:
             parts.append(Text(line, style="italic cyan"))
         status = Text(" error", style="bold red") if step.status == "error" else Text("")
         if step.expected:
-            status = Text(" expected error", style="bold blue")
+            status = Text(" expected error", style="bold bright_blue")
         where = Text(f" · in {step.function} (depth {step.depth})", style="magenta") if step.function else Text("")
         rows = step_rows(step, previous, self.options.watch, self.options.only_changed)
         gone = removed_names(step, previous)
@@ -131,7 +131,7 @@ class TableRenderer:
         if step.error is not None:
             err = step.error
             # An error the line's "# expect: NAME" named is the intended outcome, not a failure.
-            head, color = ("expected ", "blue") if step.expected else ("✗ ", "red")
+            head, color = ("expected ", "bright_blue") if step.expected else ("✗ ", "red")
             parts.append(
                 Padding(Text.assemble((head + err.type + ": ", "bold " + color), (err.message, color)), (0, 0, 0, 2))
             )
