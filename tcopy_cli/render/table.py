@@ -94,7 +94,8 @@ class TableRenderer:
         unchanged = step.error is None and not gone and not any(r.new or r.changed for r in rows)
         folded = _folded(step.source) if unchanged and not step.stdout and step.value is None else None
         if folded is not None:  # class/def/import: one line, no table (JSON keeps the whole step)
-            parts.append(Rule(Text.assemble((f"Step {step.index}", "bold"), f" · line {step.line} · ", folded), **RULE))
+            title = Text.assemble((f"Step {step.index}", "bold"), f" · line {step.line} · ", folded, where)
+            parts.append(Rule(title, **RULE))
             self._notes(parts, step)
             return Trimmed(Group(*parts))
         parts.append(Rule(Text.assemble((f"Step {step.index}", "bold"), f" · line {step.line}", where, status), **RULE))
