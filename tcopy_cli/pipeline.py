@@ -17,7 +17,7 @@ from tcopy_cli.explain.changes import (
     requires_grad_flip,
     untracked_write,
 )
-from tcopy_cli.explain.errors import caught_error, explain_step_error
+from tcopy_cli.explain.errors import caught_error, expect_outcome, explain_step_error
 from tcopy_cli.explain.explainer import Explainer
 from tcopy_cli.explain.facts import Rule, each_kept_name, each_new_name
 from tcopy_cli.explain.grads import corrupted_grads, grad_changes, zero_grad_hint
@@ -32,6 +32,7 @@ P = ParamSpec("P")
 
 NOTE_RULES: tuple[Rule, ...] = (
     caught_error,
+    expect_outcome,
     each_new_name(same_object, shared_memory, new_memory, rebinding),
     each_kept_name(requires_grad_flip, joined_graph, untracked_write),
     in_place_writes,

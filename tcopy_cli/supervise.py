@@ -169,6 +169,8 @@ class _State:
     summary: RunSummary | None = None
     steps: int = 0
     errors: int = 0
+    expected: int = 0
+    missing: int = 0
     stack: _Stack = field(default_factory=_Stack)
     wire_bytes: int = 0
     stderr: bytearray = field(default_factory=bytearray)
@@ -432,6 +434,8 @@ def _frame(
         state.steps = max(state.steps, step.index)
         if step.error is not None:
             state.errors += 1
+        state.expected += step.expected
+        state.missing += step.missed
         emit(step)
     elif kind == "start":
         state.info = wire.decode(frame["info"])
@@ -496,7 +500,13 @@ def _conclude(
     step = _failure_step(proc, source, options, state, state.stack.current)
     emit(step)
     stopped_by = {"timeout": "timeout", "output": "max_output"}.get(state.killed_for or "", "crash")
-    return RunSummary(steps=step.index, errors=state.errors + 1, stopped_by=stopped_by)
+    return RunSummary(
+        steps=step.index,
+        errors=state.errors + 1,
+        stopped_by=stopped_by,
+        expected=state.expected,
+        missing=state.missing,
+    )
 
 
 _SIGNAL_WHY = {

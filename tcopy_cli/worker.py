@@ -222,6 +222,7 @@ def _serve_session(request: dict[str, Any], channel: Channel, confinement: str) 
         return 0
     options = _run_options(request, dev, limits, keep_going=True, graph=True)
     runner = _worker_runner(parse_script("", "<repl>", limits), options, channel, None)
+    runner.interp.echo = True  # an expression's value is shown, as Python's REPL does
     channel.send("start", info=dataclasses.replace(runner.info("<repl>"), confinement=confinement))
     with torch_session(dev):
         for line in sys.stdin.buffer:
@@ -239,6 +240,7 @@ def _serve_session(request: dict[str, Any], channel: Channel, confinement: str) 
                     lines=[""] * offset + program.lines,
                     source="\n" * offset + program.source,
                     comments={n + offset: c for n, c in program.comments.items()},
+                    expects={n + offset: c for n, c in program.expects.items()},
                 )
             try:
                 errors = runner.run_more(program)

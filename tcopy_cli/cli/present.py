@@ -227,7 +227,7 @@ class Presenter:
             self.console.file.write(self.history[-1])
         else:
             renderer.step(step, shown)
-        if step.error is not None:
+        if (step.error is not None and not step.expected) or step.missed:
             self.errors.append(step)
         if shown:
             self.shown += 1
@@ -286,8 +286,11 @@ class Presenter:
         if summary.stopped_by == "quit":
             say(f"stopped after step {summary.steps} (q)")
             return
-        if summary.errors:
+        failed = summary.unexpected + summary.missing
+        if failed and self.errors:  # an error nobody expected, or an expected one that never came
             first = self.errors[0]
-            assert first.error is not None
-            more = f" ({summary.errors} error steps)" if summary.errors > 1 else ""
-            fail(f"line {first.line}: {first.error.headline}{more}", EXIT_SCRIPT)
+            more = f" ({failed} failed steps)" if failed > 1 else ""
+            if first.error is None:
+                fail(f"line {first.line}: expected {first.expect}, but the statement raised nothing{more}", EXIT_SCRIPT)
+            expected = f" (the line expects {first.expect})" if first.expect is not None else ""
+            fail(f"line {first.line}: {first.error.headline}{expected}{more}", EXIT_SCRIPT)

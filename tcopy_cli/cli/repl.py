@@ -21,7 +21,8 @@ from tcopy_cli.limits import Limits
 HELP = """\
 Type PyTorch statements; each one runs as a step and its table prints at once.
 A line ending in ':' starts a block: finish it with an empty line.
-  :vars          the table of every tensor now
+  :vars          the table of every tensor now (no change marks)
+  :clear         clear the screen (also Ctrl-L)
   :graph         the autograd graph behind the named tensors
   :reset         forget every name and start over
   :export FILE   save the session so far (.svg, .html or .txt)
@@ -35,6 +36,12 @@ def _setup_readline() -> None:
     except ImportError:  # pragma: no cover - Windows without pyreadline
         pass
     else:
+        # Ctrl-L clears the screen and redraws the prompt with the line typed so far
+        # (GNU readline's default; libedit, Python's readline on macOS, needs it said).
+        if "libedit" in (readline.__doc__ or ""):
+            readline.parse_and_bind("bind ^L ed-clear-screen")
+        else:
+            readline.parse_and_bind(r'"\C-l": clear-screen')
         history = Path.home() / ".tcopy_history"
         with contextlib.suppress(OSError):
             readline.read_history_file(history)
@@ -61,8 +68,9 @@ def repl_cmd(
 ) -> None:
     """An interactive prompt: each statement you type is a step, shown at once.
 
-    Commands: :vars, :graph, :reset, :export FILE, :help, :quit. Same sandbox and limits as 'run'
-    (--timeout applies to each entered statement).
+    An expression statement (a * 3, a.is_leaf) also shows its value, as Python's REPL does.
+    Commands: :vars, :graph, :reset, :clear (or Ctrl-L), :export FILE, :help, :quit. Same sandbox and
+    limits as 'run' (--timeout applies to each entered statement).
     """
     from tcopy_cli.trace.runner import resolve_device
 
@@ -123,13 +131,15 @@ def repl(console: Console, device: str, limits: Limits, max_values: int = MAX_VA
                     return 0
                 if cmd == ":help":
                     console.print(HELP)
+                elif cmd == ":clear":
+                    console.clear()
                 elif cmd == ":reset":
                     session.close()  # a fresh worker starts with the next statement
                     forget()
                     console.print(Text("All names forgotten.", style="dim"))
                 elif cmd == ":vars":
                     if last:
-                        console.print(renderer.render_step(last[0], fresh=True))
+                        console.print(renderer.render_state(last[0]))
                     else:
                         console.print(Text("(no steps yet)", style="dim"))
                 elif cmd == ":graph":

@@ -117,7 +117,8 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
         summary = run_in_worker(source, origin, options, emit, renderer.start)
     except Quit:
         errors = sum(1 for s in seen if s.error is not None)
-        summary = RunSummary(steps=len(seen), errors=errors, stopped_by="quit")
+        expected, missing = sum(s.expected for s in seen), sum(s.missed for s in seen)
+        summary = RunSummary(len(seen), errors, stopped_by="quit", expected=expected, missing=missing)
     except ScriptRejected as exc:
         _reject(exc, source, origin, fmt, request.device)
     renderer.end(summary)

@@ -11,6 +11,4 @@ a2 = copy.deepcopy(a)
 b = a * 2
 
 # ...and torch refuses to deepcopy it.
-b2 = copy.deepcopy(b)
-
-# expect-error: RuntimeError
+b2 = copy.deepcopy(b)  # expect: RuntimeError

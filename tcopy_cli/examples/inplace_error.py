@@ -10,6 +10,4 @@ y = x.sigmoid()
 y.mul_(2)
 
 # Backward finds the saved tensor at version 1, expected 0, and refuses.
-y.sum().backward()
-
-# expect-error: RuntimeError
+y.sum().backward()  # expect: RuntimeError

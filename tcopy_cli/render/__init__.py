@@ -41,6 +41,22 @@ class ViewOptions:
         return in_range and (self.depth is None or step.depth <= self.depth)
 
 
+def plural(n: int, word: str) -> str:
+    """``1 error``, ``2 errors``."""
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def error_counts(summary: RunSummary) -> str:
+    """The errors of a run for its closing line: unexpected ones, then expected ones
+    (``# expect: NAME``) and expected ones that never happened, where there are any."""
+    text = plural(summary.unexpected, "error")
+    if summary.expected:
+        text += f", {plural(summary.expected, 'expected error')}"
+    if summary.missing:
+        text += f", {plural(summary.missing, 'expected error')} not raised"
+    return text
+
+
 class Renderer(Protocol):
     """What the CLI feeds a run into."""
 

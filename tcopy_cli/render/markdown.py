@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from tcopy_cli.render import ViewOptions
+from tcopy_cli.render import ViewOptions, error_counts
 from tcopy_cli.render.cells import COLUMNS, removed_names, step_rows
 from tcopy_cli.trace.records import RunInfo, RunSummary, Step
 
@@ -40,6 +40,8 @@ class MarkdownRenderer:
             return
         w = self.out.write
         status = " · **error**" if step.status == "error" else ""
+        if step.expected:
+            status = " · expected error"
         where = f" · in `{step.function}` (depth {step.depth})" if step.function else ""
         w(f"### Step {step.index} · line {step.line}{where}{status}\n\n")
         for line in step.narration:
@@ -77,7 +79,8 @@ class MarkdownRenderer:
             if step.explanations:
                 w("\n")
         if step.error is not None:
-            w(f"> **{step.error.type}:** {_cell(step.error.message)}\n")
+            label = f"expected {step.error.type}" if step.expected else step.error.type
+            w(f"> **{label}:** {_cell(step.error.message)}\n")
             if self.options.explain and step.error.explained:
                 w(">\n> " + _cell(step.error.explanation) + "\n")
             w("\n")
@@ -90,4 +93,4 @@ class MarkdownRenderer:
     def end(self, summary: RunSummary) -> None:
         """Closing line."""
         steps = f"{summary.steps} step{'s' if summary.steps != 1 else ''}"
-        self.out.write(f"---\n\n{steps}, {summary.errors} error{'s' if summary.errors != 1 else ''}\n")
+        self.out.write(f"---\n\n{steps}, {error_counts(summary)}\n")

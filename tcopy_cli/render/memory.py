@@ -44,6 +44,12 @@ def _storages(step: Step) -> dict[str, list[tuple[str, TensorRecord]]]:
     return storages
 
 
+def _label_order(item: tuple[str, object]) -> tuple[int, int]:
+    """S labels first, then G (gradient) labels, each by number."""
+    label = item[0]
+    return (label[:1] != "S", int(label[1:]) if label[1:].isdigit() else 0)
+
+
 def memory_signature(step: Step) -> tuple[object, ...]:
     """Everything the map draws: two steps with equal signatures draw the same map."""
     return (
@@ -70,7 +76,7 @@ def memory_map(step: Step, width: int = 80) -> RenderableType:
     largest = max(group[0][1].storage_nbytes for group in storages.values())
     scale = bar_w / largest if largest > 0 else 0.0
     lines: list[RenderableType] = []
-    for label, group in sorted(storages.items(), key=lambda kv: int(kv[0][1:]) if kv[0][1:].isdigit() else 0):
+    for label, group in sorted(storages.items(), key=_label_order):
         first = group[0][1]
         total = first.storage_nbytes
         head = Text(f"  {label:<{name_w - 2}}", style="bold")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
@@ -10,7 +13,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from tcopy_cli.render import ViewOptions
+from tcopy_cli.render import ViewOptions, error_counts
 from tcopy_cli.render.cells import Row, removed_names, step_rows
 from tcopy_cli.render.graph import graph_tree
 from tcopy_cli.render.layout import plan
@@ -82,36 +85,38 @@ class TableRenderer:
         for line in step.narration:
             parts.append(Text(line, style="italic cyan"))
         status = Text(" error", style="bold red") if step.status == "error" else Text("")
+        if step.expected:
+            status = Text(" expected error", style="bold bright_blue")
         where = Text(f" · in {step.function} (depth {step.depth})", style="magenta") if step.function else Text("")
-        parts.append(
-            Rule(
-                Text.assemble((f"Step {step.index}", "bold"), f" · line {step.line}", where, status),
-                align="left",
-                style="dim",
-            )
-        )
+        rows = step_rows(step, previous, self.options.watch, self.options.only_changed)
+        gone = removed_names(step, previous)
+        # Nothing the table shows changed: the step is told without redrawing the table.
+        unchanged = step.error is None and not gone and not any(r.new or r.changed for r in rows)
+        folded = _folded(step.source) if unchanged and not step.stdout and step.value is None else None
+        if folded is not None:  # class/def/import: one line, no table (JSON keeps the whole step)
+            title = Text.assemble((f"Step {step.index}", "bold"), f" · line {step.line} · ", folded, where)
+            parts.append(Rule(title, **RULE))
+            self._notes(parts, step)
+            return Trimmed(Group(*parts))
+        parts.append(Rule(Text.assemble((f"Step {step.index}", "bold"), f" · line {step.line}", where, status), **RULE))
         if self.console.color_system is not None or self.console.record:
             parts.append(Syntax(step.source, "python", theme="ansi_dark", background_color="default", word_wrap=True))
         else:  # no colour to show: skip building the highlighter
             parts.append(Text(step.source))
-        rows = step_rows(step, previous, self.options.watch, self.options.only_changed)
-        if rows:
+        if step.value is not None:  # tcopy repl: the expression's value, under it as Python's REPL shows it
+            parts.append(Text(step.value))
+        told = unchanged and (bool(step.stdout) or step.value is not None)  # it only printed or answered
+        if rows and not told:
             parts.append(self._table(rows))
-        elif self.options.only_changed and (step.tensors or step.arrays):
+        elif (self.options.only_changed or told) and (step.tensors or step.arrays):
             parts.append(Text("  (no tensor changed)", style="dim"))
-        gone = removed_names(step, previous)
         if gone:
             parts.append(Text("  removed: " + ", ".join(gone), style="dim"))
         if step.stdout:
             parts.append(Text("  printed:", style="bold"))
             for line in step.stdout.rstrip("\n").split("\n"):
                 parts.append(Text("  │ " + line))
-        for w in step.warnings:
-            parts.append(Padding(Text("⚠ warning: " + w, style="yellow"), (0, 0, 0, 2)))
-        if self.options.explain:
-            for note in step.explanations:
-                style = NOTE_STYLES[note.severity]
-                parts.append(Padding(Text("• " + note.line, style=style), (0, 0, 0, 2)))
+        self._notes(parts, step)
         if self.options.memory:
             memory = memory_signature(step)
             if memory != self.memory_signature:  # drawn again only when something in it changed
@@ -126,13 +131,31 @@ class TableRenderer:
             self.graph_signature = sig
         if step.error is not None:
             err = step.error
+            # An error the line's "# expect: NAME" named is the intended outcome, not a failure.
+            head, color = ("expected ", "bright_blue") if step.expected else ("✗ ", "red")
             parts.append(
-                Padding(Text.assemble(("✗ " + err.type + ": ", "bold red"), (err.message, "red")), (0, 0, 0, 2))
+                Padding(Text.assemble((head + err.type + ": ", "bold " + color), (err.message, color)), (0, 0, 0, 2))
             )
             if self.options.explain and err.explained:
                 parts.append(Padding(Text("why: " + err.explanation, style="magenta"), (0, 0, 0, 4)))
         parts.append(Text(""))
         return Trimmed(Group(*parts))
+
+    def _notes(self, parts: list[RenderableType], step: Step) -> None:
+        """Warnings, then the notes (unless --no-explain)."""
+        for w in step.warnings:
+            parts.append(Padding(Text("⚠ warning: " + w, style="yellow"), (0, 0, 0, 2)))
+        if self.options.explain:
+            for note in step.explanations:
+                style = NOTE_STYLES[note.severity]
+                parts.append(Padding(Text("• " + note.line, style=style), (0, 0, 0, 2)))
+
+    def render_state(self, step: Step) -> RenderableType:
+        """Every tensor as ``step`` left it, with no change marks (the REPL's ``:vars``)."""
+        rows = step_rows(step, step, self.options.watch)
+        if not rows:
+            return Text("(no tensors)", style="dim")
+        return Trimmed(Group(Text(f"after step {step.index} · line {step.line}", style="dim"), self._table(rows)))
 
     def _table(self, rows: list[Row]) -> Table:
         show_device = {r.cells["device"] for r in rows} != {self.device}
@@ -160,17 +183,32 @@ class TableRenderer:
 
     def end(self, summary: RunSummary) -> None:
         """The closing line."""
-        style = "green" if summary.errors == 0 else "red"
+        style = "green" if summary.status == "ok" else "red"
         o = self.options
         hidden = self.shown < summary.steps and (o.first, o.last, o.depth) != (None, None, None)
         shown = f"{self.shown} of " if hidden else ""
         self.console.print(
             Text(
                 f"{shown}{summary.steps} step{'s' if summary.steps != 1 else ''}{' shown' if hidden else ''}, "
-                f"{summary.errors} error{'s' if summary.errors != 1 else ''}",
+                f"{error_counts(summary)}",
                 style=style,
             )
         )
+
+
+RULE: dict[str, Any] = {"align": "left", "style": "dim"}
+"""How the line that opens a step is drawn."""
+DEFINITION = re.compile(r"(class|def)\s+([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _folded(source: str) -> str | None:
+    """The one-line form of a definition or import step (``defines class MLP``), or None."""
+    m = DEFINITION.match(source)
+    if m:
+        return f"defines {'class' if m[1] == 'class' else 'function'} {m[2]}"
+    if source.startswith(("import ", "from ")) and "\n" not in source:
+        return source
+    return None
 
 
 # Columns whose text may wrap onto more lines; the rest stay on one line and end in "…".

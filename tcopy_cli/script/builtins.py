@@ -67,6 +67,12 @@ class Output:
         self.guards.output(self.printed)
         self.buffer.write(text)
 
+    def echo(self, text: str) -> str:
+        """An expression's value as the REPL shows it: counted as output, not printed."""
+        self.printed += len(text)
+        self.guards.output(self.printed)
+        return text
+
 
 def make_builtins(output: Output, is_script_callable: Callable[[Any], bool]) -> dict[str, Any]:
     """The names a script finds when its own and the module's names don't have them."""

@@ -97,6 +97,9 @@ class Interpreter(Sealed):
         # The module's frame first, then one per running call of a script function.
         self.frames: list[Frame] = [Frame(function=None)]
         self.try_stack: list[tuple[tuple[type, ...], int]] = []
+        self.echo = False
+        """Keep the repr of a top-level expression statement's value (the REPL shows it)."""
+        self.echoed: str | None = None
         self.handling: list[BaseException] = []
         self.iterations = 0
 

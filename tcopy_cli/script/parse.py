@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from dataclasses import dataclass, field
 
 from tcopy_cli.errors import ScriptRejected
@@ -21,6 +24,26 @@ class Program:
     origin: str
     comments: dict[int, str] = field(default_factory=dict)
     title: str = ""
+    expects: dict[int, str] = field(default_factory=dict)
+    """Line -> the exception class a trailing ``# expect: NAME`` comment names there."""
+
+    def expectation(self, node: ast.stmt) -> str | None:
+        """The exception class the statement is marked to raise (``# expect: NAME``), if any.
+
+        The comment may end any line of a simple statement; for a block statement
+        (``for``, ``if`` ...) only the lines of its header count.
+        """
+        if not self.expects:
+            return None
+        body = getattr(node, "body", None)
+        if body:
+            last = max(node.lineno, body[0].lineno - 1)
+        else:
+            last = node.end_lineno or node.lineno
+        for n in range(node.lineno, last + 1):
+            if n in self.expects:
+                return self.expects[n]
+        return None
 
     def statement_source(self, node: ast.stmt) -> str:
         """The source text of a simple statement, or the header line of a block (cached)."""
@@ -429,7 +452,36 @@ def parse_script(source: str, origin: str = "<inline>", limits: Limits | None = 
     comments = _comments(lines)
     title, after = _title(comments)
     narration = {n: c for n, c in comments.items() if n >= after}
-    return Program(tree=tree, source=source, lines=lines, origin=origin, comments=narration, title=title)
+    return Program(
+        tree=tree,
+        source=source,
+        lines=lines,
+        origin=origin,
+        comments=narration,
+        title=title,
+        expects=_expects(source) if "expect" in source else {},
+    )
+
+
+EXPECT = re.compile(r"#\s*expect:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
+"""A trailing ``# expect: RuntimeError`` comment: the line's error is the expected outcome."""
+
+
+def _expects(source: str) -> dict[int, str]:
+    """Line -> exception class name, for every trailing ``# expect: NAME`` comment."""
+    out: dict[int, str] = {}
+    code_on: set[int] = set()  # lines holding code before a comment
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.COMMENT:
+                match = EXPECT.match(tok.string)
+                if match and tok.start[0] in code_on:
+                    out[tok.start[0]] = match.group(1)
+            elif tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
+                code_on.update(range(tok.start[0], tok.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError):  # pragma: no cover - ast.parse accepted the source
+        return out
+    return out
 
 
 def _comments(lines: list[str]) -> dict[int, str]:

@@ -27,7 +27,10 @@ if TYPE_CHECKING:
 
 
 def on_expr(interp: Interpreter, stmt: ast.Expr) -> None:
-    interp.eval(stmt.value)
+    value = interp.eval(stmt.value)
+    if interp.echo and interp.depth == 0 and value is not None:
+        # The REPL answers like Python's: the value's repr (counted as output, like print).
+        interp.echoed = interp.output.echo(repr(value))
 
 
 def on_assign(interp: Interpreter, stmt: ast.Assign) -> None:

@@ -68,6 +68,11 @@ class StorageLabels:
     retired and a new storage at the same address gets a new label. Two storage objects
     over the same memory (``torch.from_numpy(t.numpy())``) get the same label.
 
+    A storage first seen as a gradient (``x.grad``) is labelled G1, G2 ... from a count of
+    its own: the table shows gradients by value, not by storage, and a gradient taking the
+    next S number would leave a gap in the labels the table does show (S1, S2, S4).
+    A name later bound to that storage (``g = x.grad``) shows its G label.
+
     The references have no callbacks: Python code run while memory is freed would
     swallow a signal's exception (Ctrl-C, --timeout) raised during it. Dead entries are
     found and dropped when a new storage is labelled.
@@ -84,7 +89,7 @@ class StorageLabels:
     def __init__(self) -> None:
         # id(storage) -> (weak reference, label, (device, start, end))
         self._entries: dict[int, tuple[weakref.ref[Any], str, tuple[str, int, int]]] = {}
-        self._count = 0
+        self._count = {"S": 0, "G": 0}
         self._by_object = storage_objects_preserved()
         # (C++ storage address, device) -> entry, where storage objects aren't preserved
         self._memory: dict[tuple[int, str], _MemoryEntry] = {}
@@ -94,10 +99,11 @@ class StorageLabels:
         """Note the [start, end) byte ranges of named arrays: memory an array views is alive."""
         self._held = [span for span in held if span[0] < span[1]]
 
-    def label(self, storage: Any, tensor: torch.Tensor | None = None) -> str:
-        """The label of ``storage`` (a torch.UntypedStorage), ``tensor``'s storage."""
+    def label(self, storage: Any, tensor: torch.Tensor | None = None, grad: bool = False) -> str:
+        """The label of ``storage`` (a torch.UntypedStorage), ``tensor``'s storage (a gradient's if ``grad``)."""
+        prefix = "G" if grad else "S"
         if not self._by_object and tensor is not None:
-            return self._label_by_memory(storage, tensor)
+            return self._label_by_memory(storage, tensor, prefix)
         key = id(storage)
         entry = self._entries.get(key)
         if entry is not None and entry[0]() is storage:
@@ -106,11 +112,11 @@ class StorageLabels:
         span = _span_of(storage)
         # Spans are read now: a storage resized in place since it was labelled has moved.
         known = ((e[1], _span_of(st) if (st := e[0]()) is not None else e[2]) for e in self._entries.values())
-        label = self._contained(span, known) or self._new_label()
+        label = self._contained(span, known) or self._new_label(prefix)
         self._entries[key] = (weakref.ref(storage), label, span)
         return label
 
-    def _label_by_memory(self, storage: Any, tensor: torch.Tensor) -> str:
+    def _label_by_memory(self, storage: Any, tensor: torch.Tensor, prefix: str) -> str:
         key = (int(storage._cdata), str(storage.device))
         entry = self._memory.get(key)
         if entry is not None and self._alive(key, entry):
@@ -122,7 +128,8 @@ class StorageLabels:
         for e in self._memory.values():  # a storage resized in place since it was labelled has moved
             if e.tensors and (t := e.tensors[0]()) is not None:
                 e.span = _span_of(t.untyped_storage())
-        label = self._contained(span, ((e.label, e.span) for e in self._memory.values())) or self._new_label()
+        known = ((e.label, e.span) for e in self._memory.values())
+        label = self._contained(span, known) or self._new_label(prefix)
         self._memory[key] = _MemoryEntry(label, span, [weakref.ref(tensor)])
         return label
 
@@ -141,9 +148,9 @@ class StorageLabels:
             None,
         )
 
-    def _new_label(self) -> str:
-        self._count += 1
-        return f"S{self._count}"
+    def _new_label(self, prefix: str) -> str:
+        self._count[prefix] += 1
+        return f"{prefix}{self._count[prefix]}"
 
 
 def _span_of(storage: Any) -> tuple[str, int, int]:
@@ -349,8 +356,8 @@ class Observer:
         storage_of: dict[str, str] = {}
         nbytes_of: dict[str, int] = {}
         storage_span: dict[str, tuple[int, int]] = {}
-        for name, t in members:
-            label, nbytes, base = self._storage(t)
+        for i, (name, t) in enumerate(members):
+            label, nbytes, base = self._storage(t, grad=i >= len(tensors))
             storage_of[name] = label
             nbytes_of[label] = nbytes
             if t.device.type == "cpu":
@@ -439,13 +446,13 @@ class Observer:
         graph = build_graph(walk, tensors, self.saved) if self.graph else None
         return Snapshot(records, array_records, total, events, graph)
 
-    def _storage(self, t: torch.Tensor) -> tuple[str, int, int]:
-        """(label, bytes, base address) of a tensor's storage."""
+    def _storage(self, t: torch.Tensor, grad: bool = False) -> tuple[str, int, int]:
+        """(label, bytes, base address) of a tensor's storage (``grad``: a gradient's)."""
         try:
             st = t.untyped_storage()
         except (RuntimeError, NotImplementedError):
             return f"no-storage:{id(t)}", 0, 0
-        return self.labels.label(st, t), int(st.nbytes()), int(st.data_ptr())
+        return self.labels.label(st, t, grad), int(st.nbytes()), int(st.data_ptr())
 
     def _record(self, t: torch.Tensor, storage: str, shares: list[str], grad: TensorRecord | None) -> TensorRecord:
         valid = _sizes_valid(t)

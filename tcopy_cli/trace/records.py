@@ -181,6 +181,8 @@ class ErrorInfo:
     message: str
     explanation: str = ""
     explained: bool = False
+    expected: bool = False
+    """The statement's line says ``# expect: NAME`` and the error is one: the intended outcome."""
 
     @property
     def headline(self) -> str:
@@ -188,9 +190,12 @@ class ErrorInfo:
         first = self.message.splitlines()[0] if self.message else ""
         return f"{self.type}: {first}"
 
-    def to_json(self) -> dict[str, str]:
-        """The JSON object for this error."""
-        return {"type": self.type, "message": self.message, "explanation": self.explanation}
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object for this error (``expected`` only on an expected one)."""
+        out: dict[str, Any] = {"type": self.type, "message": self.message, "explanation": self.explanation}
+        if self.expected:
+            out["expected"] = True
+        return out
 
 
 @dataclass(frozen=True)
@@ -254,6 +259,20 @@ class Step:
     depth: int = 0
     caught: CaughtInfo | None = None
     explanations: list[Note] = field(default_factory=list)
+    expect: str | None = None
+    """The exception class a trailing ``# expect: NAME`` comment on the statement names."""
+    value: str | None = None
+    """The repr of an expression statement's value (``tcopy repl`` only, like Python's REPL)."""
+
+    @property
+    def expected(self) -> bool:
+        """The step raised the error its ``# expect:`` comment names (the intended outcome)."""
+        return self.error is not None and self.error.expected
+
+    @property
+    def missed(self) -> bool:
+        """The step's ``# expect:`` comment names an error, and the statement raised none."""
+        return self.expect is not None and self.error is None and self.caught is None
 
     @property
     def notes(self) -> list[str]:
@@ -261,8 +280,8 @@ class Step:
         return [n.line for n in self.explanations]
 
     def to_json(self) -> dict[str, Any]:
-        """The ``step`` event of the JSON Lines format."""
-        return {
+        """The ``step`` event of the JSON Lines format (``expect``/``expected`` only where set)."""
+        out: dict[str, Any] = {
             "event": "step",
             "index": self.index,
             "line": self.line,
@@ -278,6 +297,10 @@ class Step:
             "function": self.function,
             "depth": self.depth,
         }
+        if self.expect is not None:
+            out["expect"] = self.expect
+            out["expected"] = self.expected
+        return out
 
 
 @dataclass(frozen=True)
@@ -319,12 +342,27 @@ class RunSummary:
     errors: int
     stopped_by: str | None = None
     rejected: bool = False
+    expected: int = 0
+    """Error steps (counted in ``errors`` too) whose error the line's ``# expect:`` named."""
+    missing: int = 0
+    """Steps marked ``# expect: NAME`` that raised nothing."""
+
+    @property
+    def unexpected(self) -> int:
+        """Error steps nobody expected."""
+        return self.errors - self.expected
 
     @property
     def status(self) -> str:
-        """``ok`` when no step failed and the script was not refused."""
-        return "ok" if self.errors == 0 and not self.rejected else "error"
+        """``ok`` when every error step was expected, every expected error happened, and the
+        script was not refused."""
+        return "ok" if self.unexpected == 0 and self.missing == 0 and not self.rejected else "error"
 
     def to_json(self) -> dict[str, Any]:
-        """The ``end`` event."""
-        return {"event": "end", "status": self.status, "steps": self.steps, "errors": self.errors}
+        """The ``end`` event (the expectation counts only where not zero)."""
+        out: dict[str, Any] = {"event": "end", "status": self.status, "steps": self.steps, "errors": self.errors}
+        if self.expected:
+            out["expected_errors"] = self.expected
+        if self.missing:
+            out["missing_errors"] = self.missing
+        return out

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from tcopy_cli import __version__
-from tcopy_cli.errors import StopRun, TimeoutExceeded, UsageError
+from tcopy_cli.errors import StopRun, TcopyError, TimeoutExceeded, UsageError
 from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
 from tcopy_cli.script.interp import Caught, ControlFlow, Interpreter
 from tcopy_cli.script.parse import Program
@@ -152,6 +152,8 @@ class Runner:
         self.interp = Interpreter(program, options.limits, self)
         self.count = 0
         self.errors = 0
+        self.expected = 0  # error steps their line's "# expect: NAME" named (counted in errors too)
+        self.missing = 0  # steps marked "# expect: NAME" that raised nothing
         self.current_node: ast.stmt | None = None
         # The statement last started, kept after its step ends: a timeout that fires while
         # tcopy reports it (observing thousands of tensors) is reported there.
@@ -180,7 +182,13 @@ class Runner:
         """Run the whole script."""
         with torch_session(self.options.device):
             self._run_body()
-        return RunSummary(steps=self.count, errors=self.errors, stopped_by=self.stopped_by)
+        return RunSummary(
+            steps=self.count,
+            errors=self.errors,
+            stopped_by=self.stopped_by,
+            expected=self.expected,
+            missing=self.missing,
+        )
 
     def _run_body(self) -> None:
         timeout = self.options.limits.timeout
@@ -338,6 +346,11 @@ class Runner:
             self.stopped_by = "max_steps"
             raise StopRun()
 
+    def _echoed(self, node: ast.stmt) -> str | None:
+        """The value the REPL echoes for ``node`` (a top-level expression statement), once."""
+        value, self.interp.echoed = self.interp.echoed, None
+        return value if isinstance(node, ast.Expr) else None
+
     def _emit_error(self, node: ast.stmt, exc: BaseException, observe: bool = True) -> None:
         self._finish(node, "", [], exc, stop=False, observe=observe)
 
@@ -383,11 +396,13 @@ class Runner:
         if error is None and total > limits.max_bytes:
             error = limits.exceeded("max_bytes", f"tensors now use {total:,} bytes")
         info = None
+        expect = self.program.expectation(node)
         if error is not None:
             message = str(error)
             if isinstance(error, KeyError):
                 message = repr(error.args[0]) if error.args else ""
-            info = ErrorInfo(type=type(error).__name__, message=message)
+            expected = expect is not None and _raises(error, expect) and stop
+            info = ErrorInfo(type=type(error).__name__, message=message, expected=expected)
         caught_info = None
         if caught is not None:
             exc, line = caught
@@ -425,15 +440,30 @@ class Runner:
             function=self.interp.current_function,
             depth=self.interp.depth,
             caught=caught_info,
+            expect=expect,
+            value=self._echoed(node),
         )
         self.emit(record)
+        if record.missed:
+            self.missing += 1
         if info is not None:
             self.errors += 1
+            if info.expected:  # the intended outcome: the run goes on with the next statement
+                self.expected += 1
+                return False
             fatal = isinstance(error, TimeoutExceeded) or self.stopped_by in ("max_steps", "max_output")
             if stop and (not self.options.keep_going or fatal):
                 raise StopRun()
             return False
         return True
+
+
+def _raises(error: BaseException, name: str) -> bool:
+    """True when ``error`` is an instance of a class called ``name`` (as ``except NAME`` would
+    catch it); tcopy's own limits are never an expected outcome."""
+    if isinstance(error, TcopyError):
+        return False
+    return any(cls.__name__ == name for cls in type(error).__mro__)
 
 
 def _narration(program: Program, node: ast.stmt) -> list[str]:

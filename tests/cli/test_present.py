@@ -117,7 +117,9 @@ def test_cast_export_replays_with_the_delay(tmp_path: Path) -> None:
 
 def test_graph_command_and_stale_saved_tensor() -> None:
     code, out, _ = run("graph", "--example", "inplace_error", "-f", "text")
-    assert code == 1  # the example ends in an error step
+    assert code == 0  # the example ends in an error step its line marks '# expect: RuntimeError'
+    code, _, _ = run("graph", "-e", "import torch\ntorch.ones(2).view(3)")
+    assert code == 1  # an error nobody expected
     assert "SigmoidBackward0" in out and "STALE" in out
     code, out, _ = run("graph", "-e", GRAPH_SCRIPT, "-f", "dot")
     assert code == 0 and out.startswith("digraph autograd {") and out.rstrip().endswith("}")
@@ -281,3 +283,44 @@ def test_export_png_script_renders_the_svg(tmp_path: Path) -> None:
     width, height = struct.unpack(">II", png[16:24])
     view_box = ET.parse(svg).getroot().attrib["viewBox"].split()
     assert (width, height) == (round(float(view_box[2])), round(float(view_box[3])))  # the SVG's own size
+
+
+def test_repl_answers_expressions_shows_vars_unmarked_and_clears_on_ctrl_l() -> None:
+    import torch
+
+    a = torch.ones(3, requires_grad=True)
+    child = _spawn(["repl"])
+    child.expect(">>> ")
+    child.sendline("a = torch.ones(3, requires_grad=True)")
+    child.expect(">>> ")
+    child.sendline("a * 3")
+    child.expect(re.escape(repr(a * 3)))  # the value, as plain Python's repr gives it
+    child.expect(">>> ")
+    child.sendline("a.is_leaf")
+    child.expect(r"a\.is_leaf\r\n")  # the statement, then its value on the next line
+    child.expect(rf"{a.is_leaf}\r\n")
+    child.expect(">>> ")
+    child.sendline("b = a * 2")  # an assignment answers nothing, as in Python
+    child.expect(">>> ")
+    assert "tensor(" not in child.before
+    child.sendline("print(b.sum())")  # print's own output, and no echo of its None
+    child.expect(">>> ")
+    assert str((a * 2).sum()) in child.before and "\r\nNone\r\n" not in child.before
+    child.sendline(":vars")
+    child.expect(">>> ")
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", child.before)
+    rows = [line for line in plain.splitlines() if re.match(r"^. [ab] ", line)]
+    assert [r[2] for r in rows] == ["a", "b"] and all(r[0] == " " for r in rows), rows  # no row marked new
+    child.sendline(":clear")
+    child.expect(r"\x1b\[H\x1b\[2J|\x1b\[2J")
+    child.expect(">>> ")
+    child.send("c = 1")
+    child.sendcontrol("l")  # Ctrl-L: the screen is cleared and the prompt drawn again with the line
+    child.expect(r"\x1b\[H\x1b\[2J|\x1b\[2J|\x1b\[H\x1b\[J")
+    child.expect(">>> c = 1")
+    child.sendline("")
+    child.expect(">>> ")
+    child.sendline(":quit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0

@@ -32,8 +32,10 @@ storage offset; which names share storage and which have equal data_ptr; NumPy a
 and the memory they share. Function locals (``fn:name``) show only while the function
 runs; the step index counts every step.
 
-A script whose comment lines include ``# expect-error: TYPE`` must end with that error
-under plain Python; every other script must run to the end without one.
+A script whose comment lines include ``# expect-error: TYPE``, or whose last failing
+line ends in tcopy's ``# expect: TYPE`` comment, must end with that error under plain
+Python; every other script must run to the end without one. tcopy reports an error on
+a line marked ``# expect: TYPE`` as expected: the run ends "ok" and exits 0.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ from reference import collect_reference, start_reference
 
 CORPUS_ROOT = Path(__file__).resolve().parent.parent / "corpus"
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "tcopy_cli" / "examples"
-EXPECT_ERROR = re.compile(r"^#\s*expect-error:\s*(\w+)\s*$", re.MULTILINE)
+EXPECT_ERROR = re.compile(r"^#\s*expect-error:\s*(\w+)\s*$|\S.*#\s*expect:\s*(\w+)\s*$", re.MULTILINE)
+EXPECT_ON_LINE = re.compile(r"\S.*#\s*expect:\s*(\w+)\s*$")
 ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 # A function's local while it runs: "fn:name", "Cls.fn:name[0]", "fn:name.grad".
 LOCAL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*:")
@@ -93,7 +96,13 @@ CORPORA = {
             min_scripts=28,
             with_examples=True,
             cli_scripts=frozenset(
-                {"numpy_roundtrip.py", "deepcopy_nonleaf_error.py", "sgd_loop.py", "example_clone.py"}
+                {
+                    "numpy_roundtrip.py",
+                    "deepcopy_nonleaf_error.py",
+                    "sgd_loop.py",
+                    "example_clone.py",
+                    "example_deepcopy.py",
+                }
             ),
         ),
         Corpus("snippets", mode="snippets", min_scripts=22, short_and_seeded=True),
@@ -331,7 +340,8 @@ def test_reference_runs_as_intended(corpus: str, name: str, corpus_runs: Any) ->
         assert ref["error"] is None, f"plain Python failed: {ref['error']}"
         assert ref["completed"] == ref["statements_total"]
     else:
-        assert ref["error"] is not None and ref["error"]["type"] == expected.group(1), ref["error"]
+        kind = expected.group(1) or expected.group(2)
+        assert ref["error"] is not None and ref["error"]["type"] == kind, ref["error"]
 
 
 # --- tcopy against plain Python ------------------------------------------------------
@@ -358,14 +368,22 @@ def test_error(corpus: str, name: str, corpus_runs: Any) -> None:
     got = {"type": errors[0]["error"]["type"], "line": errors[0]["line"]} if errors else None
     want = {"type": ref["error"]["type"], "line": ref["error"]["line"]} if ref["error"] else None
     assert got == want
-    assert tc["end"]["status"] == ("error" if want else "ok")
+    # An error on a line marked "# expect: TYPE" (that type) is the intended outcome.
+    lines = CORPORA[corpus].source(name).splitlines()
+    marked = {n: m.group(1) for n, line in enumerate(lines, 1) if (m := EXPECT_ON_LINE.search(line))}
+    intended = want is not None and marked.get(want["line"]) == want["type"]
+    failed = want is not None and not intended
+    if errors:
+        assert errors[0]["error"].get("expected", False) == intended == errors[0].get("expected", False)
+    assert tc["end"]["status"] == ("error" if failed else "ok")
+    assert tc["end"].get("expected_errors", 0) == (1 if intended else 0)
     assert tc["end"]["errors"] == len(errors)
     if errors:
         assert tc["steps"][-1]["status"] == "error", "without --keep-going the run ends at the error"
         if CORPORA[corpus].mode == "statements":
             assert len(errors) == 1, "a top-level statement fails once"
     if tc["exit_code"] is not None:
-        assert tc["exit_code"] == (1 if want else 0), tc.get("stderr")
+        assert tc["exit_code"] == (1 if failed else 0), tc.get("stderr")
 
 
 @pytest.mark.parametrize(("corpus", "name"), ALL)

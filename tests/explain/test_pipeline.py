@@ -31,6 +31,7 @@ SCRIPT = (
     + "t = torch.tensor(a)\n"
     + "w = torch.zeros(3)\n"
     + "n = w.numpy()\n"
+    + "m = w + 1  # expect: RuntimeError\n"
     + "try:\n"
     + "    q = torch.ones(2).view(3)\n"
     + "except RuntimeError:\n"
@@ -48,7 +49,7 @@ def test_the_run_records_facts_only() -> None:
         if step.error is not None:
             assert step.error.explanation == "" and not step.error.explained
     caught = [s.caught for s in trace.steps if s.caught is not None]
-    assert len(caught) == 1 and caught[0].error.type == "RuntimeError" and caught[0].except_line == 14
+    assert len(caught) == 1 and caught[0].error.type == "RuntimeError" and caught[0].except_line == 15
 
 
 def test_explaining_after_the_run_equals_explaining_as_it_runs() -> None:

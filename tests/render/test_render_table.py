@@ -217,3 +217,40 @@ def test_markdown_counts_in_the_singular() -> None:
     assert out.rstrip().endswith("2 steps, 1 error")
     out = runner.invoke(app, ["run", "-e", "a = torch.ones(2)", "-f", "markdown"]).stdout
     assert out.rstrip().endswith("1 step, 0 errors")
+
+
+QUIET_SCRIPT = """\
+import torch
+import torch.nn as nn
+a = torch.ones(2, requires_grad=True)
+print(a * 2)
+class Twice(nn.Module):
+    def forward(self, x):
+        return x * 2
+def half(x):
+    return x / 2
+b = a * 3
+print(b.sum())
+"""
+
+
+def test_steps_that_change_no_tensor_draw_no_table() -> None:
+    """A print, a class or function definition, an import: no table; JSON keeps every step."""
+    result = runner.invoke(app, ["run", "-e", QUIET_SCRIPT, "--no-color", "--width", "80"])
+    assert result.exit_code == 0, result.stderr
+    blocks = dict(zip(*[iter(re.split(r"^Step (\d+) · ", result.stdout, flags=re.M)[1:])] * 2))
+    a = torch.ones(2, requires_grad=True)
+    b = a * 3
+    assert blocks["1"].startswith("line 1 · import torch ─") and blocks["1"].count("\n") == 1
+    assert blocks["2"].startswith("line 2 · import torch.nn as nn ─") and blocks["2"].count("\n") == 1
+    assert "name" in blocks["3"]  # a new tensor: the table
+    assert "name" not in blocks["4"] and "(no tensor changed)" in blocks["4"] and "│ " + str(a * 2) in blocks["4"]
+    assert blocks["5"].startswith("line 5 · defines class Twice ─") and blocks["5"].count("\n") == 1
+    assert blocks["6"].startswith("line 8 · defines function half ─") and blocks["6"].count("\n") == 1
+    assert "name" in blocks["7"] and re.search(r"^\+ b ", blocks["7"], re.M)  # b is new; a unmarked
+    assert re.search(r"^  a ", blocks["7"], re.M)
+    assert "(no tensor changed)" in blocks["8"] and "│ " + str(b.sum()) in blocks["8"]
+    out = runner.invoke(app, ["run", "-e", QUIET_SCRIPT, "-f", "json"]).stdout
+    steps = [e for e in map(json.loads, out.splitlines()) if e["event"] == "step"]
+    assert [s["line"] for s in steps] == [1, 2, 3, 4, 5, 8, 10, 11]
+    assert all(list(s["tensors"]) == ["a"] for s in steps[2:6])

@@ -324,3 +324,33 @@ def test_limits_object_is_honoured_by_run_source() -> None:
     trace = run("for i in range(100):\n    x = i", limits=Limits(max_steps=5))
     assert len(trace.steps) == 6
     assert last(trace).error is not None and last(trace).error.type == "LimitExceeded"
+
+
+def test_storage_labels_are_consecutive_and_gradients_have_their_own() -> None:
+    """Named tensors' storages are S1, S2, ... with no gap where a gradient was first seen;
+    a gradient's storage is G1, G2, ...; equal labels exactly where plain torch shares a storage."""
+    src = """
+        x = torch.ones(2, requires_grad=True)
+        y = (x * 2).sum()
+        y.backward()
+        z = x.detach() + 1
+        g = x.grad
+        w = torch.zeros(1)
+        """
+    trace = run(src)
+    _, ns = plain_run(src)
+    order: list[str] = []
+    for step in trace.steps:
+        for rec in step.tensors.values():
+            if rec.storage not in order:
+                order.append(rec.storage)
+    named = [label for label in order if label.startswith("S")]
+    assert named == [f"S{i}" for i in range(1, len(named) + 1)]
+    rec = last(trace).tensors
+    assert rec["x"].grad is not None and rec["x"].grad.storage == "G1" == rec["g"].storage
+    plain_ptr = {n: ns[n].untyped_storage().data_ptr() for n in ("x", "y", "z", "g", "w")}
+    plain_ptr["x.grad"] = ns["x"].grad.untyped_storage().data_ptr()
+    label = {n: rec[n].storage for n in ("x", "y", "z", "g", "w")} | {"x.grad": rec["x"].grad.storage}
+    for a in label:
+        for b in label:
+            assert (label[a] == label[b]) == (plain_ptr[a] == plain_ptr[b]), (a, b)

@@ -40,13 +40,13 @@ def explain_step_error(f: StepFacts, error: ErrorInfo) -> ErrorInfo:
     """The step's error with its explanation, naming this script's tensors, calls and earlier steps."""
     found = find(error.type, error.message)
     if found is None:
-        return ErrorInfo(error.type, error.message, UNKNOWN, explained=False)
+        return ErrorInfo(error.type, error.message, UNKNOWN, explained=False, expected=error.expected)
     e, m = found
     try:
         text = e.explain(ErrorContext.of(f, error), m)
     except Exception:  # an explanation must never end the run: say what the message alone allows
         text = e.explain(ErrorContext(error), m)
-    return ErrorInfo(error.type, error.message, text, explained=True)
+    return ErrorInfo(error.type, error.message, text, explained=True, expected=error.expected)
 
 
 def caught_error(f: StepFacts) -> list[Note]:
@@ -62,4 +62,32 @@ def caught_error(f: StepFacts) -> list[Note]:
     ]
 
 
-__all__ = ["CATALOGUE", "UNKNOWN", "Entry", "catalogue_entry", "caught_error", "explain_error", "explain_step_error"]
+def expect_outcome(f: StepFacts) -> list[Note]:
+    """A ``# expect: NAME`` comment the statement did not bear out (no error, or another one)."""
+    step = f.step
+    if step.expect is None or step.expected:
+        return []
+    mark = f"# expect: {step.expect}"
+    if step.error is not None:
+        return [
+            note(
+                "expect.other",
+                f"This line says '{mark}', but the statement raised {step.error.type}: not the expected error.",
+                severity="warning",
+            )
+        ]
+    if step.caught is not None:
+        return []
+    return [note("expect.missing", f"This line says '{mark}', but the statement raised nothing.", severity="warning")]
+
+
+__all__ = [
+    "CATALOGUE",
+    "UNKNOWN",
+    "Entry",
+    "catalogue_entry",
+    "caught_error",
+    "expect_outcome",
+    "explain_error",
+    "explain_step_error",
+]
