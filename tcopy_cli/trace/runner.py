@@ -10,7 +10,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -26,6 +26,48 @@ from tcopy_cli.trace.records import CaughtInfo, ErrorInfo, RunInfo, RunSummary, 
 # Seconds the hard watchdog waits past --timeout for a single C operation to return
 # before it ends the process (Python cannot interrupt code running inside torch).
 HARD_TIMEOUT_GRACE = 5.0
+
+
+class PrintedCount(Protocol):
+    """Counts what the script printed (for --max-output)."""
+
+    @property
+    def printed(self) -> int:
+        """Characters printed so far in the run."""
+
+
+class Engine(Protocol):
+    """What executes the script for a Runner: the sandbox's Interpreter or the ``--trust`` tracer."""
+
+    @property
+    def output(self) -> PrintedCount:
+        """The script's printed output so far."""
+
+    @property
+    def current_function(self) -> str | None:
+        """The script function whose statement is running, None at module level."""
+
+    @property
+    def depth(self) -> int:
+        """How many script-function calls are running."""
+
+    def run(self) -> None:
+        """Execute the whole program, reporting steps to the runner."""
+
+    def load(self, program: Program) -> None:
+        """Run ``program`` next, in the same namespace."""
+
+    def forget(self) -> None:
+        """Drop the script's names."""
+
+    def names(self) -> dict[str, Any]:
+        """The names to observe: module names, then running functions' locals as ``fn:name``."""
+
+    def capture_output(self) -> contextlib.AbstractContextManager[Any]:
+        """A context whose value collects what the script prints inside it."""
+
+    def would_catch(self, exc: BaseException) -> int | None:
+        """Line of the ``except`` that will handle ``exc``, or None."""
 
 
 @dataclass(frozen=True)
@@ -149,7 +191,7 @@ class Runner:
         self.options = options
         self.emit = emit
         self.observer = Observer(options.max_values, graph=options.graph)
-        self.interp = Interpreter(program, options.limits, self)
+        self.interp = self._engine()
         self.count = 0
         self.errors = 0
         self.current_node: ast.stmt | None = None
@@ -164,6 +206,10 @@ class Runner:
         self.deadline: float | None = None
         self.interrupted = False
         self.pending: tuple[ast.stmt | None, str, list[str]] = (None, "", [])
+
+    def _engine(self) -> Engine:
+        """What executes the script: the sandbox's interpreter (``--trust`` has its own)."""
+        return Interpreter(self.program, self.options.limits, self)
 
     def info(self, origin: str) -> RunInfo:
         """The facts for the ``start`` event."""
