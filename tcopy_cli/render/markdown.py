@@ -6,7 +6,7 @@ from typing import TextIO
 
 from tcopy_cli.render import ViewOptions
 from tcopy_cli.render.cells import COLUMNS, removed_names, step_rows
-from tcopy_cli.trace.records import RunInfo, RunSummary, Step
+from tcopy_cli.trace.records import TRUSTED_HEADER, RunInfo, RunSummary, Step
 
 
 def _cell(text: str) -> str:
@@ -30,6 +30,8 @@ class MarkdownRenderer:
             f"# {heading}\n\ntcopy {info.tcopy} · torch {info.torch} · device `{info.device}` · `{info.source}`"
             f" · confinement `{info.confinement}`\n\n"
         )
+        if info.trusted:
+            self.out.write(f"> {TRUSTED_HEADER}\n\n")
         for fact in info.degraded:
             self.out.write(f"> degraded: {fact}\n\n")
 

@@ -17,7 +17,7 @@ from tcopy_cli.render.layout import plan
 from tcopy_cli.render.memory import memory_map, memory_signature
 from tcopy_cli.render.trim import Trimmed
 from tcopy_cli.render.values import value_lines
-from tcopy_cli.trace.records import RunInfo, RunSummary, Step, TensorRecord
+from tcopy_cli.trace.records import TRUSTED_HEADER, RunInfo, RunSummary, Step, TensorRecord
 
 NOTE_STYLES = {"info": "cyan", "warning": "bold yellow"}
 
@@ -54,6 +54,8 @@ class TableRenderer:
         )
         if info.title:
             self.console.print(Trimmed(Text(info.title, style="bold")))
+        if info.trusted:
+            self.console.print(Trimmed(Text(TRUSTED_HEADER, style="bold yellow")))
         confined = not info.confinement.startswith("none")
         self.console.print(
             Trimmed(Text.assemble(("confinement ", "dim"), (info.confinement, "dim" if confined else "bold yellow")))

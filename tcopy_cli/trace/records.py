@@ -280,6 +280,10 @@ class Step:
         }
 
 
+TRUSTED_HEADER = "trusted: real Python, not sandboxed"
+"""How a run's header says that ``--trust`` ran the script with CPython itself."""
+
+
 @dataclass(frozen=True)
 class RunInfo:
     """Facts about a run, known before its first step."""
@@ -293,6 +297,8 @@ class RunInfo:
     degraded: list[str] = field(default_factory=list)
     confinement: str = "none"
     """Kernel protections active in the process running the script (tcopy_cli.confine)."""
+    trusted: bool = False
+    """``--trust``: CPython ran the script itself, without the sandbox."""
 
     def to_json(self) -> dict[str, Any]:
         """The ``start`` event (``degraded`` only where some fact is)."""
@@ -308,6 +314,8 @@ class RunInfo:
         }
         if self.degraded:
             out["degraded"] = self.degraded
+        if self.trusted:
+            out["trusted"] = True
         return out
 
 

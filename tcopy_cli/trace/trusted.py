@@ -28,6 +28,7 @@ import __future__
 import ast
 import builtins
 import contextlib
+import dataclasses
 import inspect
 import io
 import os
@@ -43,6 +44,7 @@ import torch
 from tcopy_cli.errors import StopRun, TcopyError, TimeoutExceeded
 from tcopy_cli.script.interp import BLOCK_STATEMENTS
 from tcopy_cli.script.parse import Program
+from tcopy_cli.trace.records import RunInfo
 from tcopy_cli.trace.runner import Runner
 
 # Comprehensions and generator expressions run in frames of their own (before 3.12);
@@ -486,6 +488,10 @@ class TrustedRunner(Runner):
 
     def _engine(self) -> TrustedScript:
         return TrustedScript(self.program, self)
+
+    def info(self, origin: str) -> RunInfo:
+        """The ``start`` facts, marked trusted."""
+        return dataclasses.replace(super().info(origin), trusted=True)
 
     @property
     def script(self) -> TrustedScript:
