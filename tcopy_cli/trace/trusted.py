@@ -188,6 +188,10 @@ class TrustedScript:
         self.reported: set[int] = set()
         self.loose = io.StringIO()
         self.flags = 0
+        # An exception of tcopy's own raised inside the tracer (a timeout while observing,
+        # a bug): the run stops with StopRun, which the script can't catch, and it is
+        # raised again once the script is unwound.
+        self.escaped: BaseException | None = None
 
     # --- the Engine protocol ---------------------------------------------------------
 
@@ -253,7 +257,12 @@ class TrustedScript:
                 self.reported.clear()
                 try:
                     self._exec(code)
-                except (StopRun, KeyboardInterrupt, TimeoutExceeded):
+                except StopRun:
+                    escaped, self.escaped = self.escaped, None
+                    if escaped is not None:
+                        raise escaped from None
+                    raise
+                except (KeyboardInterrupt, TimeoutExceeded):
                     raise
                 except SystemExit as exc:
                     if id(exc) not in self.reported:
@@ -282,9 +291,10 @@ class TrustedScript:
         """stdout to the steps, warnings to the steps, no stdin; the script's directory importable."""
         here = os.path.dirname(os.path.abspath(self.program.origin)) if os.path.isfile(self.program.origin) else ""
         path_entry = here or os.getcwd()
-        saved_argv, saved_stdin = sys.argv, sys.stdin
+        saved_argv, saved_stdin, saved_hook = sys.argv, sys.stdin, sys.breakpointhook
         sys.argv = [self.program.origin]
         sys.stdin = io.StringIO("")
+        sys.breakpointhook = _no_breakpoint  # a debugger would replace the tracer; tcopy stops at every step
         sys.path.insert(0, path_entry)
         try:
             with contextlib.redirect_stdout(self.output), warnings.catch_warnings():  # type: ignore[type-var]
@@ -292,7 +302,7 @@ class TrustedScript:
                 warnings.showwarning = self._on_warning
                 yield
         finally:
-            sys.argv, sys.stdin = saved_argv, saved_stdin
+            sys.argv, sys.stdin, sys.breakpointhook = saved_argv, saved_stdin, saved_hook
             with contextlib.suppress(ValueError):
                 sys.path.remove(path_entry)
 
@@ -342,6 +352,15 @@ class TrustedScript:
         return self._trace_line
 
     def _trace_line(self, frame: FrameType, event: str, arg: Any) -> Any:
+        try:
+            return self._on_event(frame, event, arg)
+        except (StopRun, KeyboardInterrupt):
+            raise
+        except BaseException as exc:  # tcopy's own: never into the script, where an except could hide it
+            self.escaped = exc
+            raise StopRun() from None
+
+    def _on_event(self, frame: FrameType, event: str, arg: Any) -> Any:
         state = self.running.get(frame)
         if state is None:
             return None
@@ -442,6 +461,10 @@ class TrustedScript:
         """An error no traced statement reported (the tracer was off): a step of the top-level statement."""
         ok = isinstance(exc, SystemExit) and (exc.code is None or exc.code == 0)
         self.runner.finish(node, "", [], None if ok else exc, None, torch.is_grad_enabled(), False)
+
+
+def _no_breakpoint(*_args: Any, **_kwargs: Any) -> None:
+    """``breakpoint()`` under ``--trust``: nothing (a debugger's tracer would replace tcopy's)."""
 
 
 def _matches(exc: BaseException, expr: ast.expr | None, frame: FrameType) -> bool:

@@ -257,3 +257,9 @@ def test_the_python_state_is_restored(tmp_path: Path) -> None:
     before = (sys.stdout, sys.stdin, list(sys.path), sys.argv, sys.gettrace())
     _trusted("import sys\nprint(sys.argv)\nraise SystemExit(2)\n", tmp_path)
     assert (sys.stdout, sys.stdin, list(sys.path), sys.argv, sys.gettrace()) == before
+
+
+def test_breakpoint_does_not_take_the_tracer_away(tmp_path: Path) -> None:
+    steps, summary = _trusted("x = 1\nbreakpoint()\ny = 2\nprint(x + y)\n", tmp_path)
+    assert summary.status == "ok"
+    assert [s.line for s in steps] == [1, 2, 3, 4] and steps[-1].stdout == "3\n"
