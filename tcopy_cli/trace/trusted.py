@@ -50,6 +50,8 @@ from tcopy_cli.trace.runner import Runner
 # Comprehensions and generator expressions run in frames of their own (before 3.12);
 # they are part of the statement that runs them.
 _COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
+# Columns of each instruction (3.11+): where statements share a line, which one runs.
+_POSITIONS = hasattr(CodeType, "co_positions")
 # Ends of iteration, not errors: Python consumes them in the loop that asked.
 _ITERATION_ENDS = (StopIteration, StopAsyncIteration, GeneratorExit)
 
@@ -78,13 +80,28 @@ class StatementIndex:
         self.headers: set[int] = set()
         self.tries: list[_TryBlock] = []
         self.functions: dict[tuple[int, str], ast.AST] = {}
+        self.owners: dict[int, ast.AST | None] = {}
+        self.spans: dict[int, list[ast.stmt]] = {}
+        self._all: list[ast.stmt] = []
         self._add_block(tree.body, None, 0)
+        starts: dict[int, int] = {}
+        for stmt in self._all:
+            starts[stmt.lineno] = starts.get(stmt.lineno, 0) + 1
+        # Lines where statements share a line (``a = 1; b = 2``, ``for i in x: y(i)``): a
+        # line event can't tell them apart, the column of the running instruction can.
+        self.shared = frozenset(line for line, n in starts.items() if n > 1)
+        for stmt in self._all:
+            for line in range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1):
+                if line in self.shared:
+                    self.spans.setdefault(line, []).append(stmt)
 
     def _add_block(self, body: list[ast.stmt], owner: ast.AST | None, depth: int) -> None:
         for stmt in body:
             self._add(stmt, owner, depth)
 
     def _add(self, stmt: ast.stmt, owner: ast.AST | None, depth: int) -> None:
+        self._all.append(stmt)
+        self.owners[id(stmt)] = owner
         first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
         last = stmt.end_lineno or stmt.lineno
         for line in range(first, last + 1):
@@ -106,8 +123,17 @@ class StatementIndex:
         for handler in getattr(stmt, "handlers", []):
             self._add_block(handler.body, owner, depth + 1)
 
-    def statement(self, line: int) -> ast.stmt | None:
-        """The innermost statement on ``line``."""
+    def statement(self, line: int, col: int | None = None) -> ast.stmt | None:
+        """The innermost statement at ``line`` (and ``col``, where statements share the line)."""
+        if col is not None and line in self.shared:
+            around = [
+                stmt
+                for stmt in self.spans[line]
+                if (stmt.lineno, stmt.col_offset) <= (line, col)
+                and (line, col) < (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)
+            ]
+            if around:
+                return max(around, key=lambda stmt: (stmt.lineno, stmt.col_offset))
         return self.at_line.get(line)
 
     def is_header(self, node: ast.stmt) -> bool:
@@ -185,6 +211,7 @@ class TrustedScript:
         self.stack: list[_Running] = []
         self.frame: FrameType | None = None
         self.kinds: dict[CodeType, str] = {}
+        self.positions: dict[CodeType, list[tuple[int | None, int | None, int | None, int | None]]] = {}
         self.reported: set[int] = set()
         self.loose = io.StringIO()
         self.flags = 0
@@ -349,6 +376,8 @@ class TrustedScript:
         state = _Running()
         self.running[frame] = state
         self.stack.append(state)
+        if self.index.shared and _POSITIONS:
+            frame.f_trace_opcodes = True  # to see each statement of a shared line begin
         return self._trace_line
 
     def _trace_line(self, frame: FrameType, event: str, arg: Any) -> Any:
@@ -364,8 +393,8 @@ class TrustedScript:
         state = self.running.get(frame)
         if state is None:
             return None
-        if event == "line":
-            node = self.index.statement(frame.f_lineno)
+        if event == "line" or (event == "opcode" and frame.f_lineno in self.index.shared):
+            node = self._statement(frame)
             if node is not None and node is not state.node:
                 self._end(frame, state)
                 self._begin(state, node)
@@ -382,6 +411,23 @@ class TrustedScript:
                     self.stack[-1].out.write(self.loose.getvalue())
                     self.loose = io.StringIO()
         return self._trace_line
+
+    def _statement(self, frame: FrameType) -> ast.stmt | None:
+        """The statement of the script that ``frame`` is running now (one of its own code's)."""
+        line, col = frame.f_lineno, None
+        if line in self.index.shared and _POSITIONS:
+            code = frame.f_code
+            positions = self.positions.get(code)
+            if positions is None:
+                positions = self.positions[code] = list(code.co_positions())
+            here = positions[frame.f_lasti // 2] if 0 <= frame.f_lasti // 2 < len(positions) else None
+            if here is None or here[0] is None or here[2] is None:
+                return None
+            line, col = here[0], here[2]
+        node = self.index.statement(line, col)
+        if node is None or self.index.owners.get(id(node)) is not self.index.owner(frame.f_code):
+            return None  # a line of another code object (a def's header inside its own frame)
+        return node
 
     def _begin(self, state: _Running, node: ast.stmt) -> None:
         runner = self.runner

@@ -63,6 +63,26 @@ def test_sandbox_and_trust_report_the_same_facts(path: Path) -> None:
         assert ours == theirs
 
 
+SHARED_LINES = {
+    "semicolons": "import torch\na = torch.ones(2, requires_grad=True); b = a.clone(); (b * 3).sum().backward()\n",
+    "one-line blocks": (
+        "import torch\nb = torch.zeros(2)\nfor i in range(3): b = b + i\nif True: c = b * 2; d = c.view(2, 1)\n"
+        "while b.sum() < 20: b.add_(1)\n"
+    ),
+    "one-line functions": (
+        "import torch\ndef f(x): return x * 2\ndef g(t):\n    u = t * 2; v = u + 1\n    return v\n"
+        "w = g(f(torch.ones(2)))\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("source", SHARED_LINES.values(), ids=list(SHARED_LINES))
+def test_statements_sharing_a_line_are_steps_of_their_own(source: str) -> None:
+    sandbox = _events(source, "<inline>", trust=False)
+    assert len(sandbox) > source.count("\n") + 2  # more steps than lines
+    assert _events(source, "<inline>", trust=True) == sandbox
+
+
 # --- what only --trust runs, against plain Python ---------------------------------------
 
 
