@@ -142,7 +142,8 @@ _RULES: list[_Rule] = [
         _fixed(
             "tcopy runs scripts in a sandbox that allows only listed torch functions, tensor "
             "methods and builtins; this use is not among them (see the README's script "
-            "language section)."
+            "language section). If you trust the script, 'tcopy run --trust' runs it with "
+            "real Python, not sandboxed."
         ),
     ),
     _Rule(

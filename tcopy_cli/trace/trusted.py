@@ -9,8 +9,11 @@ at the next ``line`` event of its frame, at the frame's ``return``, or at an
 ``exception`` event in it; there the runner observes the tensors bound in the script's
 frames (module names, then each running script function's locals as ``fn:name``) with
 the sandbox's observer and emits the same fact-only Step. The statement a line belongs
-to comes from the script's AST, so a multi-line statement is one step; comprehensions
-and lambdas run in frames of their own that are not stepped.
+to comes from the script's AST, so a multi-line statement is one step; where statements
+share a line (``a = 1; b = 2``, ``for i in x: y(i)``) the running instruction's column
+(``co_positions``, 3.11+) tells them apart, with opcode events in the script's frames
+only when the script has such lines. Comprehensions and lambdas run in frames of their
+own that are not stepped.
 
 Steps match the sandbox's: block headers (``if``, ``for``, ``while``, ``with``,
 ``try``, ``pass``...) are steps only when they fail or print; an error a surrounding
