@@ -575,6 +575,8 @@ def _failure_step(
         inside = "torch" if culprit == "PyTorch" else "NumPy"
         kind = "ProcessCrashed"
         message = f"the process crashed with {name} inside {inside} {where}; this is a {culprit} bug, not your script's"
+        if options.trust:  # real Python: the script's own code or any library it called may have done it
+            message = f"the process crashed with {name} {where} (--trust: real Python ran the script)"
         explanation = (
             "The statement made a C library fail hard. tcopy ran the script in a separate process, so it can "
             "report this; the script's later statements did not run."

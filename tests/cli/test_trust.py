@@ -117,3 +117,12 @@ def test_an_error_exits_1_and_reports_the_innermost_line(project: Path) -> None:
     last = steps[-1]
     assert (last["status"], last["line"], last["function"], last["error"]["type"]) == ("error", 3, "f", "RuntimeError")
     assert last["error"]["explanation"]
+
+
+def test_a_crash_is_an_error_step_that_blames_no_one_in_particular(tmp_path: Path) -> None:
+    (tmp_path / "crash.py").write_text("import ctypes\nx = 1\nctypes.string_at(0)\nprint('never')\n")
+    done = _tcopy("crash.py", "--trust", "-f", "json", cwd=tmp_path)
+    assert done.returncode == 1
+    last = [json.loads(line) for line in done.stdout.splitlines()][-2]
+    assert (last["line"], last["error"]["type"]) == (3, "ProcessCrashed")
+    assert "SIGSEGV" in last["error"]["message"] and "--trust" in last["error"]["message"]
