@@ -310,11 +310,12 @@ class TrustedScript:
     # --- execution -------------------------------------------------------------------
 
     def _exec(self, code: CodeType) -> None:
+        previous = sys.gettrace()  # a coverage tool or debugger of the calling process gets it back
         sys.settrace(self._trace_call)
         try:
             exec(code, self.namespace)
         finally:
-            sys.settrace(None)
+            sys.settrace(previous)
 
     @contextlib.contextmanager
     def _redirected(self) -> Iterator[None]:
@@ -327,7 +328,13 @@ class TrustedScript:
         sys.breakpointhook = _no_breakpoint  # a debugger would replace the tracer; tcopy stops at every step
         sys.path.insert(0, path_entry)
         try:
-            with contextlib.redirect_stdout(self.output), warnings.catch_warnings():  # type: ignore[type-var]
+            # What the script writes to sys.stderr (logging, progress bars) is shown with what
+            # it printed: the worker's own stderr is not shown unless it crashes.
+            with (
+                contextlib.redirect_stdout(self.output),  # type: ignore[type-var]
+                contextlib.redirect_stderr(self.output),  # type: ignore[type-var]
+                warnings.catch_warnings(),
+            ):
                 warnings.simplefilter("always")
                 warnings.showwarning = self._on_warning
                 yield

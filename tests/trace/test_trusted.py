@@ -283,3 +283,8 @@ def test_breakpoint_does_not_take_the_tracer_away(tmp_path: Path) -> None:
     steps, summary = _trusted("x = 1\nbreakpoint()\ny = 2\nprint(x + y)\n", tmp_path)
     assert summary.status == "ok"
     assert [s.line for s in steps] == [1, 2, 3, 4] and steps[-1].stdout == "3\n"
+
+
+def test_what_the_script_writes_to_stderr_is_shown_with_its_output(tmp_path: Path) -> None:
+    steps, _ = _trusted("import sys\nprint('out')\nsys.stderr.write('err\\n')\n", tmp_path)
+    assert [s.stdout for s in steps] == ["", "out\n", "err\n"]
