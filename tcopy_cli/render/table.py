@@ -104,6 +104,8 @@ class TableRenderer:
         gone = removed_names(step, previous)
         if gone:
             parts.append(Text("  removed: " + ", ".join(gone), style="dim"))
+        if step.hooks:
+            parts.append(Text("  during backward, torch ran: " + ", ".join(step.hooks), style="dim"))
         if step.stdout:
             parts.append(Text("  printed:", style="bold"))
             for line in step.stdout.rstrip("\n").split("\n"):

@@ -254,6 +254,9 @@ class Step:
     depth: int = 0
     caught: CaughtInfo | None = None
     explanations: list[Note] = field(default_factory=list)
+    hooks: list[str] = field(default_factory=list)
+    """Script functions torch called during this statement's backward (tensor and node hooks,
+    a custom Function's backward), in order of first call; they run without steps of their own."""
 
     @property
     def notes(self) -> list[str]:
@@ -277,6 +280,7 @@ class Step:
             "arrays": {k: v.to_json() for k, v in self.arrays.items()},
             "function": self.function,
             "depth": self.depth,
+            **({"hooks": self.hooks} if self.hooks else {}),
         }
 
 

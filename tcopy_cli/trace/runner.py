@@ -402,6 +402,7 @@ class Runner:
         stop: bool = True,
         caught: tuple[BaseException, int] | None = None,
         observe: bool = True,
+        hooks: list[str] | None = None,
     ) -> bool:
         _, pending_out, pending_warn = self.pending
         if pending_out or pending_warn:
@@ -471,6 +472,7 @@ class Runner:
             function=self.interp.current_function,
             depth=self.interp.depth,
             caught=caught_info,
+            hooks=hooks or [],
         )
         self.emit(record)
         if info is not None:

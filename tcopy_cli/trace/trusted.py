@@ -20,8 +20,9 @@ Steps match the sandbox's: block headers (``if``, ``for``, ``while``, ``with``,
 ``try`` of the script will handle is reported on its step with status ok; an error
 nothing handles is an error step, the run ends there (``--keep-going`` goes on with the
 next top-level statement). Script functions that torch calls during backward (tensor
-and node hooks) run without steps of their own, as in the sandbox: what they print
-lands in the step that ran backward. ``sys.exit()`` (status 0 or None) ends the run
+and node hooks, a custom Function's backward) run without steps of their own, as in
+the sandbox: what they print lands in the step that ran backward, whose ``hooks`` names
+them. ``sys.exit()`` (status 0 or None) ends the run
 after an ok step; any other exit status is an error step ``SystemExit``.
 """
 
@@ -168,6 +169,7 @@ class _Running:
     warned: list[str] = field(default_factory=list)
     grad_enabled: bool = True
     order: dict[str, None] = field(default_factory=dict)
+    hooks: dict[str, None] = field(default_factory=dict)
 
 
 class _Printed(io.TextIOBase):
@@ -382,7 +384,11 @@ class TrustedScript:
         if kind not in ("module", "function"):
             return None
         if kind == "function" and torch._C._current_graph_task_id() != -1:
-            return None  # a hook torch runs during backward: no steps of its own, as in the sandbox
+            # A hook torch runs during backward: no steps of its own, as in the sandbox; the
+            # step that ran backward names it.
+            if self.stack:
+                self.stack[-1].hooks[_display_name(frame.f_code)] = None
+            return None
         state = _Running()
         self.running[frame] = state
         self.stack.append(state)
@@ -445,6 +451,7 @@ class TrustedScript:
         state.node = node
         state.out = io.StringIO()
         state.warned = []
+        state.hooks = {}
         state.grad_enabled = torch.is_grad_enabled()
 
     def _end(
@@ -458,11 +465,13 @@ class TrustedScript:
         if node is None:
             return
         state.node = None
-        printed, warned = state.out.getvalue(), state.warned
-        state.out, state.warned = io.StringIO(), []
+        printed, warned, hooks = state.out.getvalue(), state.warned, list(state.hooks)
+        state.out, state.warned, state.hooks = io.StringIO(), [], {}
         self.frame = frame
         try:
-            self.runner.finish(node, printed, warned, error, caught, state.grad_enabled, self.index.is_header(node))
+            self.runner.finish(
+                node, printed, warned, error, caught, state.grad_enabled, self.index.is_header(node), hooks
+            )
         finally:
             self.frame = None
 
@@ -604,6 +613,7 @@ class TrustedRunner(Runner):
         caught: tuple[BaseException, int] | None,
         grad_enabled: bool,
         header: bool,
+        hooks: list[str] | None = None,
     ) -> None:
         """Report a statement that ended (a header only if it failed or was caught failing)."""
         if header and error is None and caught is None:
@@ -612,6 +622,6 @@ class TrustedRunner(Runner):
         self.grad_enabled = grad_enabled
         self.current_node = self.last_node = node
         # A script error travels on as Python's own exception; only limits end the run here.
-        self._finish(node, printed, warned, error, stop=error is None, caught=caught)
+        self._finish(node, printed, warned, error, stop=error is None, caught=caught, hooks=hooks)
         if self.stopped_by is not None:
             raise StopRun()

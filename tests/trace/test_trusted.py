@@ -3,7 +3,9 @@
 The second oracle: for every script of the differential corpus and every shipped
 example, the sandbox's JSON and ``--trust``'s JSON are equal fact for fact. Only
 absolute addresses are normalised (``data_ptr``, and ``0x...`` in printed text and
-messages), since they differ between any two runs. Then what only ``--trust`` can
+messages), since they differ between any two runs, and a step's ``hooks`` (the script
+functions torch ran during its backward) is set aside: only ``--trust`` records it
+(``test_hooks_torch_calls_during_backward...`` checks it). Then what only ``--trust`` can
 run (local modules, any import, library functions calling the script's functions),
 each checked against what plain Python computes.
 """
@@ -49,6 +51,9 @@ def _events(source: str, origin: str, trust: bool) -> list[Any]:
     start = trace.info.to_json()
     assert start.pop("trusted", False) is trust
     steps = [json.loads(json.dumps(s.to_json(), allow_nan=False)) for s in trace.steps]
+    for step in steps:
+        assert trust or "hooks" not in step
+        step.pop("hooks", None)
     return _normalised([start, *steps, trace.summary.to_json()])
 
 
@@ -234,6 +239,8 @@ def test_hooks_torch_calls_during_backward_print_into_the_backward_step(tmp_path
     steps, _ = _trusted(source, tmp_path)
     assert not any(s.function == "show" for s in steps)
     assert steps[-1].stdout == "hook [3.0, 3.0]\n"
+    assert [s.hooks for s in steps] == [[], [], [], [], ["show"]]  # the backward step names the hook
+    assert steps[-1].to_json()["hooks"] == ["show"] and "hooks" not in steps[-2].to_json()
     assert steps[-1].tensors["a"].grad is not None and steps[-1].tensors["a"].grad.values == [6.0, 6.0]
 
 
