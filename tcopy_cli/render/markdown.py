@@ -69,7 +69,7 @@ class MarkdownRenderer:
         if gone:
             w("Removed: " + ", ".join(f"`{n}`" for n in gone) + "\n\n")
         if step.hooks:
-            w("During backward, torch ran: " + ", ".join(f"`{h}`" for h in step.hooks) + "\n\n")
+            w("Torch called back: " + ", ".join(f"`{h}`" for h in step.hooks) + "\n\n")
         if step.stdout:
             w("Printed:\n\n```\n" + step.stdout.rstrip("\n") + "\n```\n\n")
         for warning in step.warnings:

@@ -105,7 +105,7 @@ class TableRenderer:
         if gone:
             parts.append(Text("  removed: " + ", ".join(gone), style="dim"))
         if step.hooks:
-            parts.append(Text("  during backward, torch ran: " + ", ".join(step.hooks), style="dim"))
+            parts.append(Text("  torch called back: " + ", ".join(step.hooks), style="dim"))
         if step.stdout:
             parts.append(Text("  printed:", style="bold"))
             for line in step.stdout.rstrip("\n").split("\n"):

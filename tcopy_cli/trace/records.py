@@ -255,8 +255,9 @@ class Step:
     caught: CaughtInfo | None = None
     explanations: list[Note] = field(default_factory=list)
     hooks: list[str] = field(default_factory=list)
-    """Script functions torch called during this statement's backward (tensor and node hooks,
-    a custom Function's backward), in order of first call; they run without steps of their own."""
+    """Script functions torch called back during this statement (hooks and a custom Function's
+    backward during backward, functions given to jacobian or gradcheck), in order of first
+    call; they run without steps of their own."""
 
     @property
     def notes(self) -> list[str]:

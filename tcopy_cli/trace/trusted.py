@@ -20,10 +20,12 @@ Steps match the sandbox's: block headers (``if``, ``for``, ``while``, ``with``,
 ``try`` of the script will handle is reported on its step with status ok; an error
 nothing handles is an error step, the run ends there (``--keep-going`` goes on with the
 next top-level statement). Script functions that torch calls during backward (tensor
-and node hooks, a custom Function's backward) run without steps of their own, as in
-the sandbox: what they print lands in the step that ran backward, whose ``hooks`` names
-them. ``sys.exit()`` (status 0 or None) ends the run
-after an ok step; any other exit status is an error step ``SystemExit``.
+and node hooks, a custom Function's backward) or that a library calls back (the
+function given to ``jacobian`` or ``gradcheck``) run without steps of their own, as in
+the sandbox: what they print lands in the step that ran them, whose ``hooks`` names
+them. Decorators, calling an ``nn.Module`` and ``Function.apply`` are not calls back.
+``sys.exit()`` (status 0 or None) ends the run after an ok step; any other exit status
+is an error step ``SystemExit``.
 """
 
 from __future__ import annotations
@@ -54,6 +56,14 @@ from tcopy_cli.trace.runner import Runner
 # Comprehensions and generator expressions run in frames of their own (before 3.12);
 # they are part of the statement that runs them.
 _COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
+# Library code through which a script calls its own functions (decorators, module calls,
+# custom autograd Functions): a script function called from these is stepped.
+_PASS_THROUGH = (
+    "torch/utils/_contextlib.py",
+    "torch/nn/modules/module.py",
+    "torch/autograd/function.py",
+    "/contextlib.py",
+)
 # Columns of each instruction (3.11+): where statements share a line, which one runs.
 _POSITIONS = hasattr(CodeType, "co_positions")
 # Ends of iteration, not errors: Python consumes them in the loop that asked.
@@ -383,9 +393,10 @@ class TrustedScript:
         kind = self.kind(frame.f_code)
         if kind not in ("module", "function"):
             return None
-        if kind == "function" and torch._C._current_graph_task_id() != -1:
-            # A hook torch runs during backward: no steps of its own, as in the sandbox; the
-            # step that ran backward names it.
+        if kind == "function" and (torch._C._current_graph_task_id() != -1 or self._called_back(frame)):
+            # A hook torch runs during backward, or a function a library calls back
+            # (jacobian, gradcheck ...): no steps of its own, as in the sandbox; the step
+            # that ran it names it.
             if self.stack:
                 self.stack[-1].hooks[_display_name(frame.f_code)] = None
             return None
@@ -395,6 +406,20 @@ class TrustedScript:
         if self.index.shared and _POSITIONS:
             frame.f_trace_opcodes = True  # to see each statement of a shared line begin
         return self._trace_line
+
+    def _called_back(self, frame: FrameType) -> bool:
+        """True when library code (other than the ways a script calls its own functions) calls ``frame``'s function.
+
+        Decorators (torch's grad-mode decorators, contextlib), calling a module
+        (``forward``) and ``Function.apply`` pass calls through; any other library frame
+        between the function and the script means the library calls it back.
+        """
+        caller = frame.f_back
+        while caller is not None and self.kind(caller.f_code) == "library":
+            if not caller.f_code.co_filename.replace(os.sep, "/").endswith(_PASS_THROUGH):
+                return True
+            caller = caller.f_back
+        return False
 
     def _trace_line(self, frame: FrameType, event: str, arg: Any) -> Any:
         try:
