@@ -22,12 +22,19 @@ if TYPE_CHECKING:
 
 
 def run_script(
-    source: str, device: str = "cpu", keep_going: bool = False, max_values: int = DEFAULT_MAX_VALUES
+    source: str,
+    device: str = "cpu",
+    keep_going: bool = False,
+    max_values: int = DEFAULT_MAX_VALUES,
+    trust: bool = False,
 ) -> Trace:
-    """Run ``source`` in the sandbox and return every step, explained (see tcopy_cli.trace.Trace)."""
+    """Run ``source`` in the sandbox and return every step, explained (see tcopy_cli.trace.Trace).
+
+    ``trust=True`` runs it with real Python instead (any import, any file), in this process.
+    """
     from tcopy_cli.pipeline import run_source
 
-    return run_source(source, device=device, keep_going=keep_going, max_values=max_values)
+    return run_source(source, device=device, keep_going=keep_going, max_values=max_values, trust=trust)
 
 
 __all__ = ["__version__", "run_script"]

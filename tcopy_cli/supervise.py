@@ -8,8 +8,8 @@ becomes an error step at the statement it was running.
 
 The worker gets resource limits before it starts (``preexec_fn``): ``RLIMIT_FSIZE`` 0
 and ``RLIMIT_CORE`` 0 always, ``RLIMIT_CPU`` from ``--timeout``, and ``RLIMIT_AS`` on the
-CPU device (CUDA reserves a huge address space). ``--trust`` keeps only
-``RLIMIT_CORE``.
+CPU device (CUDA reserves a huge address space). ``--trust`` keeps all but
+``RLIMIT_FSIZE`` (a trusted script may write files).
 """
 
 from __future__ import annotations
@@ -86,13 +86,13 @@ def _preexec(options: WorkerOptions) -> Callable[[], None]:
 
     limits = options.limits
     settings: list[tuple[int, int]] = [(resource.RLIMIT_CORE, 0)]
-    if not options.trust:
+    if not options.trust:  # a trusted script may write files (its outputs)
         settings.append((resource.RLIMIT_FSIZE, 0))
-        if limits.timeout > 0:
-            cpu = math.ceil(limits.timeout * max(os.cpu_count() or 1, 1)) + 10
-            settings.append((resource.RLIMIT_CPU, cpu))
-        if options.device.strip().lower() == "cpu":
-            settings.append((resource.RLIMIT_AS, limits.max_bytes + ADDRESS_SPACE_HEADROOM))
+    if limits.timeout > 0:
+        cpu = math.ceil(limits.timeout * max(os.cpu_count() or 1, 1)) + 10
+        settings.append((resource.RLIMIT_CPU, cpu))
+    if options.device.strip().lower() == "cpu":
+        settings.append((resource.RLIMIT_AS, limits.max_bytes + ADDRESS_SPACE_HEADROOM))
 
     def apply() -> None:
         for which, value in settings:
@@ -585,6 +585,8 @@ def _failure_step(
         inside = "torch" if culprit == "PyTorch" else "NumPy"
         kind = "ProcessCrashed"
         message = f"the process crashed with {name} inside {inside} {where}; this is a {culprit} bug, not your script's"
+        if options.trust:  # real Python: the script's own code or any library it called may have done it
+            message = f"the process crashed with {name} {where} (--trust: real Python ran the script)"
         explanation = (
             "The statement made a C library fail hard. tcopy ran the script in a separate process, so it can "
             "report this; the script's later statements did not run."

@@ -30,7 +30,9 @@ Started by ``tcopy_cli.supervise`` as ``python -m tcopy_cli.worker``. Protocol:
 - stderr: free text (diagnostics, a crash dump from faulthandler), read by the parent.
 
 Unless the request says ``trust``, the worker confines itself (``tcopy_cli.confine``)
-before importing torch, so torch's and NumPy's threads are confined too.
+before importing torch, so torch's and NumPy's threads are confined too. With ``trust``
+(``tcopy run --trust``) it runs the script with CPython itself
+(``tcopy_cli.trace.trusted``), unconfined; the REPL and ``compare`` stay in the sandbox.
 """
 
 from __future__ import annotations
@@ -147,8 +149,9 @@ def _serve(request: dict[str, Any], channel: Channel, confinement: str, hook: di
     limits = Limits(**request.get("limits", {}))
     source, origin = request["source"], request["origin"]
     device = request.get("device", "cpu")
+    trusted = bool(request.get("trust"))
     try:
-        program = parse_script(source, origin, limits)
+        program = parse_script(source, origin, limits, validate=not trusted)
     except ScriptRejected as exc:
         info = RunInfo(
             tcopy=__version__, torch=torch.__version__, device=device, source=origin, confinement=confinement
@@ -159,7 +162,7 @@ def _serve(request: dict[str, Any], channel: Channel, confinement: str, hook: di
     if dev is None:
         return 0
     options = _run_options(request, dev, limits, bool(request.get("keep_going")), bool(request.get("graph")))
-    runner = _worker_runner(program, options, channel, hook)
+    runner = _worker_runner(program, options, channel, hook, trusted)
     channel.send("start", info=dataclasses.replace(runner.info(origin), confinement=confinement))
     if hook is not None and not hook.get("line"):
         _run_hook(hook["code"], channel)
@@ -252,32 +255,41 @@ def _serve_session(request: dict[str, Any], channel: Channel, confinement: str) 
     return 0
 
 
-def _worker_runner(program: Any, options: Any, channel: Channel, hook: dict[str, Any] | None) -> Any:
-    """A Runner that announces each statement before running it and sends each step."""
+def _worker_runner(
+    program: Any, options: Any, channel: Channel, hook: dict[str, Any] | None, trusted: bool = False
+) -> Any:
+    """A Runner (``--trust``: a TrustedRunner) that announces each statement before it runs and sends each step."""
     from tcopy_cli.pipeline import explaining
     from tcopy_cli.trace.runner import Runner
+    from tcopy_cli.trace.trusted import TrustedRunner
+
+    def announce(node: Any) -> None:
+        channel.send(
+            "running",
+            line=node.lineno,
+            col=node.col_offset,
+            end_line=node.end_lineno or node.lineno,
+            end_col=node.end_col_offset or 0,
+        )
+        if hook is not None and hook.get("line") == node.lineno:
+            _run_hook(hook["code"], channel)
 
     class WorkerRunner(Runner):
-        def _announce(self, node: Any) -> None:
-            channel.send(
-                "running",
-                line=node.lineno,
-                col=node.col_offset,
-                end_line=node.end_lineno or node.lineno,
-                end_col=node.end_col_offset or 0,
-            )
-            if hook is not None and hook.get("line") == node.lineno:
-                _run_hook(hook["code"], channel)
-
         def step(self, node: Any, action: Callable[[], None]) -> bool:
-            self._announce(node)
+            announce(node)
             return super().step(node, action)
 
         def header(self, node: Any, action: Callable[[], Any]) -> tuple[bool, Any]:
-            self._announce(node)
+            announce(node)
             return super().header(node, action)
 
-    return WorkerRunner(program, options, explaining(lambda step: channel.send("step", step=step)))
+    class WorkerTrustedRunner(TrustedRunner):
+        def starting(self, node: Any, header: bool) -> None:
+            announce(node)
+            super().starting(node, header)
+
+    cls = WorkerTrustedRunner if trusted else WorkerRunner
+    return cls(program, options, explaining(lambda step: channel.send("step", step=step)))
 
 
 if __name__ == "__main__":

@@ -54,6 +54,8 @@ class RunRequest:
     keep_going: bool = False
     max_values: int = MAX_VALUES
     limits: Limits = field(default_factory=Limits)
+    trust: bool = False
+    """``--trust``: run the script with CPython itself, without the sandbox."""
 
     @property
     def origin(self) -> str:
@@ -88,11 +90,14 @@ def _reject(exc: ScriptRejected, source: str, origin: str, fmt: OutputFormat, de
 def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter: Presenter) -> None:
     """Read and check the script, run it in the confined worker, render each step as it arrives."""
     source, origin = "", request.origin
+    if request.trust and request.script is None and request.code is None and request.example is None:
+        fail("--trust never runs piped input unless you ask for it: give '-' to trust the script on stdin", EXIT_USAGE)
     try:
         source, origin = read_source(request.script, request.code, request.limits, request.example)
         from tcopy_cli.script.parse import parse_script
 
-        program = parse_script(source, origin, request.limits)  # pure Python: refuses early, without torch
+        # Pure Python: refuses early, without torch (--trust: only what Python can't parse).
+        program = parse_script(source, origin, request.limits, validate=not request.trust)
     except ScriptRejected as exc:
         _reject(exc, source, origin, fmt, request.device)
     from tcopy_cli.supervise import WorkerOptions, run_in_worker
@@ -104,6 +109,7 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
         keep_going=request.keep_going,
         max_values=request.max_values,
         graph=view.graph,
+        trust=request.trust,
     )
     presenter.begin()
     renderer = make_renderer(fmt, view, presenter.console)
@@ -171,6 +177,14 @@ def run(
     graph: GraphOpt = False,
     depth: DepthOpt = None,
     memory: MemoryOpt = False,
+    trust: Annotated[
+        bool,
+        typer.Option(
+            "--trust",
+            help="Run the script with real Python, NOT sandboxed (imports, files, any library): only for a "
+            "script you would run with 'python' yourself. Piped input needs '-' given explicitly.",
+        ),
+    ] = False,
     *,
     limits: Limits,
 ) -> None:
@@ -185,6 +199,8 @@ def run(
       tcopy run -e "a = torch.ones(2, requires_grad=True); b = a.clone(); (b * 3).sum().backward()"
 
       tcopy run demo.py --format json | jq 'select(.event=="step") | .tensors.a.grad'
+
+      tcopy run my_training.py --trust
     """
     if step is not None and (from_step is not None or to_step is not None):
         fail("give either --step N or --from/--to, not both", EXIT_USAGE)
@@ -200,5 +216,5 @@ def run(
     )
     console = make_console(no_color, width, record=export is not None, color=color.value)
     presenter = Presenter(console, fmt, pause=pause, delay=delay, export_to=export, title=title)
-    request = RunRequest(script, code, example, device, keep_going, max_values, limits)
+    request = RunRequest(script, code, example, device, keep_going, max_values, limits, trust)
     execute(request, fmt, view, presenter)

@@ -6,7 +6,7 @@ from typing import TextIO
 
 from tcopy_cli.render import ViewOptions, error_counts
 from tcopy_cli.render.cells import COLUMNS, removed_names, step_rows
-from tcopy_cli.trace.records import RunInfo, RunSummary, Step
+from tcopy_cli.trace.records import TRUSTED_HEADER, RunInfo, RunSummary, Step
 
 
 def _cell(text: str) -> str:
@@ -30,6 +30,8 @@ class MarkdownRenderer:
             f"# {heading}\n\ntcopy {info.tcopy} · torch {info.torch} · device `{info.device}` · `{info.source}`"
             f" · confinement `{info.confinement}`\n\n"
         )
+        if info.trusted:
+            self.out.write(f"> {TRUSTED_HEADER}\n\n")
         for fact in info.degraded:
             self.out.write(f"> degraded: {fact}\n\n")
 
@@ -68,6 +70,8 @@ class MarkdownRenderer:
         gone = removed_names(step, self.previous)
         if gone:
             w("Removed: " + ", ".join(f"`{n}`" for n in gone) + "\n\n")
+        if step.hooks:
+            w("Torch called back: " + ", ".join(f"`{h}`" for h in step.hooks) + "\n\n")
         if step.stdout:
             w("Printed:\n\n```\n" + step.stdout.rstrip("\n") + "\n```\n\n")
         for warning in step.warnings:

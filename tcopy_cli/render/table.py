@@ -20,7 +20,7 @@ from tcopy_cli.render.layout import plan
 from tcopy_cli.render.memory import memory_map, memory_signature
 from tcopy_cli.render.trim import Trimmed
 from tcopy_cli.render.values import value_lines
-from tcopy_cli.trace.records import RunInfo, RunSummary, Step, TensorRecord
+from tcopy_cli.trace.records import TRUSTED_HEADER, RunInfo, RunSummary, Step, TensorRecord
 
 NOTE_STYLES = {"info": "cyan", "warning": "bold yellow"}
 
@@ -57,6 +57,8 @@ class TableRenderer:
         )
         if info.title:
             self.console.print(Trimmed(Text(info.title, style="bold")))
+        if info.trusted:
+            self.console.print(Trimmed(Text(TRUSTED_HEADER, style="bold yellow")))
         confined = not info.confinement.startswith("none")
         self.console.print(
             Trimmed(Text.assemble(("confinement ", "dim"), (info.confinement, "dim" if confined else "bold yellow")))
@@ -112,6 +114,8 @@ class TableRenderer:
             parts.append(Text("  (no tensor changed)", style="dim"))
         if gone:
             parts.append(Text("  removed: " + ", ".join(gone), style="dim"))
+        if step.hooks:
+            parts.append(Text("  torch called back: " + ", ".join(step.hooks), style="dim"))
         if step.stdout:
             parts.append(Text("  printed:", style="bold"))
             for line in step.stdout.rstrip("\n").split("\n"):

@@ -428,8 +428,12 @@ def _too_deep(limits: Limits) -> str:
     return limits.message("max_depth", "the script nests too deeply")
 
 
-def parse_script(source: str, origin: str = "<inline>", limits: Limits | None = None) -> Program:
-    """Parse and validate ``source``; raise ScriptRejected with line and column on refusal."""
+def parse_script(source: str, origin: str = "<inline>", limits: Limits | None = None, validate: bool = True) -> Program:
+    """Parse and validate ``source``; raise ScriptRejected with line and column on refusal.
+
+    ``validate=False`` (``--trust``: CPython runs the script) skips the allow-list and
+    refuses only what Python can't parse.
+    """
     limits = limits or Limits()
     check_script_size(len(source.encode("utf-8", "surrogatepass")), limits)
     if source.startswith("\ufeff"):
@@ -445,7 +449,8 @@ def parse_script(source: str, origin: str = "<inline>", limits: Limits | None = 
     except (RecursionError, MemoryError, ValueError) as exc:
         raise ScriptRejected(f"the script can't be parsed: {type(exc).__name__}", 1, 1) from None
     try:
-        _Validator(limits, _script_attributes(tree)).visit(tree)
+        if validate:
+            _Validator(limits, _script_attributes(tree)).visit(tree)
     except RecursionError:
         raise ScriptRejected(_too_deep(limits), 1, 1) from None
     lines = source.split("\n")

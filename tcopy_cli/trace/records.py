@@ -273,6 +273,10 @@ class Step:
     def missed(self) -> bool:
         """The step's ``# expect:`` comment names an error, and the statement raised none."""
         return self.expect is not None and self.error is None and self.caught is None
+    hooks: list[str] = field(default_factory=list)
+    """Script functions torch called back during this statement (hooks and a custom Function's
+    backward during backward, functions given to jacobian or gradcheck), in order of first
+    call; they run without steps of their own."""
 
     @property
     def notes(self) -> list[str]:
@@ -296,11 +300,16 @@ class Step:
             "arrays": {k: v.to_json() for k, v in self.arrays.items()},
             "function": self.function,
             "depth": self.depth,
+            **({"hooks": self.hooks} if self.hooks else {}),
         }
         if self.expect is not None:
             out["expect"] = self.expect
             out["expected"] = self.expected
         return out
+
+
+TRUSTED_HEADER = "trusted: real Python, not sandboxed"
+"""How a run's header says that ``--trust`` ran the script with CPython itself."""
 
 
 @dataclass(frozen=True)
@@ -316,6 +325,8 @@ class RunInfo:
     degraded: list[str] = field(default_factory=list)
     confinement: str = "none"
     """Kernel protections active in the process running the script (tcopy_cli.confine)."""
+    trusted: bool = False
+    """``--trust``: CPython ran the script itself, without the sandbox."""
 
     def to_json(self) -> dict[str, Any]:
         """The ``start`` event (``degraded`` only where some fact is)."""
@@ -331,6 +342,8 @@ class RunInfo:
         }
         if self.degraded:
             out["degraded"] = self.degraded
+        if self.trusted:
+            out["trusted"] = True
         return out
 
 

@@ -10,7 +10,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -26,6 +26,51 @@ from tcopy_cli.trace.records import CaughtInfo, ErrorInfo, RunInfo, RunSummary, 
 # Seconds the hard watchdog waits past --timeout for a single C operation to return
 # before it ends the process (Python cannot interrupt code running inside torch).
 HARD_TIMEOUT_GRACE = 5.0
+
+
+class PrintedCount(Protocol):
+    """Counts what the script printed (for --max-output)."""
+
+    @property
+    def printed(self) -> int:
+        """Characters printed so far in the run."""
+
+
+class Engine(Protocol):
+    """What executes the script for a Runner: the sandbox's Interpreter or the ``--trust`` tracer."""
+
+    @property
+    def output(self) -> PrintedCount:
+        """The script's printed output so far."""
+
+    @property
+    def current_function(self) -> str | None:
+        """The script function whose statement is running, None at module level."""
+
+    @property
+    def depth(self) -> int:
+        """How many script-function calls are running."""
+
+    echoed: str | None
+    """The repr of the last top-level expression's value, for the REPL to echo."""
+
+    def run(self) -> None:
+        """Execute the whole program, reporting steps to the runner."""
+
+    def load(self, program: Program) -> None:
+        """Run ``program`` next, in the same namespace."""
+
+    def forget(self) -> None:
+        """Drop the script's names."""
+
+    def names(self) -> dict[str, Any]:
+        """The names to observe: module names, then running functions' locals as ``fn:name``."""
+
+    def capture_output(self) -> contextlib.AbstractContextManager[Any]:
+        """A context whose value collects what the script prints inside it."""
+
+    def would_catch(self, exc: BaseException) -> int | None:
+        """Line of the ``except`` that will handle ``exc``, or None."""
 
 
 @dataclass(frozen=True)
@@ -149,7 +194,7 @@ class Runner:
         self.options = options
         self.emit = emit
         self.observer = Observer(options.max_values, graph=options.graph)
-        self.interp = Interpreter(program, options.limits, self)
+        self.interp = self._engine()
         self.count = 0
         self.errors = 0
         self.expected = 0  # error steps their line's "# expect: NAME" named (counted in errors too)
@@ -166,6 +211,10 @@ class Runner:
         self.deadline: float | None = None
         self.interrupted = False
         self.pending: tuple[ast.stmt | None, str, list[str]] = (None, "", [])
+
+    def _engine(self) -> Engine:
+        """What executes the script: the sandbox's interpreter (``--trust`` has its own)."""
+        return Interpreter(self.program, self.options.limits, self)
 
     def info(self, origin: str) -> RunInfo:
         """The facts for the ``start`` event."""
@@ -369,6 +418,8 @@ class Runner:
         stop: bool = True,
         caught: tuple[BaseException, int] | None = None,
         observe: bool = True,
+        hooks: list[str] | None = None,
+        expectable: bool | None = None,
     ) -> bool:
         _, pending_out, pending_warn = self.pending
         if pending_out or pending_warn:
@@ -401,7 +452,7 @@ class Runner:
             message = str(error)
             if isinstance(error, KeyError):
                 message = repr(error.args[0]) if error.args else ""
-            expected = expect is not None and _raises(error, expect) and stop
+            expected = expect is not None and _raises(error, expect) and (stop if expectable is None else expectable)
             info = ErrorInfo(type=type(error).__name__, message=message, expected=expected)
         caught_info = None
         if caught is not None:
@@ -442,6 +493,7 @@ class Runner:
             caught=caught_info,
             expect=expect,
             value=self._echoed(node),
+            hooks=hooks or [],
         )
         self.emit(record)
         if record.missed:

@@ -22,7 +22,8 @@ def not_allowed(ctx: ErrorContext, m: re.Match[str]) -> str:
         return "The name looks misspelled: tcopy suggests the closest name it allows (above)."
     return (
         "tcopy runs scripts in a sandbox that allows only listed torch functions, tensor methods and builtins; "
-        "this use is not among them (see the README's script language section)."
+        "this use is not among them (see the README's script language section). If you trust the "
+        "script, 'tcopy run --trust' runs it with real Python, not sandboxed."
     )
 
 

@@ -1,0 +1,303 @@
+"""``--trust``: CPython runs the script under a line tracer; the steps are the sandbox's.
+
+The second oracle: for every script of the differential corpus and every shipped
+example, the sandbox's JSON and ``--trust``'s JSON are equal fact for fact. Only
+absolute addresses are normalised (``data_ptr``, and ``0x...`` in printed text and
+messages), since they differ between any two runs, and a step's ``hooks`` (the script
+functions torch called back during it) is set aside: only ``--trust`` records it
+(``test_hooks_torch_calls_during_backward...`` checks it). torch's once-per-process
+TypedStorage warning is reset before each run. Then what only ``--trust`` can
+run (local modules, any import, library functions calling the script's functions),
+each checked against what plain Python computes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from tcopy_cli.errors import ScriptRejected
+from tcopy_cli.limits import Limits
+from tcopy_cli.pipeline import run_source
+from tcopy_cli.trace.records import Step
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = sorted((ROOT / "tests" / "corpus").glob("*/*.py"))
+EXAMPLES = sorted(p for p in (ROOT / "tcopy_cli" / "examples").glob("*.py") if not p.name.startswith("_"))
+ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+
+
+def _normalised(value: Any) -> Any:
+    """Absolute addresses out; every other fact as it is."""
+    if isinstance(value, dict):
+        return {k: "<ptr>" if k == "data_ptr" else _normalised(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_normalised(v) for v in value]
+    if isinstance(value, str):
+        return ADDRESS.sub("0x<addr>", value)
+    return value
+
+
+def _events(source: str, origin: str, trust: bool) -> list[Any]:
+    # torch warns about TypedStorage once per process: each run starts as a fresh process would.
+    torch.storage._warn_typed_storage_removal.__dict__.pop("has_warned", None)
+    trace = run_source(source, origin=origin, trust=trust)
+    assert trace.summary is not None
+    start = trace.info.to_json()
+    assert start.pop("trusted", False) is trust
+    steps = [json.loads(json.dumps(s.to_json(), allow_nan=False)) for s in trace.steps]
+    for step in steps:
+        assert trust or "hooks" not in step
+        step.pop("hooks", None)
+    return _normalised([start, *steps, trace.summary.to_json()])
+
+
+@pytest.mark.parametrize("path", CORPUS + EXAMPLES, ids=[f"{p.parent.name}/{p.name}" for p in CORPUS + EXAMPLES])
+def test_sandbox_and_trust_report_the_same_facts(path: Path) -> None:
+    source = path.read_text(encoding="utf-8")
+    origin = str(path.relative_to(ROOT))
+    sandbox = _events(source, origin, trust=False)
+    trusted = _events(source, origin, trust=True)
+    assert len(trusted) == len(sandbox)
+    for ours, theirs in zip(trusted, sandbox):
+        assert ours == theirs
+
+
+SHARED_LINES = {
+    "semicolons": "import torch\na = torch.ones(2, requires_grad=True); b = a.clone(); (b * 3).sum().backward()\n",
+    "one-line blocks": (
+        "import torch\nb = torch.zeros(2)\nfor i in range(3): b = b + i\nif True: c = b * 2; d = c.view(2, 1)\n"
+        "while b.sum() < 20: b.add_(1)\n"
+    ),
+    "one-line functions": (
+        "import torch\ndef f(x): return x * 2\ndef g(t):\n    u = t * 2; v = u + 1\n    return v\n"
+        "w = g(f(torch.ones(2)))\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("source", SHARED_LINES.values(), ids=list(SHARED_LINES))
+def test_statements_sharing_a_line_are_steps_of_their_own(source: str) -> None:
+    sandbox = _events(source, "<inline>", trust=False)
+    assert len(sandbox) > source.count("\n") + 2  # more steps than lines
+    assert _events(source, "<inline>", trust=True) == sandbox
+
+
+# --- what only --trust runs, against plain Python ---------------------------------------
+
+
+def _trusted(source: str, tmp_path: Path, name: str = "main.py", **kwargs: Any) -> tuple[list[Step], Any]:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    trace = run_source(path.read_text(), origin=str(path), trust=True, **kwargs)
+    return trace.steps, trace.summary
+
+
+def _plain_python(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(path)], cwd=path.parent, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_the_sandbox_refuses_what_trust_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    source = "import os\nprint(os.getcwd())\n"
+    try:  # refused before it runs, or (with 'os' an inert placeholder) an error at its first use
+        sandboxed = run_source(source)
+        assert sandboxed.steps[-1].status == "error" and sandboxed.steps[-1].line == 2
+    except ScriptRejected as exc:
+        assert "os" in exc.message
+    steps, summary = _trusted(source, tmp_path)
+    assert summary.status == "ok"
+    assert [s.source for s in steps] == ["import os", "print(os.getcwd())"]
+    assert steps[1].stdout == _plain_python(tmp_path / "main.py").stdout
+
+
+def test_a_local_helper_module_is_imported_and_not_stepped(tmp_path: Path) -> None:
+    (tmp_path / "helper.py").write_text(
+        "import torch\n\ndef scaled(t, k):\n    print('helper', k)\n    out = t * k\n    return out.relu()\n"
+    )
+    source = """\
+    # local helper
+    import torch
+    from helper import scaled
+    torch.manual_seed(0)
+    a = torch.randn(4, requires_grad=True)
+    b = scaled(a, 3.0)
+    b.sum().backward()
+    print(a.grad.tolist(), b.tolist())
+    """
+    steps, summary = _trusted(source, tmp_path)
+    assert summary.status == "ok"
+    assert [s.line for s in steps] == [2, 3, 4, 5, 6, 7, 8]  # helper.py's lines are no steps
+    assert all(s.function is None and s.depth == 0 for s in steps)
+    assert steps[4].stdout == "helper 3.0\n"
+    assert steps[4].tensors["b"].grad_fn == "ReluBackward0"
+    assert "".join(s.stdout for s in steps) == _plain_python(tmp_path / "main.py").stdout
+    torch.manual_seed(0)
+    a = torch.randn(4, requires_grad=True)
+    (a * 3.0).relu().sum().backward()
+    assert steps[-1].tensors["a"].grad is not None
+    assert steps[-1].tensors["a"].grad.values == a.grad.tolist()
+
+
+def test_library_functions_calling_script_functions(tmp_path: Path) -> None:
+    source = """\
+    # callbacks
+    import torch
+    def key(t):
+        s = t.sum()
+        return s.item()
+    def f(x):
+        y = x ** 3
+        return y.sum(dim=0)
+    xs = [torch.tensor([3.0]), torch.tensor([1.0, 1.0]), torch.tensor([0.5])]
+    order = sorted(xs, key=key)
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    jac = torch.autograd.functional.jacobian(f, x)
+    print(jac.shape, [t.tolist() for t in order])
+    """
+    steps, summary = _trusted(source, tmp_path)
+    assert summary.status == "ok"
+    key_steps = [s for s in steps if s.function == "key"]
+    assert [s.line for s in key_steps] == [4, 5] * 3  # sorted called key once per item
+    assert all(s.depth == 1 for s in key_steps)
+    assert "key:t" in key_steps[0].tensors and "key:s" in key_steps[0].tensors
+    # jacobian calls f back: f runs without steps, as in the sandbox; its step names it.
+    assert not any(s.function == "f" for s in steps)
+    assert [s.hooks for s in steps if s.hooks] == [["f"]]
+    last = steps[-1]
+    expected = torch.autograd.functional.jacobian(lambda x: (x**3).sum(dim=0), torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    assert last.tensors["jac"].values == expected.tolist()
+    assert [last.tensors[f"order[{i}]"].values for i in range(3)] == [[0.5], [1.0, 1.0], [3.0]]
+    assert last.stdout == _plain_python(tmp_path / "main.py").stdout
+    assert not any(":" in name for name in last.tensors)  # locals only while their function runs
+
+
+def test_an_error_inside_a_function_called_from_a_loop(tmp_path: Path) -> None:
+    source = """\
+    # raises on the third call
+    import torch
+    def step(w, i):
+        w = w * 2
+        if i == 2:
+            w = w.view(5)
+        return w
+    w = torch.ones(4)
+    for i in range(4):
+        w = step(w, i)
+    print("never")
+    """
+    steps, summary = _trusted(source, tmp_path)
+    plain = _plain_python(tmp_path / "main.py")
+    assert plain.returncode == 1 and "RuntimeError" in plain.stderr and "line 6, in step" in plain.stderr
+    assert summary.status == "error" and summary.errors == 1
+    error = steps[-1]
+    assert (error.status, error.line, error.function, error.depth) == ("error", 6, "step", 1)
+    assert error.error is not None and error.error.type == "RuntimeError"
+    with pytest.raises(RuntimeError) as raised:
+        torch.ones(4).view(5)
+    assert error.error.message == str(raised.value)
+    assert error.tensors["step:w"].values == [8.0] * 4  # before the failing statement
+    assert error.tensors["w"].values == [4.0] * 4
+    assert [s.line for s in steps if s.function is None] == [2, 3, 8, 10, 10]
+    assert not any(s.stdout for s in steps)
+
+
+def test_errors_a_try_of_the_script_handles_are_caught_steps(tmp_path: Path) -> None:
+    source = """\
+    import torch
+    def bad(t):
+        return t.view(7)
+    try:
+        x = bad(torch.ones(2))
+    except RuntimeError as e:
+        print("caught", type(e).__name__)
+    print("after")
+    """
+    steps, summary = _trusted(source, tmp_path)
+    assert summary.status == "ok"
+    raised = [s for s in steps if s.caught is not None]
+    assert [(s.line, s.function) for s in raised] == [(3, "bad"), (5, None)]
+    assert all(s.caught is not None and s.caught.except_line == 6 for s in raised)
+    assert "".join(s.stdout for s in steps) == "caught RuntimeError\nafter\n"
+
+
+def test_hooks_torch_calls_during_backward_print_into_the_backward_step(tmp_path: Path) -> None:
+    source = """\
+    import torch
+    def show(g):
+        doubled = g * 2
+        print("hook", g.tolist())
+        return doubled
+    a = torch.ones(2, requires_grad=True)
+    a.register_hook(show)
+    (a * 3).sum().backward()
+    """
+    steps, _ = _trusted(source, tmp_path)
+    assert not any(s.function == "show" for s in steps)
+    assert steps[-1].stdout == "hook [3.0, 3.0]\n"
+    assert [s.hooks for s in steps] == [[], [], [], [], ["show"]]  # the backward step names the hook
+    assert steps[-1].to_json()["hooks"] == ["show"] and "hooks" not in steps[-2].to_json()
+    assert steps[-1].tensors["a"].grad is not None and steps[-1].tensors["a"].grad.values == [6.0, 6.0]
+
+
+@pytest.mark.parametrize(("code", "status", "error"), [("0", "ok", None), ("None", "ok", None), ("3", "error", "3")])
+def test_sys_exit_ends_the_run(tmp_path: Path, code: str, status: str, error: str | None) -> None:
+    steps, summary = _trusted(f"import sys\nx = 1\nsys.exit({code})\nprint('never')\n", tmp_path)
+    assert [s.line for s in steps] == [1, 2, 3]
+    assert summary.status == status
+    assert (steps[-1].error.message if steps[-1].error else None) == error
+
+
+def test_keep_going_continues_with_the_next_top_level_statement(tmp_path: Path) -> None:
+    steps, summary = _trusted("x = 1\ny = undefined\nprint('on')\n", tmp_path, keep_going=True)
+    assert [(s.line, s.status) for s in steps] == [(1, "ok"), (2, "error"), (3, "ok")]
+    assert steps[-1].stdout == "on\n"
+    assert summary.errors == 1
+
+
+@pytest.mark.parametrize(
+    ("source", "limits", "stopped_by"),
+    [
+        ("n = 0\nwhile True:\n    n += 1\n", Limits(max_steps=50), "max_steps"),
+        ("for i in range(10):\n    print('x' * 40)\n", Limits(max_output=100), "max_output"),
+    ],
+)
+def test_limits_end_the_run_as_in_the_sandbox(source: str, limits: Limits, stopped_by: str) -> None:
+    sandbox = run_source(source, limits=limits)
+    trusted = run_source(source, limits=limits, trust=True)
+    assert trusted.summary == sandbox.summary
+    assert trusted.summary is not None and trusted.summary.stopped_by == stopped_by
+    assert _normalised([s.to_json() for s in trusted.steps]) == _normalised([s.to_json() for s in sandbox.steps])
+
+
+def test_the_timeout_ends_a_busy_loop(tmp_path: Path) -> None:
+    steps, summary = _trusted("while True:\n    pass\n", tmp_path, limits=Limits(timeout=0.5))
+    assert summary.stopped_by == "timeout"
+    assert steps[-1].error is not None and steps[-1].error.type == "TimeoutExceeded"
+
+
+def test_the_python_state_is_restored(tmp_path: Path) -> None:
+    before = (sys.stdout, sys.stdin, list(sys.path), sys.argv, sys.gettrace())
+    _trusted("import sys\nprint(sys.argv)\nraise SystemExit(2)\n", tmp_path)
+    assert (sys.stdout, sys.stdin, list(sys.path), sys.argv, sys.gettrace()) == before
+
+
+def test_breakpoint_does_not_take_the_tracer_away(tmp_path: Path) -> None:
+    steps, summary = _trusted("x = 1\nbreakpoint()\ny = 2\nprint(x + y)\n", tmp_path)
+    assert summary.status == "ok"
+    assert [s.line for s in steps] == [1, 2, 3, 4] and steps[-1].stdout == "3\n"
+
+
+def test_what_the_script_writes_to_stderr_is_shown_with_its_output(tmp_path: Path) -> None:
+    steps, _ = _trusted("import sys\nprint('out')\nsys.stderr.write('err\\n')\n", tmp_path)
+    assert [s.stdout for s in steps] == ["", "out\n", "err\n"]
