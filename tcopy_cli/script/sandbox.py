@@ -187,13 +187,21 @@ class ScriptFunction(Sealed):
     """A function or lambda the script defined; only tcopy's interpreter runs its body."""
 
     def __init__(
-        self, name: str, node: Any, signature: inspect.Signature, env: list[dict[str, Any]], owner: str = ""
+        self,
+        name: str,
+        node: Any,
+        signature: inspect.Signature,
+        env: list[dict[str, Any]],
+        owner: str = "",
+        global_names: frozenset[str] = frozenset(),
     ) -> None:
         self.name = name
         self.node = node
         self.signature = signature
         self.env = env
         self.owner = owner
+        self.global_names = global_names
+        """Names its ``global`` statements declare: they bind in the module, not in the call."""
 
     def __repr__(self) -> str:
         return f"<function {self.name}>"

@@ -159,8 +159,7 @@ def unpack(interp: Interpreter, value: Any, n: int) -> list[Any]:
 
 def delete(interp: Interpreter, target: ast.expr) -> None:
     if isinstance(target, ast.Name):
-        scopes = interp.frame.scopes
-        scope = scopes[-1] if scopes else interp.ns
+        scope = interp.scope_of(target.id)
         if target.id not in scope:
             raise NameError(f"name '{target.id}' is not defined")
         del scope[target.id]

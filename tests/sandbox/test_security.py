@@ -130,7 +130,7 @@ def test_underscore_attributes(src: str, guard: Path) -> None:
 
 FORBIDDEN_BUILTINS = """
     open eval exec compile getattr setattr delattr hasattr __import__ globals locals vars
-    breakpoint input exit quit help dir memoryview object super id hash callable iter next
+    input exit quit help dir memoryview object super id hash callable iter next
     format repr ascii chr ord bytes bytearray map filter classmethod staticmethod property
 """.split()
 
@@ -155,8 +155,8 @@ def test_forbidden_builtins_with_real_arguments(guard: Path) -> None:
         '__import__("os").system("touch pwned")',
         "g = globals()",
         "v = vars(torch)",
-        "breakpoint()",
         "x = input()",
+        "input = 1\ndel input\nx = input('> ')",
         "exit(3)",
         "quit()",
     ]:

@@ -929,3 +929,65 @@ def test_recursion_depth_is_bounded_in_process(guard: Path, isolated: dict[str, 
     later = run_source("def g(n):\n    return n\n\n\ny = g(1)\nz = g(y)")
     assert later.summary is not None and later.summary.status == "ok"
     assert all(s.status == "ok" for s in later.steps)
+
+
+# --- input as a name, id(), global, breakpoint() ---------------------------------------
+
+
+def _printed(src: str) -> str:
+    trace = run_source(src)
+    assert trace.summary is not None and trace.summary.status == "ok", [s.error for s in trace.steps]
+    return "".join(s.stdout for s in trace.steps)
+
+
+NEW_BUILTIN_MISUSE = [
+    "x = input()",
+    "x = input('> ')",
+    "f = input",
+    "x = [input]",
+    "x = id",
+    "print(id)",
+    "x = id.__self__",
+    "x = id.numbers",
+    "x = id.__call__",
+    "x = [id][0]",
+    "x = sorted([1], key=id)",
+    "x = breakpoint",
+    "x = breakpoint.__doc__",
+    "def f():\n    global __builtins__\n    __builtins__ = 1",
+    "def f():\n    global _secret\n    _secret = 1",
+    "def f():\n    global eval\n    eval = 1",
+    "def f():\n    global open\n    return open('x', 'w')\n\n\nf()",
+    "nonlocal x",
+]
+
+
+@pytest.mark.parametrize("src", NEW_BUILTIN_MISUSE)
+def test_input_id_global_and_breakpoint_stay_bounded(src: str, guard: Path) -> None:
+    refused(src)
+
+
+def test_input_is_an_ordinary_name(guard: Path) -> None:
+    src = "def f(input):\n    return input * 2\n\n\ninput = 3\nprint(f(input), f(input=1))"
+    assert _printed(src) == "6 2\n"
+
+
+def test_id_is_a_small_per_run_number_not_an_address(guard: Path) -> None:
+    src = "a = torch.ones(2)\nb = a.view(2)\nprint(id(a), id(b), id(a) == id(a), id(a) == id(b), id(a.data) == id(a))"
+    first, second, same, view_same, data_same = _printed(src).split()
+    assert (same, view_same, data_same) == ("True", "False", "False")
+    assert first != second and int(first) < 1000 and int(second) < 1000
+
+
+def test_global_binds_in_the_module_only(guard: Path) -> None:
+    src = (
+        "n = 0\n"
+        "def f():\n    global n\n    n += 1\n    m = [n for n in range(3)]\n    return m\n\n\n"
+        "def g():\n    n = 10\n    return n\n\n\n"
+        "f()\nf()\nprint(n, g(), n)"
+    )
+    assert _printed(src) == "2 10 2\n"
+
+
+def test_breakpoint_is_a_no_op(guard: Path) -> None:
+    assert _printed("a = 1\nbreakpoint()\nprint(a)") == "1\n"
