@@ -12,6 +12,7 @@ Values flow through ``sandbox.py``'s attribute and call checks, sizes through
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
@@ -193,15 +194,23 @@ class Interpreter(Sealed):
         frame = Frame(fn.name, [*fn.env, local], local, silent or self.frame.silent, global_names=fn.global_names)
         self.frames.append(frame)
         try:
-            if isinstance(fn.node, ast.Lambda):
-                return self.eval(fn.node.body)
-            try:
-                self._exec_block(fn.node.body)
-            except _Return as r:
-                return r.value
-            return None
+            if fn.grad_modes:
+                with contextlib.ExitStack() as modes:
+                    for mode in fn.grad_modes:
+                        modes.enter_context(mode.clone())
+                    return self._run_body(fn)
+            return self._run_body(fn)
         finally:
             self.frames.pop()
+
+    def _run_body(self, fn: ScriptFunction) -> Any:
+        if isinstance(fn.node, ast.Lambda):
+            return self.eval(fn.node.body)
+        try:
+            self._exec_block(fn.node.body)
+        except _Return as r:
+            return r.value
+        return None
 
     # --- statements ------------------------------------------------------------------
 

@@ -39,7 +39,9 @@ class Program:
 def header_source(lines: list[str], node: ast.stmt) -> str:
     """The text of a compound statement's header, e.g. ``for i in range(3):``."""
     body = getattr(node, "body", None)
-    end = body[0].lineno - 1 if body else node.lineno
+    # The body starts at its first statement's decorators, if it has any.
+    first = min([body[0].lineno, *(d.lineno for d in getattr(body[0], "decorator_list", []))]) if body else 0
+    end = first - 1 if body else node.lineno
     end = max(end, node.lineno)
     text = " ".join(line.strip() for line in lines[node.lineno - 1 : end])
     if isinstance(node, ast.If) and lines[node.lineno - 1].lstrip().startswith("elif"):
@@ -247,9 +249,36 @@ class _Validator(ast.NodeVisitor):
             if a.arg.startswith("__"):
                 raise self.reject(a, f"parameter names starting with '__' are not allowed: '{a.arg}'")
 
+    def _check_decorators(self, node: ast.FunctionDef) -> list[ast.expr]:
+        """The decorators to visit as expressions (``@staticmethod`` & co. are names checked here)."""
+        visit: list[ast.expr] = []
+        kinds = 0
+        for dec in node.decorator_list:
+            if isinstance(dec, ast.Name) and dec.id in policy.METHOD_DECORATORS:
+                if not self.in_class:
+                    raise self.reject(dec, f"@{dec.id} is allowed on methods of a class only")
+                kinds += 1
+                if kinds > 1:
+                    raise self.reject(dec, "a method may have one of @staticmethod, @classmethod, @property")
+                continue
+            if not _is_grad_mode_decorator(dec):
+                raise self.reject(
+                    dec,
+                    "the only decorators supported are @torch.no_grad(), @torch.enable_grad(), "
+                    "@torch.inference_mode(), @torch.set_grad_enabled(...) and, on methods, "
+                    "@staticmethod, @classmethod and @property",
+                )
+            visit.append(dec)
+        return visit
+
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        if node.decorator_list:
-            raise self.reject(node.decorator_list[0], "decorators are not supported")
+        decorators, node.decorator_list = node.decorator_list, self._check_decorators(node)
+        try:
+            self._visit_function(node)
+        finally:
+            node.decorator_list = decorators
+
+    def _visit_function(self, node: ast.FunctionDef) -> None:
         if self.in_function:
             raise self.reject(node, "functions can be defined at module level or as methods of a class only")
         if self.in_class:
@@ -282,11 +311,14 @@ class _Validator(ast.NodeVisitor):
         if node.keywords:
             raise self.reject(node, "class keywords (metaclass=...) are not supported")
         base_ok = len(node.bases) == 1 and (
-            (isinstance(node.bases[0], ast.Attribute) and node.bases[0].attr == "Module")
-            or (isinstance(node.bases[0], ast.Name) and node.bases[0].id == "Module")
+            (isinstance(node.bases[0], ast.Attribute) and node.bases[0].attr in _CLASS_BASES)
+            or (isinstance(node.bases[0], ast.Name) and node.bases[0].id in _CLASS_BASES)
         )
         if not base_ok:
-            raise self.reject(node, "a class must derive from nn.Module (class Name(nn.Module):), nothing else")
+            raise self.reject(
+                node,
+                "a class must derive from nn.Module or torch.autograd.Function (class Name(nn.Module):), nothing else",
+            )
         if node.name.startswith("_"):
             raise self.reject(node, f"class names starting with '_' are not allowed: '{node.name}'")
         for item in node.body:
@@ -374,10 +406,20 @@ def _script_attributes(tree: ast.Module) -> frozenset[str]:
                 isinstance(node, ast.Attribute)
                 and isinstance(node.ctx, ast.Store)
                 and isinstance(node.value, ast.Name)
-                and node.value.id == "self"
+                and node.value.id in ("self", "ctx")
             ):
                 names.add(node.attr)
     return frozenset(n for n in names if not n.startswith("_"))
+
+
+_CLASS_BASES = frozenset({"Module", "Function"})
+
+
+def _is_grad_mode_decorator(node: ast.expr) -> bool:
+    """``@torch.no_grad()``, ``@no_grad``, ``@torch.set_grad_enabled(False)`` ..."""
+    func = node.func if isinstance(node, ast.Call) else node
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name in policy.GRAD_MODE_DECORATORS
 
 
 def _is_super_call(node: ast.expr) -> bool:

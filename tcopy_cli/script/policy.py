@@ -140,6 +140,10 @@ DEVICE_ATTRS = frozenset({"type", "index"})
 STORAGE_METHODS = frozenset({"data_ptr", "nbytes", "size", "element_size"})
 STORAGE_ATTRS = frozenset({"device"})
 NODE_METHODS = frozenset({"name", "register_hook", "register_prehook"})
+# The ctx of a custom autograd Function: what forward and backward use. Attributes the
+# script sets itself (ctx.alpha = 2) are readable too.
+CTX_METHODS = frozenset({"save_for_backward", "mark_dirty", "mark_non_differentiable", "set_materialize_grads"})
+CTX_ATTRS = frozenset({"saved_tensors", "needs_input_grad"}) | CTX_METHODS
 NODE_ATTRS = frozenset({"next_functions"})
 NDARRAY_METHODS = frozenset(
     """
@@ -274,6 +278,10 @@ TORCH_FORBIDDEN: dict[str, str] = {
 }
 
 ALLOWED_DUNDER_NAMES = frozenset({"__name__"})
+# Decorators a method of a script class may have (by name; refused as plain names).
+METHOD_DECORATORS = frozenset({"staticmethod", "classmethod", "property"})
+# Decorators of script functions and methods: torch's grad-mode switches, called or not.
+GRAD_MODE_DECORATORS = frozenset({"no_grad", "enable_grad", "inference_mode", "set_grad_enabled"})
 # The only dunder methods a script class may define, and the only dunder attribute a
 # script may touch (as super().__init__()).
 ALLOWED_DUNDER_METHODS = frozenset({"__init__"})
@@ -299,6 +307,7 @@ def all_attribute_names() -> frozenset[str]:
         STORAGE_ATTRS,
         NODE_METHODS,
         NODE_ATTRS,
+        CTX_ATTRS,
         NDARRAY_METHODS,
         NDARRAY_ATTRS,
         NPDTYPE_ATTRS,
@@ -321,7 +330,7 @@ def all_attribute_names() -> frozenset[str]:
         OPTIMIZER_ATTRS,
         NUMPY_NAMES,
         NODE_HOOK_METHODS,
-        frozenset({"nn", "optim", "args"}),
+        frozenset({"nn", "optim", "args", "apply", "Function", "function"}),
     ):
         names |= group
     for sub in TORCH_SUBMODULES.values():
@@ -341,7 +350,8 @@ ALLOWED_IMPORTS.update(
         "torch.nn.functional": FUNCTIONAL_NAMES,
         "torch.nn.init": NN_INIT_NAMES,
         "torch.optim": OPTIM_NAMES,
-        "torch.autograd": TORCH_SUBMODULES["autograd"],
+        "torch.autograd": TORCH_SUBMODULES["autograd"] | {"Function", "function"},
+        "torch.autograd.function": frozenset({"Function"}),
         "numpy": NUMPY_NAMES,
         "copy": frozenset({"copy", "deepcopy"}),
         "math": MATH_NAMES,

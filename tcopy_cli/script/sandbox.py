@@ -142,6 +142,11 @@ def build_torch_proxy() -> ModuleProxy:
         mod = getattr(torch, sub, None)
         if mod is not None:
             members[sub] = ModuleProxy(f"torch.{sub}", _members(mod, names, f"torch.{sub}"))
+    autograd = members.get("autograd")
+    if isinstance(autograd, ModuleProxy):
+        function = ClassProxy("torch.autograd.Function", torch.autograd.Function)
+        autograd.members["Function"] = function
+        autograd.members["function"] = ModuleProxy("torch.autograd.function", {"Function": function})
     members["nn"] = build_nn_proxy()
     members["optim"] = ModuleProxy("torch.optim", _classes(torch.optim, policy.OPTIM_NAMES, "torch.optim"))
     return ModuleProxy("torch", members)
@@ -202,21 +207,67 @@ class ScriptFunction(Sealed):
         self.owner = owner
         self.global_names = global_names
         """Names its ``global`` statements declare: they bind in the module, not in the call."""
+        self.grad_modes: tuple[Any, ...] = ()
+        """Grad-mode context managers of its decorators (``@torch.no_grad()``), entered per call."""
 
     def __repr__(self) -> str:
         return f"<function {self.name}>"
 
 
 class ScriptClass(Sealed):
-    """A script-defined subclass of nn.Module (the real class stays inside the sandbox)."""
+    """A script-defined subclass of nn.Module or torch.autograd.Function (the real class
+    stays inside the sandbox).
 
-    def __init__(self, name: str, cls: type, methods: frozenset[str]) -> None:
+    ``class_methods`` are its ``@staticmethod``/``@classmethod`` functions by name, with
+    whether the class is passed first; a script calls them as ``Cls.name(...)``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        cls: type,
+        methods: frozenset[str],
+        class_methods: dict[str, tuple[ScriptFunction, bool]] | None = None,
+    ) -> None:
         self.name = name
         self.cls = cls
         self.methods = methods
+        self.class_methods = class_methods or {}
+
+    @property
+    def is_function(self) -> bool:
+        """A custom autograd Function (called through ``.apply``)."""
+        return issubclass(self.cls, torch.autograd.Function)
 
     def __repr__(self) -> str:
         return f"<class '{self.name}'>"
+
+
+class FunctionApply(Sealed):
+    """``MyFunction.apply``: a value a script may store (``relu = MyReLU.apply``) and call.
+
+    It is not callable from Python, so torch and builtins can't call it unless tcopy
+    hands it over itself (``gradcheck``, ``jacobian``).
+    """
+
+    def __init__(self, owner: ScriptClass) -> None:
+        self.owner = owner
+
+    def __repr__(self) -> str:
+        return f"<bound method {self.owner.name}.apply>"
+
+
+def class_attribute(owner: ScriptClass, attr: str) -> Any:
+    """``Cls.attr`` of a script class: ``apply`` of a Function, or a static/class method (to call)."""
+    if attr == "apply" and owner.is_function:
+        return FunctionApply(owner)
+    if attr in owner.class_methods:
+        fn, with_class = owner.class_methods[attr]
+        return (fn, owner if with_class else None)
+    raise NotAllowedError(
+        f"attributes of {owner!r} are not allowed; call the class, its instances, its static and class "
+        "methods" + (", or .apply" if owner.is_function else "")
+    )
 
 
 class SuperProxy(Sealed):
@@ -259,6 +310,7 @@ def build_all_modules() -> dict[str, ModuleProxy]:
     mods["torch.nn.init"] = nn_proxy.members["init"]
     mods["torch.optim"] = torch_proxy.members["optim"]
     mods["torch.autograd"] = torch_proxy.members["autograd"]
+    mods["torch.autograd.function"] = mods["torch.autograd"].members["function"]
     mods["numpy"] = build_numpy_proxy()
     return mods
 
@@ -286,6 +338,17 @@ def _is_node(value: Any) -> bool:
     return isinstance(value, torch.autograd.graph.Node)
 
 
+def is_function_ctx(value: Any) -> bool:
+    """The ``ctx`` of a custom autograd Function (also its outputs' ``grad_fn``)."""
+    return isinstance(value, torch.autograd.function.FunctionCtx)
+
+
+def _ctx_own(ctx: Any, attr: str) -> bool:
+    """An attribute the script itself set on a ctx (``ctx.alpha = 2``), never torch's own."""
+    own = getattr(ctx, "__dict__", {})
+    return not attr.startswith("_") and attr in own and not hasattr(type(ctx), attr)
+
+
 def _is_return_type(value: Any) -> bool:
     return isinstance(value, tuple) and type(value).__module__ == "torch.return_types"
 
@@ -298,6 +361,8 @@ def _script_methods(value: Any) -> frozenset[str]:
 def _module_attribute(value: torch.nn.Module, attr: str) -> Any:
     if attr.startswith("_"):
         raise NotAllowedError(f"attribute '{attr}' is private")
+    if attr in getattr(type(value), "_tcopy_properties", ()):
+        return getattr(value, attr)  # a @property of the script class: runs in the interpreter
     if attr in _script_methods(value) or attr in policy.MODULE_METHODS:
         raise NotAllowedError(f"'.{attr}' is a method: call it")
     registered = (
@@ -335,6 +400,11 @@ def get_attribute(value: Any, attr: str, allow_proxy: bool = False) -> Any:
         if isinstance(member, (SafeFunction, ClassProxy)):
             raise NotAllowedError(f"'{value.name}.{attr}' is a function: call it; functions can't be stored or passed")
         return member
+    if isinstance(value, ScriptClass):
+        member = class_attribute(value, attr)
+        if not isinstance(member, FunctionApply):
+            raise NotAllowedError(f"'{value.name}.{attr}' is a method: call it")
+        return member
     if isinstance(value, torch.Tensor):
         if attr in policy.TENSOR_PROPERTIES:
             return getattr(value, attr)
@@ -343,6 +413,10 @@ def get_attribute(value: Any, attr: str, allow_proxy: bool = False) -> Any:
         if attr not in dir(value):
             raise AttributeError(f"'Tensor' object has no attribute '{attr}'")
         raise NotAllowedError(f"tensor attribute '.{attr}' is not in tcopy's allow-list")
+    if is_function_ctx(value) and (attr in policy.CTX_ATTRS or _ctx_own(value, attr)):
+        if attr in policy.CTX_METHODS:
+            raise NotAllowedError(f"'.{attr}' is a method: call it")
+        return getattr(value, attr)
     if _is_return_type(value):
         if attr in policy.RETURN_TYPE_FIELDS and hasattr(value, attr):
             return getattr(value, attr)
@@ -416,6 +490,8 @@ def resolve_method(value: Any, attr: str) -> Callable[..., Any]:
         if attr not in dir(value):
             raise AttributeError(f"'Tensor' object has no attribute '{attr}'")
         raise NotAllowedError(f"tensor method '.{attr}()' is not in tcopy's allow-list")
+    if is_function_ctx(value) and attr in policy.CTX_METHODS:
+        return getattr(value, attr)  # type: ignore[no-any-return]
     if _is_node(value):
         if attr in policy.NODE_METHODS:
             return getattr(value, attr)  # type: ignore[no-any-return]
@@ -447,6 +523,9 @@ def set_attribute(target: Any, attr: str, value: Any) -> None:
         if attr in _script_methods(target):
             raise NotAllowedError(f"'{attr}' is a method of the class; it can't be replaced")
         setattr(target, attr, value)
+        return
+    if is_function_ctx(target) and not attr.startswith("_") and not hasattr(type(target), attr):
+        setattr(target, attr, value)  # ctx.alpha = alpha: the script's own data for backward
         return
     raise NotAllowedError(
         f"assigning '.{attr}' is not allowed; tensors allow: " + ", ".join(sorted(policy.TENSOR_SETTABLE))

@@ -193,7 +193,6 @@ BASES = [
     "class A(nn.Module, torch.Tensor):\n    pass",
     "class A(nn.Module, metaclass=type):\n    pass",
     "class A(metaclass=type):\n    pass",
-    "class A(torch.autograd.Function):\n    pass",
     "class A(Exception):\n    pass",
     "class A(ValueError):\n    pass",
     "class A(BaseException):\n    pass",
@@ -210,15 +209,39 @@ BASES = [
 DECORATORS = [
     "@property\ndef f(x):\n    return x",
     "@staticmethod\ndef f(x):\n    return x",
-    "@torch.no_grad()\ndef f(x):\n    return x",
+    "@classmethod\ndef f(x):\n    return x",
     "@torch.jit.script\ndef f(x):\n    return x",
     "@print\ndef f(x):\n    return x",
     "def d(g):\n    return g\n\n\n@d\ndef f(x):\n    return x",
     "@print\nclass M(nn.Module):\n    pass",
-    "class M(nn.Module):\n    @property\n    def w(self):\n        return 1",
-    "class M(nn.Module):\n    @staticmethod\n    def forward(x):\n        return x",
-    "class M(nn.Module):\n    @classmethod\n    def make(cls):\n        return cls()",
-    "class M(nn.Module):\n    @torch.no_grad()\n    def forward(self, x):\n        return x",
+    "@torch.no_grad()\nclass M(nn.Module):\n    pass",
+    # decorators that return something else than a grad-mode switch
+    "no_grad = print\n@no_grad\ndef f(x):\n    return x",
+    "def no_grad():\n    return print\n\n\n@no_grad()\ndef f(x):\n    return x",
+    "def no_grad(f):\n    return f\n\n\n@no_grad\ndef f(x):\n    return x",
+    "@torch.no_grad()()\ndef f(x):\n    return x",
+    "@torch.no_grad().__call__\ndef f(x):\n    return x",
+    "@torch.set_grad_enabled\ndef f(x):\n    return x",
+    "@torch.no_grad(print)\ndef f(x):\n    return x",
+    "@(torch.no_grad())\ndef f(x):\n    return x\n\n\ny = f.__wrapped__",
+    "@torch.no_grad()\ndef f(x):\n    return x\n\n\ny = f.__wrapped__",
+    "@torch.no_grad()\ndef f(x):\n    return x\n\n\ny = [f][0]\nz = torch.autograd.grad(y, [])",
+    "class M(nn.Module):\n    @property\n    @staticmethod\n    def w(self):\n        return 1",
+    "class M(nn.Module):\n    @w.setter\n    def w(self, v):\n        pass",
+    "class M(nn.Module):\n    @property\n    def w(self):\n        return 1\n\n\nm = M()\nm.w = 2",
+    "class M(nn.Module):\n    @property\n    def w(self):\n        return 1\n\n\np = M.w",
+    "class M(nn.Module):\n    @property\n    def w(self):\n        return 1\n\n\np = M.w.fget",
+    "class M(nn.Module):\n    @staticmethod\n    def s(x):\n        return x\n\n\np = M.s",
+    "class M(nn.Module):\n    @staticmethod\n    def s(x):\n        return x\n\n\np = M().s",
+    "class M(nn.Module):\n    @staticmethod\n    def s(x):\n        return x\n\n\np = M.s(M.s)",
+    "class M(nn.Module):\n    @classmethod\n    def c(cls):\n        return cls\n\n\nk = M.c()\nk.__subclasses__()",
+    "class M(nn.Module):\n    @classmethod\n    def c(cls):\n        return cls.__mro__\n\n\nk = M.c()",
+    "class M(nn.Module):\n    @classmethod\n    def c(cls):\n        return cls.mro()\n\n\nk = M.c()",
+    "class M(nn.Module):\n    @classmethod\n    def c(cls):\n        return type(cls)('X', (), {})\n\n\nk = M.c()",
+    "class M(nn.Module):\n    @classmethod\n    def c(cls, x):\n        return x\n\n\nk = M.c(_fn=1)",
+    "class M(nn.Module):\n    def f(self, x):\n        return x\n\n\nk = M().f(1, _fn=print)",
+    "class M(nn.Module):\n    @staticmethod\n    def parameters():\n        return []",
+    "class M(nn.Module):\n    @property\n    def training(self):\n        return 1",
 ]
 
 
@@ -448,7 +471,6 @@ IMPORTS7 = [
     "from torch import optim, load",
     "from torch import nn, jit",
     "from torch.autograd import graph",
-    "from torch.autograd import Function",
     "from torch.autograd import functional",
     "from torch.autograd.graph import saved_tensors_hooks",
     "from torch.autograd import Variable, grad_mode",
@@ -689,6 +711,14 @@ _HOOKED = LEAF + _BACKWARD
 # error) or be refused; never hang, never crash the process, never run past the step
 # limit because a handler swallowed it.
 TERMINATION: dict[str, str] = {
+    "loop_in_function_backward": "class F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+    "        return x * 2\n\n    @staticmethod\n    def backward(ctx, g):\n        while True:\n            g = g\n\n\n"
+    + LEAF
+    + "b = F.apply(a).sum()\nb.backward()",
+    "recursive_function_forward": "class F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+    "        return F.apply(x)\n\n    @staticmethod\n    def backward(ctx, g):\n        return g\n\n\n"
+    + LEAF
+    + "b = F.apply(a)",
     "while_true_pass": "while True:\n    pass",
     "while_true_step": "while True:\n    x = 1",
     "while_one_continue": "while 1:\n    continue",
@@ -991,3 +1021,85 @@ def test_global_binds_in_the_module_only(guard: Path) -> None:
 
 def test_breakpoint_is_a_no_op(guard: Path) -> None:
     assert _printed("a = 1\nbreakpoint()\nprint(a)") == "1\n"
+
+
+# --- custom autograd Functions: the class, ctx and apply stay inside the sandbox -------
+
+_FN = (
+    "class F(torch.autograd.Function):\n"
+    "    @staticmethod\n    def forward(ctx, x):\n        CTX\n        return x * 2\n\n"
+    "    @staticmethod\n    def backward(ctx, g):\n        BACK\n        return g * 2\n\n\n"
+    "x = torch.ones(2, requires_grad=True)\n"
+)
+
+
+def _fn(ctx_line: str = "pass", back_line: str = "pass", after: str = "y = F.apply(x)\ny.sum().backward()") -> str:
+    return _FN.replace("CTX", ctx_line).replace("BACK", back_line) + after
+
+
+FUNCTION_ESCAPES = [
+    *(
+        _fn(after=f"y = F.{attr}")
+        for attr in (
+            "__subclasses__ __mro__ __bases__ __dict__ __class__ _backward_cls forward backward vjp "
+            "mro apply.__self__ apply.__func__ apply.owner apply.owner.cls"
+        ).split()
+    ),
+    _fn(after="y = F.__subclasses__()"),
+    _fn(after="y = F.mro()"),
+    _fn(after="f = F()"),
+    _fn(after="f = F.apply\ng = f.__call__"),
+    _fn(after="y = torch.autograd.Function.apply(x)"),
+    _fn(after="y = torch.autograd.Function.__subclasses__()"),
+    _fn(after="y = torch.autograd.Function"),
+    _fn(after="h = x.register_hook(F.apply)\ny = (x * 2).sum()\ny.backward()"),
+    _fn(after="y = sorted([x], key=F.apply)"),
+    *(
+        _fn(ctx_line=f"y = ctx.{attr}")
+        for attr in (
+            "__class__ _forward_cls to_save dirty_tensors non_differentiable saved_variables _raw_saved_tensors "
+            "apply metadata __dict__ _materialize_non_diff_grads materialize_grads requires_grad"
+        ).split()
+    ),
+    _fn(ctx_line="ctx.save_for_backward = print"),
+    _fn(ctx_line="ctx.apply = 1"),
+    _fn(ctx_line="ctx._x = 1"),
+    _fn(ctx_line="ctx.__class__ = int"),
+    _fn(ctx_line="ctx.to_save = (x,)"),
+    _fn(ctx_line="ctx.mark_dirty(print)"),
+    _fn(ctx_line="ctx.save_for_backward(print)"),
+    _fn(ctx_line="h = ctx.register_hook(print)"),
+    _fn(ctx_line="f = ctx.save_for_backward"),
+    _fn(ctx_line="y = ctx.apply(x)"),
+    _fn(ctx_line="y = ctx._forward_cls.forward(ctx, x)"),
+    _fn(ctx_line="ctx.fn = print"),
+    _fn(back_line="y = ctx.__class__.__mro__"),
+    _fn(back_line="y = ctx.saved_tensors.__class__"),
+    _fn(back_line="y = type(ctx)('z', (), {})"),
+    # keeping ctx past the run of forward
+    "kept = []\n" + _fn(ctx_line="kept.append(ctx)", after="y = F.apply(x)\nz = kept[0].__class__"),
+    "kept = []\n" + _fn(ctx_line="kept.append(ctx)", after="y = F.apply(x)\nz = kept[0]._forward_cls"),
+    # defining what torch itself calls
+    "class F(torch.autograd.Function):\n    def apply(self, x):\n        return x",
+    "class F(torch.autograd.Function):\n    def _backward_cls(self):\n        return 1",
+    "class F(torch.autograd.Function):\n    def __call__(self, x):\n        return x",
+    "class F(torch.autograd.Function):\n    def mark_dirty(self, x):\n        return x",
+    "class F(torch.autograd.Function):\n    x = 1",
+    "class F(torch.autograd.Function, nn.Module):\n    pass",
+    "from torch.autograd.function import once_differentiable",
+    "from torch.autograd.function import BackwardCFunction",
+    "from torch.autograd.function import FunctionCtx",
+    "import torch.autograd.function as fn\nx = fn.FunctionCtx",
+]
+
+
+@pytest.mark.parametrize("src", FUNCTION_ESCAPES)
+def test_autograd_functions_expose_no_class_internals_or_ctx_internals(src: str, guard: Path) -> None:
+    refused(NN + src)
+
+
+def test_autograd_function_backward_runs_in_the_backward_step(guard: Path) -> None:
+    trace = run_source(_fn(back_line="print('in backward', g)"))
+    assert trace.summary is not None and trace.summary.status == "ok"
+    (step,) = [s for s in trace.steps if s.stdout]
+    assert step.source == "y.sum().backward()" and step.stdout == "in backward tensor([1., 1.])\n"
