@@ -14,6 +14,7 @@ import torch
 from tcopy_cli.errors import NotAllowedError
 from tcopy_cli.script import policy
 from tcopy_cli.script.builtins import DISPLAY_BUILTINS, SIZED_BUILTINS
+from tcopy_cli.script.formatting import bind_format
 from tcopy_cli.script.guards import check_argument
 from tcopy_cli.script.sandbox import (
     ClassProxy,
@@ -272,7 +273,10 @@ def on_call(interp: Interpreter, node: ast.Call) -> Any:
         base = interp.eval(func.value, allow_proxy=True)
         if isinstance(base, ScriptClass):
             return call_value(interp, class_attribute(base, func.attr), *call_arguments(interp, node))
-        fn = resolve_method(base, func.attr)
+        if isinstance(base, str) and func.attr in policy.FORMAT_METHODS:
+            fn = bind_format(interp.formatter, base, func.attr)
+        else:
+            fn = resolve_method(base, func.attr)
         name = func.attr
         if isinstance(base, torch.Tensor):
             self_tensor = base

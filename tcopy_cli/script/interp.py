@@ -21,6 +21,7 @@ from tcopy_cli.errors import NotAllowedError, TcopyError
 from tcopy_cli.limits import Limits
 from tcopy_cli.script import expressions, functions, statements
 from tcopy_cli.script.builtins import Capture, Output, make_builtins
+from tcopy_cli.script.formatting import SafeFormatter, make_format
 from tcopy_cli.script.functions import (
     NOTHING,
     Frame,
@@ -94,6 +95,8 @@ class Interpreter(Sealed):
         self.ns: dict[str, Any] = {"torch": self.modules["torch"]}
         self.output = Output(self.guards)
         self.builtins = make_builtins(self.output, lambda fn: isinstance(fn, ScriptCallable))
+        self.formatter = SafeFormatter(self.guards)
+        self.builtins["format"] = SafeFunction("format", make_format(self.formatter))
         # The module's frame first, then one per running call of a script function.
         self.frames: list[Frame] = [Frame(function=None)]
         self.try_stack: list[tuple[tuple[type, ...], int]] = []

@@ -226,8 +226,6 @@ class _Validator(ast.NodeVisitor):
             raise self.reject(node, f"'{attr}' is read-only")
         if attr in policy.TORCH_FORBIDDEN and _is_module_base(node.value):
             raise self.reject(node, f"'{attr}' is not allowed: {policy.TORCH_FORBIDDEN[attr]}")
-        if attr in ("format", "format_map"):
-            raise self.reject(node, "string formatting with .format is not allowed: use an f-string")
         if attr not in policy.ALL_ATTRIBUTE_NAMES and attr not in self.script_attrs:
             raise self.reject(node, f"'.{attr}' is not in tcopy's allow-list of attributes and methods")
         self.generic_visit(node)

@@ -159,6 +159,8 @@ STR_METHODS = frozenset(
         capitalize splitlines isdigit isalpha isspace find count
     """.split()
 )
+# str.format and str.format_map: called through tcopy's own formatter (formatting.py).
+FORMAT_METHODS = frozenset({"format", "format_map"})
 LIST_METHODS = frozenset(
     """
     append extend pop insert index count reverse sort copy clear remove
@@ -181,7 +183,7 @@ RETURN_TYPE_FIELDS = frozenset(
 SAFE_BUILTINS = frozenset(
     """
     print len range abs min max sum float int bool str list tuple dict set round isinstance type
-    enumerate zip sorted reversed any all map super id input breakpoint
+    enumerate zip sorted reversed any all map super id input breakpoint format
     """.split()
 )
 
@@ -247,7 +249,7 @@ FORBIDDEN_NAMES: dict[str, str] = {
     for name in """
         eval exec compile open getattr setattr delattr hasattr __import__ globals locals
         vars exit quit help dir memoryview object classmethod
-        staticmethod property hash callable iter next format repr ascii chr ord bytes
+        staticmethod property hash callable iter next repr ascii chr ord bytes
         bytearray __builtins__ __loader__ __spec__ __file__ filter BaseException SystemExit
         KeyboardInterrupt GeneratorExit
     """.split()
@@ -312,6 +314,7 @@ def all_attribute_names() -> frozenset[str]:
         NDARRAY_ATTRS,
         NPDTYPE_ATTRS,
         STR_METHODS,
+        FORMAT_METHODS,
         LIST_METHODS,
         DICT_METHODS,
         TUPLE_METHODS,

@@ -1103,3 +1103,63 @@ def test_autograd_function_backward_runs_in_the_backward_step(guard: Path) -> No
     assert trace.summary is not None and trace.summary.status == "ok"
     (step,) = [s for s in trace.steps if s.stdout]
     assert step.source == "y.sum().backward()" and step.stdout == "in backward tensor([1., 1.])\n"
+
+
+# --- str.format, format_map and format(): fields reach only what the script could -----
+
+FORMAT_ESCAPES = [
+    'x = "{0.__class__}".format(torch.ones(1))',
+    'x = "{0.__class__.__mro__}".format(1)',
+    'x = "{0._version}".format(torch.ones(1))',
+    'x = "{0._x}".format(torch.ones(1))',
+    'x = "{0[__x]}".format({"__x": 1})',
+    'x = "{0[_x]}".format({"_x": 1})',
+    'x = "{a.__init__.__globals__}".format(a=torch.ones(1))',
+    'x = "{a._base}".format_map({"a": torch.ones(1)})',
+    'x = "{0.grad_fn._saved_self}".format(torch.ones(1, requires_grad=True) * 2)',
+    'x = "{0.storage}".format(torch.ones(1))',
+    'x = "{0.data_ptr}".format(torch.ones(1))',
+    'x = "{0.register_hook}".format(torch.ones(1))',
+    'x = "{0.save}".format(torch.ones(1))',
+    'x = "{0.real.__class__}".format(1)',
+    'x = "{0.weight.__class__}".format(nn.Linear(1, 1))',
+    'x = "{0._modules}".format(nn.Linear(1, 1))',
+    'x = "{0.forward}".format(nn.Linear(1, 1))',
+    'x = "{0[0].__dict__}".format([1])',
+    'x = "{0}".format(print)',
+    'x = "{0}".format(torch)',
+    'x = "{0}".format([torch.ones])',
+    'x = "{0.ones}".format(torch)',
+    'x = "{0:{1}}".format(1, print)',
+    'x = "{0:{1}}".format(1, "{0.__class__}")',
+    'x = "{0:{1:{2}}}".format(1, 2, 3)',
+    'x = "{0:>{1}}".format("a", 10**9)',
+    'x = "{0:>100000000}".format("a")',
+    'x = "{0:{1}}".format("a", ">100000000")',
+    'x = "{0!r:>99999999}".format("a")',
+    'x = format("a", ">100000000")',
+    'x = format(print, "")',
+    "x = format(1, print)",
+    'x = ("{0}" * 10**6).format(*["a" * 1000])',
+    'x = "{:.1000000000f}".format(1.0)',
+    'f = "{}".format',
+    'f = "{}".format_map',
+    'x = str.format("{0.__class__}", 1)',
+    'x = "{a}".format_map(torch)',
+    'x = "{a}".format_map([1])',
+    "x = format",
+    'x = "".format.__self__',
+]
+
+
+@pytest.mark.parametrize("src", FORMAT_ESCAPES)
+def test_format_fields_reach_only_allowed_attributes(src: str, guard: Path) -> None:
+    refused(NN + src)
+
+
+def test_format_matches_python_for_ordinary_fields(guard: Path) -> None:
+    src = (
+        "a = torch.tensor([1.5, 2.25])\n"
+        'print("{0:.3f} {1} {2.shape} {3[k]} {w:>4}|".format(a.sum().item(), 3, a, {"k": 9}, w="z"))'
+    )
+    assert _printed(src) == "3.750 3 torch.Size([2]) 9    z|\n"
