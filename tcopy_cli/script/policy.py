@@ -116,7 +116,7 @@ TENSOR_METHODS = frozenset(
             divide_ logical_not_ logical_and_ logical_or_ nan_to_num_ sgn_ hypot_ atan2_
             pin_memory share_memory is_inference requires_grad
             register_post_accumulate_grad_hook masked_fill index_put diag_embed norm
-            dim_order
+            dim_order storage _is_view
         """.split()
     )
     | {"register_hook", "register_post_accumulate_grad_hook"} - {"share_memory", "requires_grad", "pin_memory"}
@@ -137,14 +137,23 @@ TENSOR_SETTABLE = frozenset({"requires_grad", "grad", "data"})
 SIZE_METHODS = frozenset({"numel", "index", "count"})
 DTYPE_ATTRS = frozenset({"is_floating_point", "is_complex", "is_signed", "itemsize"})
 DEVICE_ATTRS = frozenset({"type", "index"})
-STORAGE_METHODS = frozenset({"data_ptr", "nbytes", "size", "element_size"})
-STORAGE_ATTRS = frozenset({"device"})
+# Storages are read-only: sizes and addresses, and items by index (s[0]); never written.
+STORAGE_METHODS = frozenset({"data_ptr", "nbytes", "size", "element_size", "untyped"})
+STORAGE_ATTRS = frozenset({"device", "dtype"})
+# Private autograd attributes tutorials read, by exact name: what a graph node saved for
+# backward. ``_raw_saved_*`` (the SavedTensor) can be read, not hooked: tcopy reads every
+# saved tensor after each step, which would run a script's unpack hook each time.
+SAVED_NAMES = "self other result mat1 mat2 exponent weight input indices mask alpha dim".split()
+NODE_SAVED_ATTRS = frozenset(f"_saved_{n}" for n in SAVED_NAMES) | frozenset(
+    f"_raw_saved_{n}" for n in SAVED_NAMES if n not in ("alpha", "dim", "exponent")
+)
+SAVED_TENSOR_METHODS: frozenset[str] = frozenset()
 NODE_METHODS = frozenset({"name", "register_hook", "register_prehook"})
 # The ctx of a custom autograd Function: what forward and backward use. Attributes the
 # script sets itself (ctx.alpha = 2) are readable too.
 CTX_METHODS = frozenset({"save_for_backward", "mark_dirty", "mark_non_differentiable", "set_materialize_grads"})
 CTX_ATTRS = frozenset({"saved_tensors", "needs_input_grad"}) | CTX_METHODS
-NODE_ATTRS = frozenset({"next_functions"})
+NODE_ATTRS = frozenset({"next_functions"}) | NODE_SAVED_ATTRS
 NDARRAY_METHODS = frozenset(
     """
         tolist item sum mean min max copy reshape astype flatten fill argmax argmin all any
@@ -240,7 +249,15 @@ NUMPY_NAMES = frozenset(
 NODE_HOOK_METHODS = frozenset({"register_hook", "register_prehook"})
 # Functions and methods that may be given a script-defined function (hook, key, mapping).
 CALLABLE_TAKERS = frozenset(
-    {"register_hook", "register_post_accumulate_grad_hook", "register_prehook", "map", "sorted", "min", "max"}
+    {
+        "register_hook",
+        "register_post_accumulate_grad_hook",
+        "register_prehook",
+        "map",
+        "sorted",
+        "min",
+        "max",
+    }
 )
 
 # Names refused outright, with a reason, before the script runs.
@@ -287,7 +304,7 @@ GRAD_MODE_DECORATORS = frozenset({"no_grad", "enable_grad", "inference_mode", "s
 # The only dunder methods a script class may define, and the only dunder attribute a
 # script may touch (as super().__init__()).
 ALLOWED_DUNDER_METHODS = frozenset({"__init__"})
-UNDERSCORE_ATTRS = frozenset({"_version", "_base"})
+UNDERSCORE_ATTRS = frozenset({"_version", "_base", "_is_view"}) | NODE_SAVED_ATTRS
 
 
 def all_attribute_names() -> frozenset[str]:
@@ -309,6 +326,7 @@ def all_attribute_names() -> frozenset[str]:
         STORAGE_ATTRS,
         NODE_METHODS,
         NODE_ATTRS,
+        SAVED_TENSOR_METHODS,
         CTX_ATTRS,
         NDARRAY_METHODS,
         NDARRAY_ATTRS,

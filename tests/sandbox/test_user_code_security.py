@@ -1163,3 +1163,52 @@ def test_format_matches_python_for_ordinary_fields(guard: Path) -> None:
         'print("{0:.3f} {1} {2.shape} {3[k]} {w:>4}|".format(a.sum().item(), 3, a, {"k": 9}, w="z"))'
     )
     assert _printed(src) == "3.750 3 torch.Size([2]) 9    z|\n"
+
+
+# --- storages and private autograd attributes: read-only, by exact name ----------------
+
+_SAVED = "a = torch.ones(2, requires_grad=True)\nb = a * a\n"
+PRIVATE_READS = [
+    "x = torch.ones(2).storage()\nx[0] = 5",
+    "x = torch.ones(2).untyped_storage()\nx[0] = 5",
+    "x = torch.ones(2).storage()\nx.fill_(1)",
+    "x = torch.ones(2).storage()\nx.copy_(torch.ones(2).storage())",
+    "x = torch.ones(2).storage()\nx.resize_(100)",
+    "x = torch.ones(2).storage()\nx.share_memory_()",
+    "x = torch.ones(2).storage()\ny = x.from_file('f', True, 10)",
+    "x = torch.ones(2).storage()\ny = x.from_buffer(b'1234')",
+    "x = torch.ones(2).storage()\ny = x.pickle_storage_type()",
+    "x = torch.ones(2).storage()\ny = x._untyped_storage",
+    "x = torch.ones(2).storage()\ny = x.filename",
+    "x = torch.ones(2).untyped_storage()\ny = x._new_shared(10)",
+    "x = torch.ones(2).untyped_storage()\ny = x.__class__",
+    "x = torch.ones(2).storage()\ndel x[0]",
+    _SAVED + "b.grad_fn._saved_self = torch.zeros(2)",
+    _SAVED + "b.grad_fn._saved_self += 1",
+    _SAVED + "del b.grad_fn._saved_self",
+    _SAVED + "y = b.grad_fn._saved_self()",
+    _SAVED + "y = b.grad_fn._saved_self.__class__",
+    _SAVED + "y = b.grad_fn._saved_weird",
+    _SAVED + "y = b.grad_fn.__saved_self",
+    _SAVED + "y = b.grad_fn._raw_saved_self.unpack()",
+    _SAVED + "y = b.grad_fn._raw_saved_self.data",
+    _SAVED + "y = b.grad_fn._raw_saved_self.__class__",
+    _SAVED + "y = b.grad_fn._raw_saved_self.register_hooks(print, print)",
+    _SAVED + "def f(t):\n    return t\n\n\ny = b.grad_fn._raw_saved_self.register_hooks(f, f)",
+    _SAVED + "y = b.grad_fn._raw_saved_self.register_hooks(torch.clone, torch.clone)",
+    _SAVED + "h = b.grad_fn._raw_saved_self.register_hooks",
+    _SAVED + "y = b._is_view",
+    _SAVED + "b._is_view = 1",
+    _SAVED + "b._base = a",
+    _SAVED + "b._version = 3",
+    _SAVED + "y = b._is_leaf()",
+    _SAVED + "y = b._grad_fn",
+    _SAVED + "y = b.__is_view()",
+    _SAVED + "y = a._saved_self",
+    _SAVED + "y = b.grad_fn._saved_self._base.__class__",
+]
+
+
+@pytest.mark.parametrize("src", PRIVATE_READS)
+def test_storages_and_private_autograd_attributes_are_read_only(src: str, guard: Path) -> None:
+    refused(src)
