@@ -33,6 +33,7 @@ from tcopy_cli.script.parse import Program
 from tcopy_cli.script.sandbox import (
     ClassProxy,
     ModuleProxy,
+    Placeholder,
     SafeFunction,
     ScriptFunction,
     Sealed,
@@ -173,6 +174,12 @@ class Interpreter(Sealed):
         self.scope_of(name)[name] = value
 
     def lookup(self, name: str) -> Any:
+        value = self._lookup(name)
+        if isinstance(value, Placeholder):  # any use of an unavailable module fails here
+            raise value.used()
+        return value
+
+    def _lookup(self, name: str) -> Any:
         if name == "__name__":
             return "__main__"
         frame = self.frame

@@ -136,14 +136,42 @@ if hasattr(ast, "TryStar"):
 def _allowed_import_names() -> str:
     return (
         "torch (also as NAME), torch.nn, torch.nn.functional, torch.nn.init, torch.optim, torch.autograd, "
-        "numpy, copy, math"
+        "numpy, copy, math, time, timeit, random, pdb; any other module is a placeholder that "
+        "fails where it is first used"
     )
 
 
+def _offered(module: str) -> bool:
+    """A module of a package tcopy offers itself: only the listed ones may be imported from it."""
+    return module.split(".")[0] in policy.OFFERED_PACKAGES
+
+
+def _placeholder_names(tree: ast.Module) -> frozenset[str]:
+    """Names bound by imports of modules tcopy does not offer (placeholders at run time)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.asname or a.name.split(".")[0] for a in node.names if not _offered(a.name))
+        elif isinstance(node, ast.ImportFrom) and not node.level and not _offered(node.module or ""):
+            names.update(a.asname or a.name for a in node.names)
+    return frozenset(names)
+
+
+def _root_name(node: ast.expr) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
 class _Validator(ast.NodeVisitor):
-    def __init__(self, limits: Limits, script_attrs: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, limits: Limits, script_attrs: frozenset[str] = frozenset(), placeholders: frozenset[str] = frozenset()
+    ) -> None:
         self.limits = limits
         self.script_attrs = script_attrs
+        # Names of unavailable modules: their attributes are not checked here, as their
+        # first use fails at run time with a message that names the module.
+        self.placeholders = placeholders
         self.depth = 0
         self.in_function = 0
         self.in_class = 0
@@ -176,7 +204,7 @@ class _Validator(ast.NodeVisitor):
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            if alias.name not in policy.ALLOWED_IMPORTS:
+            if alias.name not in policy.ALLOWED_IMPORTS and _offered(alias.name):
                 raise self.reject(
                     node, f"import of '{alias.name}' is not allowed; allowed modules: {_allowed_import_names()}"
                 )
@@ -184,13 +212,15 @@ class _Validator(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         mod = node.module or ""
-        if node.level or mod not in policy.ALLOWED_IMPORTS:
+        if node.level or (mod not in policy.ALLOWED_IMPORTS and _offered(mod)):
             raise self.reject(
                 node, f"'from {mod} import ...' is not allowed; allowed modules: {_allowed_import_names()}"
             )
-        allowed = policy.ALLOWED_IMPORTS[mod]
+        allowed = policy.ALLOWED_IMPORTS.get(mod)
         for alias in node.names:
-            if alias.name not in allowed:
+            if alias.name == "*":
+                raise self.reject(node, f"'from {mod} import *' is not allowed: import the names you use")
+            if allowed is not None and alias.name not in allowed:
                 raise self.reject(node, f"'from {mod} import {alias.name}' is not allowed")
             self._check_bound_name(node, alias.asname or alias.name)
 
@@ -224,6 +254,9 @@ class _Validator(ast.NodeVisitor):
             raise self.reject(node, f"attribute '{attr}' is not allowed: attributes starting with '_' are private")
         if attr in policy.UNDERSCORE_ATTRS and not isinstance(node.ctx, ast.Load):
             raise self.reject(node, f"'{attr}' is read-only")
+        if _root_name(node.value) in self.placeholders:
+            self.generic_visit(node)
+            return
         if attr in policy.TORCH_FORBIDDEN and _is_module_base(node.value):
             raise self.reject(node, f"'{attr}' is not allowed: {policy.TORCH_FORBIDDEN[attr]}")
         if attr not in policy.ALL_ATTRIBUTE_NAMES and attr not in self.script_attrs:
@@ -465,7 +498,7 @@ def parse_script(source: str, origin: str = "<inline>", limits: Limits | None = 
     except (RecursionError, MemoryError, ValueError) as exc:
         raise ScriptRejected(f"the script can't be parsed: {type(exc).__name__}", 1, 1) from None
     try:
-        _Validator(limits, _script_attributes(tree)).visit(tree)
+        _Validator(limits, _script_attributes(tree), _placeholder_names(tree)).visit(tree)
     except RecursionError:
         raise ScriptRejected(_too_deep(limits), 1, 1) from None
     lines = source.split("\n")

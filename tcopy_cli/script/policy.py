@@ -341,6 +341,10 @@ def all_attribute_names() -> frozenset[str]:
         RANGE_ATTRS,
         RETURN_TYPE_FIELDS,
         frozenset({"copy", "deepcopy"}),
+        TIME_NAMES,
+        TIMEIT_NAMES,
+        RANDOM_NAMES,
+        PDB_NAMES,
         NN_NAMES,
         NN_INIT_NAMES,
         FUNCTIONAL_NAMES,
@@ -359,6 +363,16 @@ def all_attribute_names() -> frozenset[str]:
     return frozenset(names)
 
 
+TIME_NAMES = frozenset({"time", "perf_counter", "monotonic", "process_time", "time_ns", "perf_counter_ns"})
+TIMEIT_NAMES = frozenset({"default_timer"})
+RANDOM_NAMES = frozenset(
+    "random randint randrange uniform gauss normalvariate choice choices shuffle sample seed getrandbits".split()
+)
+PDB_NAMES = frozenset({"set_trace"})
+# Packages tcopy offers (some of) itself: anything else imported from these is refused
+# up front. Any other module binds an inert placeholder (see sandbox.Placeholder).
+OFFERED_PACKAGES = frozenset({"torch", "numpy", "copy", "math", "time", "timeit", "random", "pdb"})
+
 ALLOWED_IMPORTS.update(
     {
         "torch": TORCH_FACTORIES
@@ -376,6 +390,10 @@ ALLOWED_IMPORTS.update(
         "numpy": NUMPY_NAMES,
         "copy": frozenset({"copy", "deepcopy"}),
         "math": MATH_NAMES,
+        "time": TIME_NAMES,
+        "timeit": TIMEIT_NAMES,
+        "random": RANDOM_NAMES,
+        "pdb": PDB_NAMES,
     }
 )
 

@@ -11,6 +11,9 @@ from __future__ import annotations
 import copy
 import inspect
 import math
+import random
+import time
+import timeit
 from collections.abc import Callable
 from typing import Any
 
@@ -58,6 +61,27 @@ class ModuleProxy(Sealed):
 
     def __repr__(self) -> str:
         return f"<module '{self.name}'>"
+
+
+class Placeholder(Sealed):
+    """What importing a module tcopy does not offer binds (``import os``, ``from sys import argv``).
+
+    The run goes on; the first use of the name (any use: attribute, call, subscript,
+    passing it, a base class) fails at its line, naming the module.
+    """
+
+    def __init__(self, module: str) -> None:
+        self.module = module
+
+    def used(self) -> NotAllowedError:
+        """The error for a use of this placeholder."""
+        return NotAllowedError(
+            f"'{self.module}' is not available in tcopy's sandbox (its import only bound a placeholder); "
+            "if you trust this script, run it with --trust to use Python's own modules"
+        )
+
+    def __repr__(self) -> str:
+        return f"<placeholder for {self.module}>"
 
 
 class SafeFunction(Sealed):
@@ -297,7 +321,21 @@ def build_modules() -> dict[str, ModuleProxy]:
             },
         ),
         "math": ModuleProxy("math", math_members),
+        "time": ModuleProxy("time", _members(time, policy.TIME_NAMES, "time")),
+        "timeit": ModuleProxy("timeit", _members(timeit, policy.TIMEIT_NAMES, "timeit")),
+        "random": build_random_proxy(),
+        "pdb": ModuleProxy("pdb", {"set_trace": SafeFunction("pdb.set_trace", _no_debugger)}),
     }
+
+
+def _no_debugger(*args: Any, **kwargs: Any) -> None:
+    """``pdb.set_trace()``: a no-op; tcopy already stops after every statement (--pause steps)."""
+
+
+def build_random_proxy() -> ModuleProxy:
+    """``random``: the module's functions on a generator of this run's own (seeding it touches nothing else)."""
+    generator = random.Random()
+    return ModuleProxy("random", _members(generator, policy.RANDOM_NAMES, "random"))
 
 
 def build_all_modules() -> dict[str, ModuleProxy]:

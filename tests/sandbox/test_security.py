@@ -164,15 +164,7 @@ def test_forbidden_builtins_with_real_arguments(guard: Path) -> None:
 
 
 IMPORTS = [
-    "import os",
-    "import sys",
-    "import subprocess",
-    "import builtins",
-    "import importlib",
-    "import pickle",
-    "import ctypes",
     "import numpy.ctypeslib",
-    "import shutil",
     "import torch.utils",
     "import torch.hub",
     "import torch.utils.data",
@@ -183,7 +175,6 @@ IMPORTS = [
     "from torch import load",
     "from torch import *",
     "from torch.utils import data",
-    "from os import system",
     "from math import *",
     "from math import system",
     "from copy import _reconstruct",
@@ -192,13 +183,81 @@ IMPORTS = [
     "import torch as os\nos.system('touch pwned')",
     "import copy as os\nos.system('touch pwned')",
     "import math as _m",
-    "import os as torch",
 ]
 
 
 @pytest.mark.parametrize("src", IMPORTS)
 def test_imports(src: str, guard: Path) -> None:
     refused(src)
+
+
+# Modules tcopy does not offer bind an inert placeholder: the import runs, nothing
+# happens, and every use of the name fails at its line, naming the module.
+PLACEHOLDER_IMPORTS = {
+    "import os": "os",
+    "import sys": "sys",
+    "import subprocess": "subprocess",
+    "import builtins": "builtins",
+    "import importlib": "importlib",
+    "import pickle": "pickle",
+    "import ctypes": "ctypes",
+    "import shutil": "shutil",
+    "import os.path": "os",
+    "import os.path as osp": "osp",
+    "from os import system": "system",
+    "from os import system as s": "s",
+    "import os as torch": "torch",
+    "import matplotlib.pyplot as plt": "plt",
+}
+PLACEHOLDER_USES = [
+    "x = {n}",
+    "{n}",
+    "{n}.system('touch pwned')",
+    "{n}.getcwd()",
+    "{n}('touch pwned')",
+    "x = {n}[0]",
+    "x = {n}.__dict__",
+    "x = {n}.path.join('a', 'b')",
+    "x = [{n}]",
+    "x = ({n},)",
+    "x = {{'k': {n}}}",
+    "print({n})",
+    "x = f'{{{n}}}'",
+    "x = str({n})",
+    "x = type({n})",
+    "x = id({n})",
+    "x = {n} is None",
+    "x = {n} == 1",
+    "x = not {n}",
+    "for i in {n}:\n    pass",
+    "x = [i for i in {n}]",
+    "with {n}:\n    pass",
+    "def f(m={n}):\n    return m",
+    "def f():\n    return {n}\n\n\nx = f()",
+    "def f():\n    global {n}\n    return {n}.system('x')\n\n\nx = f()",
+    "f = lambda: {n}\nx = f()",
+    "x = torch.ones(1) + {n}",
+    "{n} += 1",
+    "x = copy.deepcopy({n})",
+    "x = isinstance(1, {n})",
+    "class M({n}.Module):\n    pass",
+    "raise {n}",
+    "try:\n    x = {n}\nexcept Exception:\n    x = 1\nx = {n}",
+    "x = '{{}}'.format({n})",
+    "x = '%s' % ({n},)",
+]
+
+
+@pytest.mark.parametrize("use", PLACEHOLDER_USES)
+@pytest.mark.parametrize("src", sorted(PLACEHOLDER_IMPORTS))
+def test_unavailable_modules_are_inert_placeholders(src: str, use: str, guard: Path) -> None:
+    trace = run_source(src)
+    assert trace.summary is not None and trace.summary.status == "ok"
+    name = PLACEHOLDER_IMPORTS[src]
+    prelude = "import copy\n" if "copy" in use and name != "copy" else ""
+    result = refused(prelude + src + "\n" + use.format(n=name))
+    if isinstance(result, Step) and result.error is not None and result.error.type == "NotAllowedError":
+        assert "--trust" in result.error.message
 
 
 TORCH_IO_AND_CODE_LOADING = [
