@@ -120,7 +120,7 @@ def make_builtins(output: Output, is_script_callable: Callable[[Any], bool]) -> 
     }
     for name in ("len", "abs", "min", "max", "sum", "round", "sorted", "any", "all", "isinstance"):
         table[name] = SafeFunction(name, getattr(py, name))
-    for name in ("range", "float", "int", "bool", "str", "list", "tuple", "dict", "set"):
+    for name in ("range", "float", "int", "bool", "str", "list", "tuple", "dict", "set", "slice"):
         table[name] = ClassProxy(name, getattr(py, name))
     for name in policy.SAFE_EXCEPTIONS:
         table[name] = ClassProxy(name, getattr(py, name))

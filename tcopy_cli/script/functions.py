@@ -27,7 +27,7 @@ from tcopy_cli.script.sandbox import (
     TypeView,
     class_attribute,
     guard_call,
-    is_context_manager,
+    is_grad_mode,
     resolve_method,
     type_name,
 )
@@ -82,10 +82,25 @@ class ScriptCallable(Sealed):
 
 
 def wrap_callable(interp: Interpreter, value: Any, silent: bool = True) -> Any:
-    """A script function handed to torch or a builtin becomes a callable that runs it in ``interp``."""
+    """A script function (or ``Function.apply``) handed to torch or a builtin becomes a
+    callable that runs it in ``interp``."""
     if isinstance(value, ScriptFunction):
         return ScriptCallable(interp, value, silent)
+    if isinstance(value, FunctionApply):
+        return ApplyCallable(interp, value)
     return value
+
+
+class ApplyCallable(Sealed):
+    """``MyFunction.apply`` handed to torch (``gradcheck``): its forward runs without steps."""
+
+    def __init__(self, interp: Interpreter, apply: FunctionApply) -> None:
+        self.interp = interp
+        self.apply = apply
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        with self.interp.quiet():
+            return self.apply.owner.cls.apply(*args, **kwargs)  # type: ignore[attr-defined]
 
 
 def bind_arguments(fn: ScriptFunction, args: list[Any] | tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -111,7 +126,7 @@ def grad_mode_decorators(interp: Interpreter, node: ast.FunctionDef) -> tuple[An
         # @torch.no_grad (no parentheses) is @torch.no_grad(), as torch allows it.
         call = dec if isinstance(dec, ast.Call) else ast.Call(func=dec, args=[], keywords=[])
         cm = on_call(interp, ast.copy_location(call, dec))
-        if not is_context_manager(cm):
+        if not is_grad_mode(cm):
             raise NotAllowedError(
                 "only @torch.no_grad(), @torch.enable_grad(), @torch.inference_mode() and "
                 "@torch.set_grad_enabled(...) decorate script functions"
@@ -286,7 +301,7 @@ def on_call(interp: Interpreter, node: ast.Call) -> Any:
     if name in policy.CALLABLE_TAKERS:
         # Only script functions may be handed over; torch runs hooks inside backward,
         # where no step can be reported, so their statements run without steps.
-        silent = name not in ("map", "sorted", "min", "max")
+        silent = name not in ("map", "sorted", "min", "max") and name not in policy.FORWARD_HOOK_TAKERS
         for value in list(args) + list(kwargs.values()):
             if callable(value) and not isinstance(value, (torch.Tensor, np.ndarray)):
                 raise NotAllowedError(
@@ -296,7 +311,7 @@ def on_call(interp: Interpreter, node: ast.Call) -> Any:
         kwargs = {k: wrap_callable(interp, v, silent) for k, v in kwargs.items()}
     strict = not (builtin and name in DISPLAY_BUILTINS)
     for value in list(args) + list(kwargs.values()):
-        if not isinstance(value, ScriptCallable):
+        if not isinstance(value, (ScriptCallable, ApplyCallable)):
             check_argument(value, strict)
     if builtin and name in SIZED_BUILTINS:
         for value in args:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 from tcopy_cli.errors import NotAllowedError, TcopyError
@@ -103,6 +103,7 @@ class Interpreter(Sealed):
         self.try_stack: list[tuple[tuple[type, ...], int]] = []
         self.handling: list[BaseException] = []
         self.iterations = 0
+        self.quiet_calls = 0
 
     # --- the API the step runner uses ------------------------------------------------
 
@@ -201,7 +202,8 @@ class Interpreter(Sealed):
                 "max_call_depth", "the script's function calls nested too deeply (endless recursion?)"
             )
         local = bind_arguments(fn, args, kwargs)
-        frame = Frame(fn.name, [*fn.env, local], local, silent or self.frame.silent, global_names=fn.global_names)
+        silent = silent or self.frame.silent or self.quiet_calls > 0
+        frame = Frame(fn.name, [*fn.env, local], local, silent, global_names=fn.global_names)
         self.frames.append(frame)
         try:
             if fn.grad_modes:
@@ -212,6 +214,15 @@ class Interpreter(Sealed):
             return self._run_body(fn)
         finally:
             self.frames.pop()
+
+    @contextlib.contextmanager
+    def quiet(self) -> Iterator[None]:
+        """Script functions called inside run without steps (torch calling them many times)."""
+        self.quiet_calls += 1
+        try:
+            yield
+        finally:
+            self.quiet_calls -= 1
 
     def _run_body(self, fn: ScriptFunction) -> Any:
         if isinstance(fn.node, ast.Lambda):

@@ -19,7 +19,7 @@ TORCH_FACTORIES = frozenset(
         randperm zeros_like ones_like empty_like full_like rand_like randn_like randint_like
         arange linspace logspace eye empty_strided tril_indices triu_indices manual_seed
         seed initial_seed get_default_dtype set_default_dtype is_grad_enabled
-        is_inference_mode_enabled no_grad enable_grad inference_mode set_grad_enabled
+        is_inference_mode_enabled is_anomaly_enabled no_grad enable_grad inference_mode set_grad_enabled
         is_tensor is_floating_point is_complex is_nonzero numel result_type promote_types
         can_cast broadcast_shapes
     """.split()
@@ -54,7 +54,7 @@ TORCH_OPS = frozenset(
         swapaxes swapdims t take take_along_dim tan tanh tensor_split tensordot tile topk
         trace transpose trapezoid trapz tril triu true_divide trunc unbind unflatten unique
         unique_consecutive unravel_index unsqueeze vander var var_mean vdot view_as_complex
-        view_as_real vsplit vstack where xlogy dropout
+        view_as_real vsplit vstack where xlogy dropout view_copy
     """.split()
 )
 
@@ -69,14 +69,16 @@ TORCH_CLASSES = frozenset(
 TORCH_CONSTANTS = frozenset(
     """
         float32 float float64 double float16 half bfloat16 int8 int16 int32 int int64 long
-        uint8 bool complex64 cfloat complex128 cdouble pi e inf nan strided
+        uint8 bool complex64 cfloat complex128 cdouble pi e inf nan strided short
     """.split()
 )
 
 # torch submodules: name -> allowed function names in it.
 TORCH_SUBMODULES: dict[str, frozenset[str]] = {
     "cuda": frozenset(["is_available", "device_count", "current_device", "synchronize", "memory_allocated"]),
-    "autograd": frozenset(["grad", "backward", "Variable"]),
+    "autograd": frozenset(
+        ["grad", "backward", "Variable", "set_detect_anomaly", "detect_anomaly", "gradcheck", "gradgradcheck"]
+    ),
     "linalg": frozenset(
         """
             norm vector_norm matrix_norm det inv solve svd qr eigh eigvalsh cholesky pinv
@@ -116,7 +118,7 @@ TENSOR_METHODS = frozenset(
             divide_ logical_not_ logical_and_ logical_or_ nan_to_num_ sgn_ hypot_ atan2_
             pin_memory share_memory is_inference requires_grad
             register_post_accumulate_grad_hook masked_fill index_put diag_embed norm
-            dim_order storage _is_view
+            dim_order storage _is_view new
         """.split()
     )
     | {"register_hook", "register_post_accumulate_grad_hook"} - {"share_memory", "requires_grad", "pin_memory"}
@@ -192,7 +194,7 @@ RETURN_TYPE_FIELDS = frozenset(
 SAFE_BUILTINS = frozenset(
     """
     print len range abs min max sum float int bool str list tuple dict set round isinstance type
-    enumerate zip sorted reversed any all map super id input breakpoint format
+    enumerate zip sorted reversed any all map super id input breakpoint format slice
     """.split()
 )
 
@@ -208,7 +210,7 @@ SAFE_EXCEPTIONS = frozenset(
 # torch.nn: layers, losses and helpers a script may use (and subclass nn.Module).
 NN_NAMES = frozenset(
     """
-    Module Linear Bilinear Conv1d Conv2d ConvTranspose2d ReLU LeakyReLU Sigmoid Tanh GELU SiLU ELU Softmax
+    Module Linear LazyLinear Bilinear Conv1d Conv2d ConvTranspose2d ReLU LeakyReLU Sigmoid Tanh GELU SiLU ELU Softmax
     LogSoftmax Sequential ModuleList ModuleDict Dropout BatchNorm1d BatchNorm2d LayerNorm Embedding Flatten
     Identity MaxPool2d AvgPool2d MSELoss L1Loss CrossEntropyLoss NLLLoss BCELoss BCEWithLogitsLoss
     SmoothL1Loss Parameter functional init
@@ -228,7 +230,8 @@ MODULE_METHODS = frozenset(
     """
     parameters named_parameters buffers named_buffers children named_children modules named_modules zero_grad
     requires_grad_ train eval state_dict load_state_dict forward to cpu cuda double float half type
-    register_buffer register_parameter add_module
+    register_buffer register_parameter add_module register_forward_hook register_forward_pre_hook
+    register_full_backward_hook register_full_backward_pre_hook
     """.split()
 )
 MODULE_ATTRS = frozenset(
@@ -247,12 +250,25 @@ NUMPY_NAMES = frozenset(
     """.split()
 )
 NODE_HOOK_METHODS = frozenset({"register_hook", "register_prehook"})
+# torch.autograd.functional: functions of a script function.
+AUTOGRAD_FUNCTIONAL_NAMES = frozenset("jacobian hessian vjp jvp hvp vhp".split())
+# Process-wide display settings: bounded (see sandbox.set_printoptions).
+TORCH_SETTINGS = frozenset({"set_printoptions"})
+# Hooks torch calls while a module runs forward: their statements are steps, as forward's are.
+FORWARD_HOOK_TAKERS = frozenset({"register_forward_hook", "register_forward_pre_hook"})
 # Functions and methods that may be given a script-defined function (hook, key, mapping).
 CALLABLE_TAKERS = frozenset(
     {
         "register_hook",
         "register_post_accumulate_grad_hook",
         "register_prehook",
+        "register_forward_hook",
+        "register_forward_pre_hook",
+        "register_full_backward_hook",
+        "register_full_backward_pre_hook",
+        "gradcheck",
+        "gradgradcheck",
+        *AUTOGRAD_FUNCTIONAL_NAMES,
         "map",
         "sorted",
         "min",
@@ -275,6 +291,8 @@ FORBIDDEN_NAMES.update(
     {
         "open": "scripts may not read or write files",
         "exit": "scripts may not end tcopy",
+        "globals": "globals() would hand the script tcopy's own namespace; use the names directly "
+        "(and 'global NAME' inside a function)",
         "quit": "scripts may not end tcopy",
     }
 )
@@ -355,7 +373,9 @@ def all_attribute_names() -> frozenset[str]:
         OPTIMIZER_ATTRS,
         NUMPY_NAMES,
         NODE_HOOK_METHODS,
-        frozenset({"nn", "optim", "args", "apply", "Function", "function"}),
+        frozenset({"nn", "optim", "args", "apply", "Function", "function", "functional", "graph", "Node"}),
+        AUTOGRAD_FUNCTIONAL_NAMES,
+        TORCH_SETTINGS,
     ):
         names |= group
     for sub in TORCH_SUBMODULES.values():
@@ -380,13 +400,16 @@ ALLOWED_IMPORTS.update(
         | TORCH_CLASSES
         | TORCH_CONSTANTS
         | frozenset(TORCH_SUBMODULES)
+        | TORCH_SETTINGS
         | frozenset({"nn", "optim"}),
         "torch.nn": NN_NAMES,
         "torch.nn.functional": FUNCTIONAL_NAMES,
         "torch.nn.init": NN_INIT_NAMES,
         "torch.optim": OPTIM_NAMES,
-        "torch.autograd": TORCH_SUBMODULES["autograd"] | {"Function", "function"},
+        "torch.autograd": TORCH_SUBMODULES["autograd"] | {"Function", "function", "functional", "graph"},
         "torch.autograd.function": frozenset({"Function"}),
+        "torch.autograd.functional": AUTOGRAD_FUNCTIONAL_NAMES,
+        "torch.autograd.graph": frozenset({"Node"}),
         "numpy": NUMPY_NAMES,
         "copy": frozenset({"copy", "deepcopy"}),
         "math": MATH_NAMES,

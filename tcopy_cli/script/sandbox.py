@@ -131,11 +131,46 @@ _GRAD_MODE_TYPES: tuple[type, ...] = (
     torch.inference_mode,
     torch.set_grad_enabled,
 )
+_CONTEXT_TYPES: tuple[type, ...] = (
+    *_GRAD_MODE_TYPES,
+    torch.autograd.detect_anomaly,
+    torch.autograd.set_detect_anomaly,
+)
 
 
 def is_context_manager(value: Any) -> bool:
-    """Only torch's grad-mode context managers may be used in ``with``."""
+    """Only torch's grad-mode and anomaly-mode context managers may be used in ``with``."""
+    return isinstance(value, _CONTEXT_TYPES)
+
+
+def is_grad_mode(value: Any) -> bool:
+    """A grad-mode switch (``torch.no_grad()`` ...): what may decorate a script function."""
     return isinstance(value, _GRAD_MODE_TYPES)
+
+
+# Bounds on torch.set_printoptions, so printing a tensor stays within the string limits.
+_PRINT_BOUNDS = {"precision": 20, "threshold": 10_000, "edgeitems": 10, "linewidth": 1_000}
+
+
+def set_printoptions(
+    precision: int | None = None,
+    threshold: int | None = None,
+    edgeitems: int | None = None,
+    linewidth: int | None = None,
+    profile: str | None = None,
+    sci_mode: bool | None = None,
+) -> None:
+    """``torch.set_printoptions`` with bounded values (the run restores torch's own after)."""
+    if profile not in (None, "default", "short"):
+        raise NotAllowedError("set_printoptions(profile=...) may be 'default' or 'short' ('full' prints everything)")
+    given = {"precision": precision, "threshold": threshold, "edgeitems": edgeitems, "linewidth": linewidth}
+    for name, value in given.items():
+        bound = _PRINT_BOUNDS[name]
+        if value is not None and not (isinstance(value, int) and 0 <= value <= bound):
+            raise NotAllowedError(f"set_printoptions({name}=...) must be a whole number from 0 to {bound:,} here")
+    if sci_mode is not None and not isinstance(sci_mode, bool):
+        raise TypeError("set_printoptions(sci_mode=...) must be True, False or None")
+    torch.set_printoptions(precision, threshold, edgeitems, linewidth, profile, sci_mode)  # type: ignore[no-untyped-call]
 
 
 def _members(mod: Any, names: frozenset[str], prefix: str) -> dict[str, Any]:
@@ -171,6 +206,14 @@ def build_torch_proxy() -> ModuleProxy:
         function = ClassProxy("torch.autograd.Function", torch.autograd.Function)
         autograd.members["Function"] = function
         autograd.members["function"] = ModuleProxy("torch.autograd.function", {"Function": function})
+        autograd.members["functional"] = ModuleProxy(
+            "torch.autograd.functional",
+            _members(torch.autograd.functional, policy.AUTOGRAD_FUNCTIONAL_NAMES, "torch.autograd.functional"),
+        )
+        autograd.members["graph"] = ModuleProxy(
+            "torch.autograd.graph", {"Node": ClassProxy("torch.autograd.graph.Node", torch.autograd.graph.Node)}
+        )
+    members["set_printoptions"] = SafeFunction("torch.set_printoptions", set_printoptions)
     members["nn"] = build_nn_proxy()
     members["optim"] = ModuleProxy("torch.optim", _classes(torch.optim, policy.OPTIM_NAMES, "torch.optim"))
     return ModuleProxy("torch", members)
@@ -348,7 +391,8 @@ def build_all_modules() -> dict[str, ModuleProxy]:
     mods["torch.nn.init"] = nn_proxy.members["init"]
     mods["torch.optim"] = torch_proxy.members["optim"]
     mods["torch.autograd"] = torch_proxy.members["autograd"]
-    mods["torch.autograd.function"] = mods["torch.autograd"].members["function"]
+    for sub in ("function", "functional", "graph"):
+        mods[f"torch.autograd.{sub}"] = mods["torch.autograd"].members[sub]
     mods["numpy"] = build_numpy_proxy()
     return mods
 

@@ -470,8 +470,6 @@ IMPORTS7 = [
     "from torch import nn, hub",
     "from torch import optim, load",
     "from torch import nn, jit",
-    "from torch.autograd import graph",
-    "from torch.autograd import functional",
     "from torch.autograd.graph import saved_tensors_hooks",
     "from torch.autograd import Variable, grad_mode",
     "from torch.autograd import *",
@@ -711,6 +709,12 @@ _HOOKED = LEAF + _BACKWARD
 # error) or be refused; never hang, never crash the process, never run past the step
 # limit because a handler swallowed it.
 TERMINATION: dict[str, str] = {
+    "loop_in_jacobian": "from torch.autograd.functional import jacobian\n"
+    "def f(a):\n    while True:\n        a = a\n\n\nj = jacobian(f, torch.ones(2))",
+    "loop_in_forward_hook": NN + "def hook(m, i, o):\n    while True:\n        pass\n\n\n"
+    "lin = nn.Linear(1, 1)\nh = lin.register_forward_hook(hook)\ny = lin(torch.ones(1))",
+    "loop_in_full_backward_hook": NN + "def hook(m, gi, go):\n    while True:\n        pass\n\n\n"
+    "lin = nn.Linear(1, 1)\nh = lin.register_full_backward_hook(hook)\nlin(torch.ones(1)).sum().backward()",
     "loop_in_function_backward": "class F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
     "        return x * 2\n\n    @staticmethod\n    def backward(ctx, g):\n        while True:\n            g = g\n\n\n"
     + LEAF
@@ -1212,3 +1216,65 @@ PRIVATE_READS = [
 @pytest.mark.parametrize("src", PRIVATE_READS)
 def test_storages_and_private_autograd_attributes_are_read_only(src: str, guard: Path) -> None:
     refused(src)
+
+
+# --- settings, derivatives of script functions, module hooks, small additions ----------
+
+MISC_MISUSE = [
+    "torch.set_printoptions(threshold=10**9)",
+    "torch.set_printoptions(profile='full')",
+    "torch.set_printoptions(linewidth=10**8)",
+    "torch.set_printoptions(edgeitems=10**6)",
+    "torch.set_printoptions(precision=-1)",
+    "torch.set_printoptions(precision='10')",
+    "torch.set_printoptions(sci_mode=print)",
+    "torch.set_printoptions(threshold=float('inf'))",
+    "torch.set_printoptions(file=1)",
+    "f = torch.set_printoptions",
+    "torch.autograd.set_detect_anomaly(print)",
+    "a = torch.autograd.detect_anomaly()\nb = a.__enter__",
+    "a = torch.autograd.detect_anomaly()\nb = a.prev",
+    "from torch.autograd.functional import jacobian\nj = jacobian(torch.sin, torch.ones(2))",
+    "from torch.autograd.functional import jacobian\nj = jacobian(print, torch.ones(2))",
+    "from torch.autograd.functional import hessian\nj = hessian(torch.sum, torch.ones(2))",
+    "from torch.autograd.functional import jacobian\nj = jacobian(lambda a: a.__class__, torch.ones(2))",
+    "from torch.autograd.functional import jacobian\nj = jacobian(nn.Linear(2, 2), torch.ones(2))",
+    "g = torch.autograd.gradcheck(torch.load, (torch.ones(1),))",
+    "g = torch.autograd.gradcheck(copy.deepcopy, (torch.ones(1),))",
+    "import torch.autograd.functional as af\nx = af.torch",
+    "import torch.autograd.functional as af\nx = af._autograd_grad",
+    "from torch.autograd.functional import _as_tuple",
+    "from torch.autograd.graph import saved_tensors_hooks",
+    "from torch.autograd.graph import register_multi_grad_hook",
+    "x = torch.autograd.graph.Node.register_hook",
+    "x = torch.autograd.graph.Node()",
+    "lin = nn.Linear(1, 1)\nh = lin.register_forward_hook(print)",
+    "lin = nn.Linear(1, 1)\nh = lin.register_forward_hook(torch.relu)",
+    "lin = nn.Linear(1, 1)\nh = lin.register_forward_pre_hook(copy.deepcopy)",
+    "lin = nn.Linear(1, 1)\nh = lin.register_full_backward_hook(torch.load)",
+    "lin = nn.Linear(1, 1)\nh = lin.register_forward_hook(lin)\ny = lin(torch.ones(1))",
+    "lin = nn.Linear(1, 1)\nf = lin.register_forward_hook",
+    "lin = nn.LazyLinear(2)\nw = lin.weight.materialize((2, 2))",
+    "lin = nn.LazyLinear(2)\nw = lin.weight.cls_to_become",
+    "x = torch.ones(1).new(10**6, 10**6)",
+    "x = torch.ones(1).new(*([10] * 10))",
+    "x = torch.ones(1).new(print)",
+    "x = globals()",
+    "x = globals",
+    "s = slice(0, 2)\nx = s.indices(10)",
+    "s = slice(0, 2)\nx = s.__reduce__()",
+    "s = slice(print, 2)",
+    "x = slice.__new__(slice, 1)",
+]
+
+
+@pytest.mark.parametrize("src", MISC_MISUSE)
+def test_settings_derivatives_and_module_hooks_stay_bounded(src: str, guard: Path) -> None:
+    refused("import copy\n" + NN + src)
+
+
+def test_print_options_and_anomaly_mode_do_not_outlive_the_run(guard: Path) -> None:
+    src = "torch.set_printoptions(precision=1)\ntorch.autograd.set_detect_anomaly(True)\nprint(torch.tensor([1.234]))"
+    assert _printed(src) == "tensor([1.2])\n"
+    assert str(torch.tensor([1.234])) == "tensor([1.2340])"
+    assert not torch.is_anomaly_enabled()
