@@ -1265,6 +1265,20 @@ MISC_MISUSE = [
     "s = slice(0, 2)\nx = s.__reduce__()",
     "s = slice(print, 2)",
     "x = slice.__new__(slice, 1)",
+    "import random\nx = random.choices([1], k=10**9)",
+    "import random\nx = random.sample(range(10**9), 10**8)",
+    "import random\nx = random.sample(range(10**9), k=10**8)",
+    "import random\nx = random.getrandbits(10**9)",
+    "import random\nx = random.Random()",
+    "import random\nx = random.SystemRandom",
+    "import random\nx = random._inst",
+    "import random\nx = random.seed.__self__",
+    "import random\nx = random.random",
+    "import time\ntime.sleep(100)",
+    "import time\nx = time.time",
+    "import pdb\npdb.Pdb().set_trace()",
+    "import pdb\npdb.run('import os')",
+    "import timeit\nx = timeit.timeit('1')",
 ]
 
 
