@@ -100,9 +100,6 @@ def test_dunder_chains(src: str, guard: Path) -> None:
 
 
 UNDERSCORE_ATTRIBUTES = [
-    "a = torch.ones(1, requires_grad=True)\nb = a * 2\ns = b.grad_fn._saved_self",
-    "a = torch.ones(1, requires_grad=True)\nb = a * a\ns = b.grad_fn._saved_other",
-    "a = torch.ones(1, requires_grad=True)\nb = a * 2\ns = b.grad_fn._raw_saved_self",
     "a = torch.ones(1, requires_grad=True)\nb = a * 2\nn = b.grad_fn.next_functions[0][0]\nv = n._variable",
     "a = torch.ones(1)\nx = a._cdata",
     "a = torch.ones(1)\nx = a._make_subclass",
@@ -120,6 +117,9 @@ UNDERSCORE_ATTRIBUTES = [
     "x = torch._utils",
     "x = torch.ones(1)\n_y = x",
     "import torch as _t",
+    "a = torch.ones(1, requires_grad=True)\nb = a * 2\ns = b.grad_fn._saved_unknown",
+    "a = torch.ones(1, requires_grad=True)\nb = a * 2\nb.grad_fn._saved_self = a",
+    "a = torch.ones(1, requires_grad=True)\nb = a * 2\ns = b.grad_fn._raw_saved_self.unpack()",
 ]
 
 
@@ -324,7 +324,7 @@ BACKENDS = [
     "import torch as T\nT.backends.cudnn.enabled = False",
     "torch.set_num_threads(1)",
     "torch.use_deterministic_algorithms(True)",
-    "torch.set_printoptions(precision=1)",
+    "torch.set_printoptions(profile='full')",
     "torch.ones = torch.zeros",
     "torch.pi = 3",
     "torch.float32.is_floating_point = False",
@@ -371,7 +371,7 @@ NUMPY_AND_STORAGE = [
     "a = torch.ones(1)\nx = a.untyped_storage()._share_filename_cpu_()",
     "a = torch.ones(1)\nx = a.untyped_storage().share_memory_()",
     "a = torch.ones(1)\nx = a.share_memory_()",
-    "a = torch.ones(1)\nx = a.storage()",
+    "a = torch.ones(1)\nx = a.storage()\nx[0] = 5",
     "a = torch.ones(1)\nx = a.__reduce_ex__(2)",
     "a = torch.ones(1)\nx = a.untyped_storage().__reduce__()",
     'a = torch.ones(1)\nx = a.type("os.system")',
@@ -471,7 +471,7 @@ def test_refusals_point_at_the_statement(guard: Path) -> None:
 def test_a_refused_script_runs_nothing(guard: Path) -> None:
     # The refusal is for the whole script: the print on line 1 never runs.
     with pytest.raises(ScriptRejected):
-        run_source('print("ran")\nimport os')
+        run_source('print("ran")\nimport torch.hub')
 
 
 # --- resource limits -------------------------------------------------------------------
@@ -801,9 +801,9 @@ def test_observing_nested_containers_stays_cheap(guard: Path) -> None:
 
 CLI_SAMPLES = [
     "x = ().__class__.__bases__[0].__subclasses__()",
-    "a = torch.ones(1, requires_grad=True)\nb = a * 2\ns = b.grad_fn._saved_self",
+    "a = torch.ones(1, requires_grad=True)\nb = a * 2\ns = b.grad_fn._saved_unknown",
     'f = open("pwned.txt", "w")',
-    "import os",
+    "import os\nos.system('touch pwned')",
     "import torch as os\nos.system('touch pwned')",
     'T = torch\nT.save(T.ones(1), "pwned.pt")',
     'a = torch.ones(2)\na.numpy().tofile("pwned.bin")',

@@ -309,7 +309,6 @@ MONKEYPATCHES = [
     "h = torch.optim.optimizer.register_optimizer_step_pre_hook(lambda *a: None)",
     LEAF + "h = torch.autograd.graph.register_multi_grad_hook([a], lambda g: None)",
     LEAF + "with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):\n    b = a * 2",
-    "torch.autograd.set_detect_anomaly(True)",
     "torch.autograd.graph.disable_saved_tensors_hooks('no')",
     NP + "np.set_printoptions(precision=1)",
     NP + "np.seterr(all='ignore')",
@@ -432,7 +431,6 @@ FUNCTION_SINKS = [
     _G + "y = torch.jit.script(f)",
     _G + "y = torch.jit.trace(f, torch.ones(1))",
     _G + "y = torch.fx.symbolic_trace(f)",
-    _G + "y = torch.autograd.functional.jacobian(f, torch.ones(2))",
     _G + "y = torch.utils.checkpoint.checkpoint(f, torch.ones(1))",
     _G + "a = torch.ones(2)\na.apply_(f)",
     _G + "a = torch.ones(2)\na.map_(a, f)",
@@ -1056,8 +1054,6 @@ FUNCTION_ESCAPES = [
     _fn(after="y = torch.autograd.Function.apply(x)"),
     _fn(after="y = torch.autograd.Function.__subclasses__()"),
     _fn(after="y = torch.autograd.Function"),
-    _fn(after="h = x.register_hook(F.apply)\ny = (x * 2).sum()\ny.backward()"),
-    _fn(after="y = sorted([x], key=F.apply)"),
     *(
         _fn(ctx_line=f"y = ctx.{attr}")
         for attr in (
