@@ -18,7 +18,7 @@ class Limits:
     """Elements in any one tensor (checked before allocating where the size is known)."""
     max_bytes: int = 4 * 1024**3
     """Bytes of all tensor storages the script keeps alive after a step (names, sets, autograd graph)."""
-    max_steps: int = 10_000
+    max_steps: int = 100_000
     """Executed statements in one run."""
     max_iterations: int = 100_000
     """Iterations of one loop, and items a builtin may materialise (list(range(n)))."""

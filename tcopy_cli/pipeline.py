@@ -17,6 +17,7 @@ from tcopy_cli.explain.changes import (
     requires_grad_flip,
     untracked_write,
 )
+from tcopy_cli.explain.debugger import debugger_calls
 from tcopy_cli.explain.errors import caught_error, expect_outcome, explain_step_error
 from tcopy_cli.explain.explainer import Explainer
 from tcopy_cli.explain.facts import Rule, each_kept_name, each_new_name
@@ -42,6 +43,7 @@ NOTE_RULES: tuple[Rule, ...] = (
     corrupted_grads,
     saved_tensor_events,
     torch_warnings,
+    debugger_calls,
 )
 
 

@@ -18,7 +18,7 @@ _SIZE_FACTORIES = frozenset(
     """
         zeros ones empty rand randn FloatTensor DoubleTensor HalfTensor BFloat16Tensor
         LongTensor IntTensor ShortTensor CharTensor ByteTensor BoolTensor Tensor new_zeros
-        new_ones new_empty resize_ empty_strided
+        new_ones new_empty resize_ empty_strided new
     """.split()
 )
 

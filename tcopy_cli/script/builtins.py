@@ -74,6 +74,29 @@ class Output:
         return text
 
 
+class ObjectIds:
+    """``id()`` for one run: a small number per object, never a memory address.
+
+    Two objects alive at the same time have equal ids only if they are the same object.
+    As in Python, a number may come back for a new object once the old one is gone
+    (only which addresses were reused can be learnt from it, never an address).
+    """
+
+    def __init__(self) -> None:
+        self.numbers: dict[int, int] = {}
+
+    def __call__(self, obj: Any) -> int:
+        return self.numbers.setdefault(id(obj), len(self.numbers) + 1)
+
+
+def _input(*args: Any, **kwargs: Any) -> Any:
+    raise NotAllowedError("input() is not allowed: scripts may not read from the terminal")
+
+
+def _breakpoint(*args: Any, **kwargs: Any) -> None:
+    """A no-op: tcopy already stops after every statement (--pause steps interactively)."""
+
+
 def make_builtins(output: Output, is_script_callable: Callable[[Any], bool]) -> dict[str, Any]:
     """The names a script finds when its own and the module's names don't have them."""
 
@@ -103,10 +126,13 @@ def make_builtins(output: Output, is_script_callable: Callable[[Any], bool]) -> 
     }
     for name in ("len", "abs", "min", "max", "sum", "round", "sorted", "any", "all", "isinstance"):
         table[name] = SafeFunction(name, getattr(py, name))
-    for name in ("range", "float", "int", "bool", "str", "list", "tuple", "dict", "set"):
+    for name in ("range", "float", "int", "bool", "str", "list", "tuple", "dict", "set", "slice"):
         table[name] = ClassProxy(name, getattr(py, name))
     for name in policy.SAFE_EXCEPTIONS:
         table[name] = ClassProxy(name, getattr(py, name))
     table["map"] = SafeFunction("map", _map)
+    table["id"] = SafeFunction("id", ObjectIds())
+    table["input"] = SafeFunction("input", _input)
+    table["breakpoint"] = SafeFunction("breakpoint", _breakpoint)
     table["super"] = SafeFunction("super", lambda: None)  # the interpreter's call handler answers super()
     return table

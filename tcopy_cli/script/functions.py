@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -13,16 +14,20 @@ import torch
 from tcopy_cli.errors import NotAllowedError
 from tcopy_cli.script import policy
 from tcopy_cli.script.builtins import DISPLAY_BUILTINS, SIZED_BUILTINS
+from tcopy_cli.script.formatting import bind_format
 from tcopy_cli.script.guards import check_argument
 from tcopy_cli.script.sandbox import (
     ClassProxy,
+    FunctionApply,
     SafeFunction,
     ScriptClass,
     ScriptFunction,
     Sealed,
     SuperProxy,
     TypeView,
+    class_attribute,
     guard_call,
+    is_grad_mode,
     resolve_method,
     type_name,
 )
@@ -52,6 +57,8 @@ class Frame:
     """Its statements run without being reported as steps (hooks, map/sorted keys)."""
     returned: Any = NOTHING
     """The value of a ``return`` that ran in this frame's last step."""
+    global_names: frozenset[str] = frozenset()
+    """Names declared ``global`` in the function: read and bound in the module's names."""
 
 
 class ScriptCallable(Sealed):
@@ -75,10 +82,25 @@ class ScriptCallable(Sealed):
 
 
 def wrap_callable(interp: Interpreter, value: Any, silent: bool = True) -> Any:
-    """A script function handed to torch or a builtin becomes a callable that runs it in ``interp``."""
+    """A script function (or ``Function.apply``) handed to torch or a builtin becomes a
+    callable that runs it in ``interp``."""
     if isinstance(value, ScriptFunction):
         return ScriptCallable(interp, value, silent)
+    if isinstance(value, FunctionApply):
+        return ApplyCallable(interp, value)
     return value
+
+
+class ApplyCallable(Sealed):
+    """``MyFunction.apply`` handed to torch (``gradcheck``): its forward runs without steps."""
+
+    def __init__(self, interp: Interpreter, apply: FunctionApply) -> None:
+        self.interp = interp
+        self.apply = apply
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        with self.interp.quiet():
+            return self.apply.owner.cls.apply(*args, **kwargs)  # type: ignore[attr-defined]
 
 
 def bind_arguments(fn: ScriptFunction, args: list[Any] | tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -91,8 +113,31 @@ def bind_arguments(fn: ScriptFunction, args: list[Any] | tuple[Any, ...], kwargs
     return dict(bound.arguments)
 
 
+def grad_mode_decorators(interp: Interpreter, node: ast.FunctionDef) -> tuple[Any, ...]:
+    """The grad-mode context managers of ``@torch.no_grad()`` and friends, outermost first.
+
+    ``@staticmethod``, ``@classmethod`` and ``@property`` are left to ``make_class``;
+    the validator refused every other decorator.
+    """
+    modes: list[Any] = []
+    for dec in node.decorator_list:
+        if isinstance(dec, ast.Name) and dec.id in policy.METHOD_DECORATORS:
+            continue
+        # @torch.no_grad (no parentheses) is @torch.no_grad(), as torch allows it.
+        call = dec if isinstance(dec, ast.Call) else ast.Call(func=dec, args=[], keywords=[])
+        cm = on_call(interp, ast.copy_location(call, dec))
+        if not is_grad_mode(cm):
+            raise NotAllowedError(
+                "only @torch.no_grad(), @torch.enable_grad(), @torch.inference_mode() and "
+                "@torch.set_grad_enabled(...) decorate script functions"
+            )
+        modes.append(cm)
+    return tuple(modes)
+
+
 def make_function(interp: Interpreter, node: ast.FunctionDef | ast.Lambda, owner: str = "") -> ScriptFunction:
     """A ScriptFunction with defaults evaluated now, as Python does."""
+    grad_modes = grad_mode_decorators(interp, node) if isinstance(node, ast.FunctionDef) else ()
     a = node.args
     params: list[inspect.Parameter] = []
     positional = a.posonlyargs + a.args
@@ -114,36 +159,93 @@ def make_function(interp: Interpreter, node: ast.FunctionDef | ast.Lambda, owner
         name = f"{owner}.{name}"
     # Lambdas see the scopes around them; def functions see module names (and their own).
     env = list(interp.frame.scopes) if isinstance(node, ast.Lambda) else []
-    return ScriptFunction(name, node, inspect.Signature(params), env, owner)
+    declared = frozenset(n for sub in ast.walk(node) if isinstance(sub, ast.Global) for n in sub.names)
+    fn = ScriptFunction(name, node, inspect.Signature(params), env, owner, declared)
+    fn.grad_modes = grad_modes
+    return fn
+
+
+def _decorator_kind(node: ast.FunctionDef) -> str:
+    """``staticmethod``, ``classmethod``, ``property`` or ``method``."""
+    names = [d.id for d in node.decorator_list if isinstance(d, ast.Name) and d.id in policy.METHOD_DECORATORS]
+    return names[0] if names else "method"
 
 
 def make_class(interp: Interpreter, node: ast.ClassDef) -> ScriptClass:
-    """A real nn.Module subclass whose methods run in the interpreter."""
+    """A real nn.Module or torch.autograd.Function subclass whose methods run in the interpreter."""
     base = interp.eval(node.bases[0], allow_proxy=True)
-    if not (isinstance(base, ClassProxy) and base.cls is torch.nn.Module):
-        raise NotAllowedError("a script class must derive from nn.Module")
+    bases = (torch.nn.Module, torch.autograd.Function)
+    if not (isinstance(base, ClassProxy) and base.cls in bases):
+        raise NotAllowedError("a script class must derive from nn.Module or torch.autograd.Function")
+    is_function = base.cls is torch.autograd.Function
     methods: dict[str, Any] = {}
     names: set[str] = set()
+    properties: set[str] = set()
+    class_methods: dict[str, tuple[ScriptFunction, bool]] = {}
+    owner: list[ScriptClass] = []  # the ScriptClass, once made: what a classmethod gets as cls
     for item in node.body:
-        if isinstance(item, ast.FunctionDef):
-            if item.name != "forward" and item.name != "__init__" and hasattr(torch.nn.Module, item.name):
-                raise NotAllowedError(
-                    f"method '{item.name}' would replace nn.Module's own; only __init__ and forward may be "
-                    "defined with names nn.Module already has"
-                )
-            fn = make_function(interp, item, owner=node.name)
+        if not isinstance(item, ast.FunctionDef):
+            continue
+        if item.name not in _OWN_METHODS and hasattr(base.cls, item.name):
+            raise NotAllowedError(
+                f"method '{item.name}' would replace {base.qualname}'s own; only "
+                + ", ".join(sorted(_OWN_METHODS))
+                + " may be defined with names the base class already has"
+            )
+        kind = _decorator_kind(item)
+        if kind == "property" and item.name in policy.MODULE_ATTRS:
+            raise NotAllowedError(f"a property can't be named '{item.name}': torch reads that attribute itself")
+        if is_function and kind in ("method", "property"):
+            kind = "staticmethod"  # forward/backward are looked up on the class: plain functions
+        fn = make_function(interp, item, owner=node.name)
+        # Torch calls backward (and jvp) from autograd: like hooks, it runs within the
+        # step that started the backward pass.
+        silent = is_function and item.name in ("backward", "vjp", "jvp")
 
-            def method(obj: Any, *args: Any, _fn: ScriptFunction = fn, **kwargs: Any) -> Any:
-                return interp.call_function(_fn, (obj, *args), kwargs)
-
-            method.__name__ = item.name
+        method = _method(interp, fn, item.name, owner if kind == "classmethod" else None, silent)
+        if kind == "staticmethod":
+            methods[item.name] = staticmethod(method)
+            class_methods[item.name] = (fn, False)
+        elif kind == "classmethod":
+            methods[item.name] = method  # called on an instance: the instance is replaced by the class
+            class_methods[item.name] = (fn, True)
+        elif kind == "property":
+            methods[item.name] = property(method)
+            properties.add(item.name)
+        else:
             methods[item.name] = method
-            names.add(item.name)
-    methods["_tcopy_methods"] = frozenset(n for n in names if n != "__init__")
+        names.add(item.name)
+    methods["_tcopy_methods"] = frozenset(n for n in names if n != "__init__" and n not in properties)
+    methods["_tcopy_properties"] = frozenset(properties)
     methods["__module__"] = "tcopy_script"
     methods["__qualname__"] = node.name
-    cls = type(node.name, (torch.nn.Module,), methods)
-    return ScriptClass(node.name, cls, frozenset(names))
+    cls = type(node.name, (base.cls,), methods)
+    script_class = ScriptClass(node.name, cls, frozenset(names), class_methods)
+    owner.append(script_class)
+    return script_class
+
+
+def _method(
+    interp: Interpreter, fn: ScriptFunction, name: str, owner: list[ScriptClass] | None, silent: bool
+) -> Callable[..., Any]:
+    """What the real class holds for a script method: a call into the interpreter.
+
+    A closure, not default arguments, so no keyword a caller passes can replace what it runs.
+    ``owner`` (a class method): the first argument is replaced by the script class.
+    """
+
+    def method(*args: Any, **kwargs: Any) -> Any:
+        if owner is not None:
+            args = (owner[0], *args[1:])
+        return interp.call_function(fn, args, kwargs, silent=silent)
+
+    method.__name__ = name
+    method.__signature__ = fn.signature  # type: ignore[attr-defined]
+    return method
+
+
+_OWN_METHODS = frozenset({"__init__", "forward", "backward", "setup_context", "jvp", "vjp"})
+"""Methods a script class may define although its base class has them."""
 
 
 def super_of(frame: Frame) -> SuperProxy:
@@ -170,7 +272,7 @@ def on_call(interp: Interpreter, node: ast.Call) -> Any:
             return call_isinstance(interp, node)
         if func.id == "super" and target is interp.builtins.get("super"):
             return super_of(interp.frame)
-        if isinstance(target, (ScriptFunction, ScriptClass)) or (
+        if isinstance(target, (ScriptFunction, ScriptClass, FunctionApply)) or (
             isinstance(target, torch.nn.Module) and func.id not in interp.builtins
         ):
             return call_value(interp, target, *call_arguments(interp, node))
@@ -185,8 +287,11 @@ def on_call(interp: Interpreter, node: ast.Call) -> Any:
         assert isinstance(func, ast.Attribute)
         base = interp.eval(func.value, allow_proxy=True)
         if isinstance(base, ScriptClass):
-            raise NotAllowedError(f"attributes of {base!r} are not allowed; call the class or its instances")
-        fn = resolve_method(base, func.attr)
+            return call_value(interp, class_attribute(base, func.attr), *call_arguments(interp, node))
+        if isinstance(base, str) and func.attr in policy.FORMAT_METHODS:
+            fn = bind_format(interp.formatter, base, func.attr)
+        else:
+            fn = resolve_method(base, func.attr)
         name = func.attr
         if isinstance(base, torch.Tensor):
             self_tensor = base
@@ -196,7 +301,7 @@ def on_call(interp: Interpreter, node: ast.Call) -> Any:
     if name in policy.CALLABLE_TAKERS:
         # Only script functions may be handed over; torch runs hooks inside backward,
         # where no step can be reported, so their statements run without steps.
-        silent = name not in ("map", "sorted", "min", "max")
+        silent = name not in ("map", "sorted", "min", "max") and name not in policy.FORWARD_HOOK_TAKERS
         for value in list(args) + list(kwargs.values()):
             if callable(value) and not isinstance(value, (torch.Tensor, np.ndarray)):
                 raise NotAllowedError(
@@ -206,7 +311,7 @@ def on_call(interp: Interpreter, node: ast.Call) -> Any:
         kwargs = {k: wrap_callable(interp, v, silent) for k, v in kwargs.items()}
     strict = not (builtin and name in DISPLAY_BUILTINS)
     for value in list(args) + list(kwargs.values()):
-        if not isinstance(value, ScriptCallable):
+        if not isinstance(value, (ScriptCallable, ApplyCallable)):
             check_argument(value, strict)
     if builtin and name in SIZED_BUILTINS:
         for value in args:
@@ -271,10 +376,18 @@ def call_arguments(interp: Interpreter, node: ast.Call) -> tuple[list[Any], dict
 
 
 def call_value(interp: Interpreter, target: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
-    """Call a script function, a script class (construct) or a module instance."""
+    """Call a script function, a script class (construct), a module instance, ``Function.apply``
+    or a static or class method of a script class."""
     if isinstance(target, ScriptFunction):
         return interp.call_function(target, args, kwargs)
-    if isinstance(target, ScriptClass):
+    if isinstance(target, tuple):  # a static or class method: (function, the class to pass or None)
+        fn, owner = target
+        return interp.call_function(fn, args if owner is None else [owner, *args], kwargs)
+    if isinstance(target, FunctionApply):
+        result = target.owner.cls.apply(*args, **kwargs)  # type: ignore[attr-defined]
+    elif isinstance(target, ScriptClass):
+        if target.is_function:
+            raise NotAllowedError(f"call {target.name}.apply(...): autograd Functions are not instantiated")
         result = target.cls(*args, **kwargs)
     else:
         result = target(*args, **kwargs)

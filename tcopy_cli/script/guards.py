@@ -134,6 +134,10 @@ BINARY_OPERATORS: dict[type[ast.operator], BinaryOperator] = {
 }
 
 
+# random's functions whose result grows with an argument: its position (None: keyword only, k=).
+_RANDOM_SIZES: dict[str, int | None] = {"sample": 1, "choices": None, "getrandbits": 0}
+
+
 class Guards:
     """The limit checks of one run."""
 
@@ -179,9 +183,23 @@ class Guards:
         lim = self.limits
         if name == "tolist" and self_tensor is not None and self_tensor.numel() > lim.max_iterations:
             raise lim.exceeded("max_iterations", f"tolist() of {self_tensor.numel():,} elements")
+        if name in _RANDOM_SIZES and self_tensor is None:
+            self._random(name, args, kwargs)
         numel = alloc.estimate_numel(name, args, kwargs, self_tensor)
         if numel is not None and numel > lim.max_elements:
             raise lim.exceeded("max_elements", f"{name}() would create a tensor of {numel:,} elements")
+
+    def _random(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
+        """random.sample/choices build k items; random.getrandbits(k) a k-bit integer."""
+        lim = self.limits
+        position = _RANDOM_SIZES[name]
+        k = kwargs.get("k") if position is None or len(args) <= position else args[position]
+        if not isinstance(k, int):
+            return
+        if name == "getrandbits" and k > lim.max_int_bits:
+            raise lim.exceeded("max_int_bits", f"getrandbits({k:,}) is too large an integer")
+        if name != "getrandbits" and k > lim.max_iterations:
+            raise lim.exceeded("max_iterations", f"{name}() would build {k:,} items")
 
     def builtin(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
         """Builtins whose result could outgrow the limits before any check sees it."""

@@ -12,14 +12,16 @@ Values flow through ``sandbox.py``'s attribute and call checks, sizes through
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 from tcopy_cli.errors import NotAllowedError, TcopyError
 from tcopy_cli.limits import Limits
 from tcopy_cli.script import expressions, functions, statements
 from tcopy_cli.script.builtins import Capture, Output, make_builtins
+from tcopy_cli.script.formatting import SafeFormatter, make_format
 from tcopy_cli.script.functions import (
     NOTHING,
     Frame,
@@ -31,6 +33,7 @@ from tcopy_cli.script.parse import Program
 from tcopy_cli.script.sandbox import (
     ClassProxy,
     ModuleProxy,
+    Placeholder,
     SafeFunction,
     ScriptFunction,
     Sealed,
@@ -94,6 +97,8 @@ class Interpreter(Sealed):
         self.ns: dict[str, Any] = {"torch": self.modules["torch"]}
         self.output = Output(self.guards)
         self.builtins = make_builtins(self.output, lambda fn: isinstance(fn, ScriptCallable))
+        self.formatter = SafeFormatter(self.guards)
+        self.builtins["format"] = SafeFunction("format", make_format(self.formatter))
         # The module's frame first, then one per running call of a script function.
         self.frames: list[Frame] = [Frame(function=None)]
         self.try_stack: list[tuple[tuple[type, ...], int]] = []
@@ -102,6 +107,7 @@ class Interpreter(Sealed):
         self.echoed: str | None = None
         self.handling: list[BaseException] = []
         self.iterations = 0
+        self.quiet_calls = 0
 
     # --- the API the step runner uses ------------------------------------------------
 
@@ -161,15 +167,29 @@ class Interpreter(Sealed):
         """The running call's frame (the module's at top level)."""
         return self.frames[-1]
 
+    def scope_of(self, name: str) -> dict[str, Any]:
+        """Where ``name`` binds now: the innermost scope, or the module's (also for ``global`` names)."""
+        frame = self.frame
+        scopes = frame.scopes
+        if not scopes or (name in frame.global_names and scopes[-1] is frame.locals):
+            return self.ns
+        return scopes[-1]
+
     def bind(self, name: str, value: Any) -> None:
-        scopes = self.frame.scopes
-        (scopes[-1] if scopes else self.ns)[name] = value
+        self.scope_of(name)[name] = value
 
     def lookup(self, name: str) -> Any:
+        value = self._lookup(name)
+        if isinstance(value, Placeholder):  # any use of an unavailable module fails here
+            raise value.used()
+        return value
+
+    def _lookup(self, name: str) -> Any:
         if name == "__name__":
             return "__main__"
-        for scope in reversed(self.frame.scopes):
-            if name in scope:
+        frame = self.frame
+        for scope in reversed(frame.scopes):
+            if name in scope and not (scope is frame.locals and name in frame.global_names):
                 return scope[name]
         if name in self.ns:
             return self.ns[name]
@@ -190,18 +210,36 @@ class Interpreter(Sealed):
                 "max_call_depth", "the script's function calls nested too deeply (endless recursion?)"
             )
         local = bind_arguments(fn, args, kwargs)
-        frame = Frame(fn.name, [*fn.env, local], local, silent or self.frame.silent)
+        silent = silent or self.frame.silent or self.quiet_calls > 0
+        frame = Frame(fn.name, [*fn.env, local], local, silent, global_names=fn.global_names)
         self.frames.append(frame)
         try:
-            if isinstance(fn.node, ast.Lambda):
-                return self.eval(fn.node.body)
-            try:
-                self._exec_block(fn.node.body)
-            except _Return as r:
-                return r.value
-            return None
+            if fn.grad_modes:
+                with contextlib.ExitStack() as modes:
+                    for mode in fn.grad_modes:
+                        modes.enter_context(mode.clone())
+                    return self._run_body(fn)
+            return self._run_body(fn)
         finally:
             self.frames.pop()
+
+    @contextlib.contextmanager
+    def quiet(self) -> Iterator[None]:
+        """Script functions called inside run without steps (torch calling them many times)."""
+        self.quiet_calls += 1
+        try:
+            yield
+        finally:
+            self.quiet_calls -= 1
+
+    def _run_body(self, fn: ScriptFunction) -> Any:
+        if isinstance(fn.node, ast.Lambda):
+            return self.eval(fn.node.body)
+        try:
+            self._exec_block(fn.node.body)
+        except _Return as r:
+            return r.value
+        return None
 
     # --- statements ------------------------------------------------------------------
 
@@ -262,6 +300,9 @@ class Interpreter(Sealed):
 
     def on_pass(self, stmt: ast.Pass) -> None:
         return
+
+    def on_global(self, stmt: ast.Global) -> None:
+        return  # a declaration: make_function read it when the function was defined
 
     def on_break(self, stmt: ast.Break) -> None:
         raise _Break()
@@ -412,6 +453,7 @@ NODE_HANDLERS: dict[type[ast.AST], Handler] = {
     ast.Break: Interpreter.on_break,
     ast.Continue: Interpreter.on_continue,
     ast.Pass: Interpreter.on_pass,
+    ast.Global: Interpreter.on_global,
     # ... and simple statements, each one step
     ast.Expr: statements.on_expr,
     ast.Assign: statements.on_assign,
@@ -450,8 +492,10 @@ NODE_HANDLERS: dict[type[ast.AST], Handler] = {
 }
 """Every statement and expression a script may contain, and the method that runs it."""
 
-BLOCK_STATEMENTS = frozenset({ast.If, ast.For, ast.While, ast.With, ast.Try, ast.Break, ast.Continue, ast.Pass})
-"""Statements that are not a step themselves (their bodies' statements are)."""
+BLOCK_STATEMENTS = frozenset(
+    {ast.If, ast.For, ast.While, ast.With, ast.Try, ast.Break, ast.Continue, ast.Pass, ast.Global}
+)
+"""Statements that are not a step themselves (their bodies' statements are; ``global`` is a declaration)."""
 
 PART_NODES: frozenset[type[ast.AST]] = frozenset(
     {

@@ -63,7 +63,9 @@ class Program:
 def header_source(lines: list[str], node: ast.stmt) -> str:
     """The text of a compound statement's header, e.g. ``for i in range(3):``."""
     body = getattr(node, "body", None)
-    end = body[0].lineno - 1 if body else node.lineno
+    # The body starts at its first statement's decorators, if it has any.
+    first = min([body[0].lineno, *(d.lineno for d in getattr(body[0], "decorator_list", []))]) if body else 0
+    end = first - 1 if body else node.lineno
     end = max(end, node.lineno)
     text = " ".join(line.strip() for line in lines[node.lineno - 1 : end])
     if isinstance(node, ast.If) and lines[node.lineno - 1].lstrip().startswith("elif"):
@@ -99,6 +101,7 @@ _STMT_NODES: tuple[type, ...] = (
     ast.Assert,
     ast.While,
     ast.ClassDef,
+    ast.Global,
 )
 _EXPR_NODES: tuple[type, ...] = (
     ast.BoolOp,
@@ -141,7 +144,6 @@ _EXPR_NODES: tuple[type, ...] = (
 
 _REFUSED_WHY: dict[type, str] = {
     ast.AsyncFunctionDef: "async code is not supported",
-    ast.Global: "global is not supported",
     ast.Nonlocal: "nonlocal is not supported",
     ast.AsyncFor: "async code is not supported",
     ast.AsyncWith: "async code is not supported",
@@ -158,14 +160,42 @@ if hasattr(ast, "TryStar"):
 def _allowed_import_names() -> str:
     return (
         "torch (also as NAME), torch.nn, torch.nn.functional, torch.nn.init, torch.optim, torch.autograd, "
-        "numpy, copy, math"
+        "numpy, copy, math, time, timeit, random, pdb; any other module is a placeholder that "
+        "fails where it is first used"
     )
 
 
+def _offered(module: str) -> bool:
+    """A module of a package tcopy offers itself: only the listed ones may be imported from it."""
+    return module.split(".")[0] in policy.OFFERED_PACKAGES
+
+
+def _placeholder_names(tree: ast.Module) -> frozenset[str]:
+    """Names bound by imports of modules tcopy does not offer (placeholders at run time)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.asname or a.name.split(".")[0] for a in node.names if not _offered(a.name))
+        elif isinstance(node, ast.ImportFrom) and not node.level and not _offered(node.module or ""):
+            names.update(a.asname or a.name for a in node.names)
+    return frozenset(names)
+
+
+def _root_name(node: ast.expr) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
 class _Validator(ast.NodeVisitor):
-    def __init__(self, limits: Limits, script_attrs: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, limits: Limits, script_attrs: frozenset[str] = frozenset(), placeholders: frozenset[str] = frozenset()
+    ) -> None:
         self.limits = limits
         self.script_attrs = script_attrs
+        # Names of unavailable modules: their attributes are not checked here, as their
+        # first use fails at run time with a message that names the module.
+        self.placeholders = placeholders
         self.depth = 0
         self.in_function = 0
         self.in_class = 0
@@ -198,7 +228,7 @@ class _Validator(ast.NodeVisitor):
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            if alias.name not in policy.ALLOWED_IMPORTS:
+            if alias.name not in policy.ALLOWED_IMPORTS and _offered(alias.name):
                 raise self.reject(
                     node, f"import of '{alias.name}' is not allowed; allowed modules: {_allowed_import_names()}"
                 )
@@ -206,15 +236,23 @@ class _Validator(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         mod = node.module or ""
-        if node.level or mod not in policy.ALLOWED_IMPORTS:
+        if node.level or (mod not in policy.ALLOWED_IMPORTS and _offered(mod)):
             raise self.reject(
                 node, f"'from {mod} import ...' is not allowed; allowed modules: {_allowed_import_names()}"
             )
-        allowed = policy.ALLOWED_IMPORTS[mod]
+        allowed = policy.ALLOWED_IMPORTS.get(mod)
         for alias in node.names:
-            if alias.name not in allowed:
+            if alias.name == "*":
+                raise self.reject(node, f"'from {mod} import *' is not allowed: import the names you use")
+            if allowed is not None and alias.name not in allowed:
                 raise self.reject(node, f"'from {mod} import {alias.name}' is not allowed")
             self._check_bound_name(node, alias.asname or alias.name)
+
+    def visit_Global(self, node: ast.Global) -> None:
+        for name in node.names:
+            self._check_bound_name(node, name)
+            if name in policy.FORBIDDEN_NAMES:
+                raise self.reject(node, f"'{name}' is not allowed: {policy.FORBIDDEN_NAMES[name]}")
 
     def _check_bound_name(self, node: ast.AST, name: str) -> None:
         if name.startswith("_"):
@@ -240,10 +278,11 @@ class _Validator(ast.NodeVisitor):
             raise self.reject(node, f"attribute '{attr}' is not allowed: attributes starting with '_' are private")
         if attr in policy.UNDERSCORE_ATTRS and not isinstance(node.ctx, ast.Load):
             raise self.reject(node, f"'{attr}' is read-only")
+        if _root_name(node.value) in self.placeholders:
+            self.generic_visit(node)
+            return
         if attr in policy.TORCH_FORBIDDEN and _is_module_base(node.value):
             raise self.reject(node, f"'{attr}' is not allowed: {policy.TORCH_FORBIDDEN[attr]}")
-        if attr in ("format", "format_map"):
-            raise self.reject(node, "string formatting with .format is not allowed: use an f-string")
         if attr not in policy.ALL_ATTRIBUTE_NAMES and attr not in self.script_attrs:
             base = f"{node.value.id}." if isinstance(node.value, ast.Name) else "."
             hint = did_you_mean(attr, policy.ALL_ATTRIBUTE_NAMES | self.script_attrs, prefix=base)
@@ -267,9 +306,36 @@ class _Validator(ast.NodeVisitor):
             if a.arg.startswith("__"):
                 raise self.reject(a, f"parameter names starting with '__' are not allowed: '{a.arg}'")
 
+    def _check_decorators(self, node: ast.FunctionDef) -> list[ast.expr]:
+        """The decorators to visit as expressions (``@staticmethod`` & co. are names checked here)."""
+        visit: list[ast.expr] = []
+        kinds = 0
+        for dec in node.decorator_list:
+            if isinstance(dec, ast.Name) and dec.id in policy.METHOD_DECORATORS:
+                if not self.in_class:
+                    raise self.reject(dec, f"@{dec.id} is allowed on methods of a class only")
+                kinds += 1
+                if kinds > 1:
+                    raise self.reject(dec, "a method may have one of @staticmethod, @classmethod, @property")
+                continue
+            if not _is_grad_mode_decorator(dec):
+                raise self.reject(
+                    dec,
+                    "the only decorators supported are @torch.no_grad(), @torch.enable_grad(), "
+                    "@torch.inference_mode(), @torch.set_grad_enabled(...) and, on methods, "
+                    "@staticmethod, @classmethod and @property",
+                )
+            visit.append(dec)
+        return visit
+
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        if node.decorator_list:
-            raise self.reject(node.decorator_list[0], "decorators are not supported")
+        decorators, node.decorator_list = node.decorator_list, self._check_decorators(node)
+        try:
+            self._visit_function(node)
+        finally:
+            node.decorator_list = decorators
+
+    def _visit_function(self, node: ast.FunctionDef) -> None:
         if self.in_function:
             raise self.reject(node, "functions can be defined at module level or as methods of a class only")
         if self.in_class:
@@ -302,11 +368,14 @@ class _Validator(ast.NodeVisitor):
         if node.keywords:
             raise self.reject(node, "class keywords (metaclass=...) are not supported")
         base_ok = len(node.bases) == 1 and (
-            (isinstance(node.bases[0], ast.Attribute) and node.bases[0].attr == "Module")
-            or (isinstance(node.bases[0], ast.Name) and node.bases[0].id == "Module")
+            (isinstance(node.bases[0], ast.Attribute) and node.bases[0].attr in _CLASS_BASES)
+            or (isinstance(node.bases[0], ast.Name) and node.bases[0].id in _CLASS_BASES)
         )
         if not base_ok:
-            raise self.reject(node, "a class must derive from nn.Module (class Name(nn.Module):), nothing else")
+            raise self.reject(
+                node,
+                "a class must derive from nn.Module or torch.autograd.Function (class Name(nn.Module):), nothing else",
+            )
         if node.name.startswith("_"):
             raise self.reject(node, f"class names starting with '_' are not allowed: '{node.name}'")
         for item in node.body:
@@ -394,10 +463,20 @@ def _script_attributes(tree: ast.Module) -> frozenset[str]:
                 isinstance(node, ast.Attribute)
                 and isinstance(node.ctx, ast.Store)
                 and isinstance(node.value, ast.Name)
-                and node.value.id == "self"
+                and node.value.id in ("self", "ctx")
             ):
                 names.add(node.attr)
     return frozenset(n for n in names if not n.startswith("_"))
+
+
+_CLASS_BASES = frozenset({"Module", "Function"})
+
+
+def _is_grad_mode_decorator(node: ast.expr) -> bool:
+    """``@torch.no_grad()``, ``@no_grad``, ``@torch.set_grad_enabled(False)`` ..."""
+    func = node.func if isinstance(node, ast.Call) else node
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name in policy.GRAD_MODE_DECORATORS
 
 
 def _is_super_call(node: ast.expr) -> bool:
@@ -450,7 +529,7 @@ def parse_script(source: str, origin: str = "<inline>", limits: Limits | None = 
         raise ScriptRejected(f"the script can't be parsed: {type(exc).__name__}", 1, 1) from None
     try:
         if validate:
-            _Validator(limits, _script_attributes(tree)).visit(tree)
+            _Validator(limits, _script_attributes(tree), _placeholder_names(tree)).visit(tree)
     except RecursionError:
         raise ScriptRejected(_too_deep(limits), 1, 1) from None
     lines = source.split("\n")

@@ -19,7 +19,7 @@ TORCH_FACTORIES = frozenset(
         randperm zeros_like ones_like empty_like full_like rand_like randn_like randint_like
         arange linspace logspace eye empty_strided tril_indices triu_indices manual_seed
         seed initial_seed get_default_dtype set_default_dtype is_grad_enabled
-        is_inference_mode_enabled no_grad enable_grad inference_mode set_grad_enabled
+        is_inference_mode_enabled is_anomaly_enabled no_grad enable_grad inference_mode set_grad_enabled
         is_tensor is_floating_point is_complex is_nonzero numel result_type promote_types
         can_cast broadcast_shapes
     """.split()
@@ -54,7 +54,7 @@ TORCH_OPS = frozenset(
         swapaxes swapdims t take take_along_dim tan tanh tensor_split tensordot tile topk
         trace transpose trapezoid trapz tril triu true_divide trunc unbind unflatten unique
         unique_consecutive unravel_index unsqueeze vander var var_mean vdot view_as_complex
-        view_as_real vsplit vstack where xlogy dropout
+        view_as_real vsplit vstack where xlogy dropout view_copy
     """.split()
 )
 
@@ -69,14 +69,16 @@ TORCH_CLASSES = frozenset(
 TORCH_CONSTANTS = frozenset(
     """
         float32 float float64 double float16 half bfloat16 int8 int16 int32 int int64 long
-        uint8 bool complex64 cfloat complex128 cdouble pi e inf nan strided
+        uint8 bool complex64 cfloat complex128 cdouble pi e inf nan strided short
     """.split()
 )
 
 # torch submodules: name -> allowed function names in it.
 TORCH_SUBMODULES: dict[str, frozenset[str]] = {
     "cuda": frozenset(["is_available", "device_count", "current_device", "synchronize", "memory_allocated"]),
-    "autograd": frozenset(["grad", "backward", "Variable"]),
+    "autograd": frozenset(
+        ["grad", "backward", "Variable", "set_detect_anomaly", "detect_anomaly", "gradcheck", "gradgradcheck"]
+    ),
     "linalg": frozenset(
         """
             norm vector_norm matrix_norm det inv solve svd qr eigh eigvalsh cholesky pinv
@@ -116,7 +118,7 @@ TENSOR_METHODS = frozenset(
             divide_ logical_not_ logical_and_ logical_or_ nan_to_num_ sgn_ hypot_ atan2_
             pin_memory share_memory is_inference requires_grad
             register_post_accumulate_grad_hook masked_fill index_put diag_embed norm
-            dim_order
+            dim_order storage _is_view new
         """.split()
     )
     | {"register_hook", "register_post_accumulate_grad_hook"} - {"share_memory", "requires_grad", "pin_memory"}
@@ -137,10 +139,23 @@ TENSOR_SETTABLE = frozenset({"requires_grad", "grad", "data"})
 SIZE_METHODS = frozenset({"numel", "index", "count"})
 DTYPE_ATTRS = frozenset({"is_floating_point", "is_complex", "is_signed", "itemsize"})
 DEVICE_ATTRS = frozenset({"type", "index"})
-STORAGE_METHODS = frozenset({"data_ptr", "nbytes", "size", "element_size"})
-STORAGE_ATTRS = frozenset({"device"})
+# Storages are read-only: sizes and addresses, and items by index (s[0]); never written.
+STORAGE_METHODS = frozenset({"data_ptr", "nbytes", "size", "element_size", "untyped"})
+STORAGE_ATTRS = frozenset({"device", "dtype"})
+# Private autograd attributes tutorials read, by exact name: what a graph node saved for
+# backward. ``_raw_saved_*`` (the SavedTensor) can be read, not hooked: tcopy reads every
+# saved tensor after each step, which would run a script's unpack hook each time.
+SAVED_NAMES = "self other result mat1 mat2 exponent weight input indices mask alpha dim".split()
+NODE_SAVED_ATTRS = frozenset(f"_saved_{n}" for n in SAVED_NAMES) | frozenset(
+    f"_raw_saved_{n}" for n in SAVED_NAMES if n not in ("alpha", "dim", "exponent")
+)
+SAVED_TENSOR_METHODS: frozenset[str] = frozenset()
 NODE_METHODS = frozenset({"name", "register_hook", "register_prehook"})
-NODE_ATTRS = frozenset({"next_functions"})
+# The ctx of a custom autograd Function: what forward and backward use. Attributes the
+# script sets itself (ctx.alpha = 2) are readable too.
+CTX_METHODS = frozenset({"save_for_backward", "mark_dirty", "mark_non_differentiable", "set_materialize_grads"})
+CTX_ATTRS = frozenset({"saved_tensors", "needs_input_grad"}) | CTX_METHODS
+NODE_ATTRS = frozenset({"next_functions"}) | NODE_SAVED_ATTRS
 NDARRAY_METHODS = frozenset(
     """
         tolist item sum mean min max copy reshape astype flatten fill argmax argmin all any
@@ -155,6 +170,8 @@ STR_METHODS = frozenset(
         capitalize splitlines isdigit isalpha isspace find count
     """.split()
 )
+# str.format and str.format_map: called through tcopy's own formatter (formatting.py).
+FORMAT_METHODS = frozenset({"format", "format_map"})
 LIST_METHODS = frozenset(
     """
     append extend pop insert index count reverse sort copy clear remove
@@ -177,7 +194,7 @@ RETURN_TYPE_FIELDS = frozenset(
 SAFE_BUILTINS = frozenset(
     """
     print len range abs min max sum float int bool str list tuple dict set round isinstance type
-    enumerate zip sorted reversed any all map super
+    enumerate zip sorted reversed any all map super id input breakpoint format slice
     """.split()
 )
 
@@ -193,7 +210,7 @@ SAFE_EXCEPTIONS = frozenset(
 # torch.nn: layers, losses and helpers a script may use (and subclass nn.Module).
 NN_NAMES = frozenset(
     """
-    Module Linear Bilinear Conv1d Conv2d ConvTranspose2d ReLU LeakyReLU Sigmoid Tanh GELU SiLU ELU Softmax
+    Module Linear LazyLinear Bilinear Conv1d Conv2d ConvTranspose2d ReLU LeakyReLU Sigmoid Tanh GELU SiLU ELU Softmax
     LogSoftmax Sequential ModuleList ModuleDict Dropout BatchNorm1d BatchNorm2d LayerNorm Embedding Flatten
     Identity MaxPool2d AvgPool2d MSELoss L1Loss CrossEntropyLoss NLLLoss BCELoss BCEWithLogitsLoss
     SmoothL1Loss Parameter functional init
@@ -213,7 +230,8 @@ MODULE_METHODS = frozenset(
     """
     parameters named_parameters buffers named_buffers children named_children modules named_modules zero_grad
     requires_grad_ train eval state_dict load_state_dict forward to cpu cuda double float half type
-    register_buffer register_parameter add_module
+    register_buffer register_parameter add_module register_forward_hook register_forward_pre_hook
+    register_full_backward_hook register_full_backward_pre_hook
     """.split()
 )
 MODULE_ATTRS = frozenset(
@@ -232,9 +250,30 @@ NUMPY_NAMES = frozenset(
     """.split()
 )
 NODE_HOOK_METHODS = frozenset({"register_hook", "register_prehook"})
+# torch.autograd.functional: functions of a script function.
+AUTOGRAD_FUNCTIONAL_NAMES = frozenset("jacobian hessian vjp jvp hvp vhp".split())
+# Process-wide display settings: bounded (see sandbox.set_printoptions).
+TORCH_SETTINGS = frozenset({"set_printoptions"})
+# Hooks torch calls while a module runs forward: their statements are steps, as forward's are.
+FORWARD_HOOK_TAKERS = frozenset({"register_forward_hook", "register_forward_pre_hook"})
 # Functions and methods that may be given a script-defined function (hook, key, mapping).
 CALLABLE_TAKERS = frozenset(
-    {"register_hook", "register_post_accumulate_grad_hook", "register_prehook", "map", "sorted", "min", "max"}
+    {
+        "register_hook",
+        "register_post_accumulate_grad_hook",
+        "register_prehook",
+        "register_forward_hook",
+        "register_forward_pre_hook",
+        "register_full_backward_hook",
+        "register_full_backward_pre_hook",
+        "gradcheck",
+        "gradgradcheck",
+        *AUTOGRAD_FUNCTIONAL_NAMES,
+        "map",
+        "sorted",
+        "min",
+        "max",
+    }
 )
 
 # Names refused outright, with a reason, before the script runs.
@@ -242,8 +281,8 @@ FORBIDDEN_NAMES: dict[str, str] = {
     name: "it can run or load arbitrary code or reach Python internals"
     for name in """
         eval exec compile open getattr setattr delattr hasattr __import__ globals locals
-        vars breakpoint input exit quit help dir memoryview object classmethod
-        staticmethod property id hash callable iter next format repr ascii chr ord bytes
+        vars exit quit help dir memoryview object classmethod
+        staticmethod property hash callable iter next repr ascii chr ord bytes
         bytearray __builtins__ __loader__ __spec__ __file__ filter BaseException SystemExit
         KeyboardInterrupt GeneratorExit
     """.split()
@@ -251,8 +290,9 @@ FORBIDDEN_NAMES: dict[str, str] = {
 FORBIDDEN_NAMES.update(
     {
         "open": "scripts may not read or write files",
-        "input": "scripts may not read from the terminal",
         "exit": "scripts may not end tcopy",
+        "globals": "globals() would hand the script tcopy's own namespace; use the names directly "
+        "(and 'global NAME' inside a function)",
         "quit": "scripts may not end tcopy",
     }
 )
@@ -275,10 +315,14 @@ TORCH_FORBIDDEN: dict[str, str] = {
 }
 
 ALLOWED_DUNDER_NAMES = frozenset({"__name__"})
+# Decorators a method of a script class may have (by name; refused as plain names).
+METHOD_DECORATORS = frozenset({"staticmethod", "classmethod", "property"})
+# Decorators of script functions and methods: torch's grad-mode switches, called or not.
+GRAD_MODE_DECORATORS = frozenset({"no_grad", "enable_grad", "inference_mode", "set_grad_enabled"})
 # The only dunder methods a script class may define, and the only dunder attribute a
 # script may touch (as super().__init__()).
 ALLOWED_DUNDER_METHODS = frozenset({"__init__"})
-UNDERSCORE_ATTRS = frozenset({"_version", "_base"})
+UNDERSCORE_ATTRS = frozenset({"_version", "_base", "_is_view"}) | NODE_SAVED_ATTRS
 
 
 def all_attribute_names() -> frozenset[str]:
@@ -300,10 +344,13 @@ def all_attribute_names() -> frozenset[str]:
         STORAGE_ATTRS,
         NODE_METHODS,
         NODE_ATTRS,
+        SAVED_TENSOR_METHODS,
+        CTX_ATTRS,
         NDARRAY_METHODS,
         NDARRAY_ATTRS,
         NPDTYPE_ATTRS,
         STR_METHODS,
+        FORMAT_METHODS,
         LIST_METHODS,
         DICT_METHODS,
         TUPLE_METHODS,
@@ -312,6 +359,10 @@ def all_attribute_names() -> frozenset[str]:
         RANGE_ATTRS,
         RETURN_TYPE_FIELDS,
         frozenset({"copy", "deepcopy"}),
+        TIME_NAMES,
+        TIMEIT_NAMES,
+        RANDOM_NAMES,
+        PDB_NAMES,
         NN_NAMES,
         NN_INIT_NAMES,
         FUNCTIONAL_NAMES,
@@ -322,13 +373,25 @@ def all_attribute_names() -> frozenset[str]:
         OPTIMIZER_ATTRS,
         NUMPY_NAMES,
         NODE_HOOK_METHODS,
-        frozenset({"nn", "optim", "args"}),
+        frozenset({"nn", "optim", "args", "apply", "Function", "function", "functional", "graph", "Node"}),
+        AUTOGRAD_FUNCTIONAL_NAMES,
+        TORCH_SETTINGS,
     ):
         names |= group
     for sub in TORCH_SUBMODULES.values():
         names |= sub
     return frozenset(names)
 
+
+TIME_NAMES = frozenset({"time", "perf_counter", "monotonic", "process_time", "time_ns", "perf_counter_ns"})
+TIMEIT_NAMES = frozenset({"default_timer"})
+RANDOM_NAMES = frozenset(
+    "random randint randrange uniform gauss normalvariate choice choices shuffle sample seed getrandbits".split()
+)
+PDB_NAMES = frozenset({"set_trace"})
+# Packages tcopy offers (some of) itself: anything else imported from these is refused
+# up front. Any other module binds an inert placeholder (see sandbox.Placeholder).
+OFFERED_PACKAGES = frozenset({"torch", "numpy", "copy", "math", "time", "timeit", "random", "pdb"})
 
 ALLOWED_IMPORTS.update(
     {
@@ -337,15 +400,23 @@ ALLOWED_IMPORTS.update(
         | TORCH_CLASSES
         | TORCH_CONSTANTS
         | frozenset(TORCH_SUBMODULES)
+        | TORCH_SETTINGS
         | frozenset({"nn", "optim"}),
         "torch.nn": NN_NAMES,
         "torch.nn.functional": FUNCTIONAL_NAMES,
         "torch.nn.init": NN_INIT_NAMES,
         "torch.optim": OPTIM_NAMES,
-        "torch.autograd": TORCH_SUBMODULES["autograd"],
+        "torch.autograd": TORCH_SUBMODULES["autograd"] | {"Function", "function", "functional", "graph"},
+        "torch.autograd.function": frozenset({"Function"}),
+        "torch.autograd.functional": AUTOGRAD_FUNCTIONAL_NAMES,
+        "torch.autograd.graph": frozenset({"Node"}),
         "numpy": NUMPY_NAMES,
         "copy": frozenset({"copy", "deepcopy"}),
         "math": MATH_NAMES,
+        "time": TIME_NAMES,
+        "timeit": TIMEIT_NAMES,
+        "random": RANDOM_NAMES,
+        "pdb": PDB_NAMES,
     }
 )
 

@@ -11,6 +11,9 @@ from __future__ import annotations
 import copy
 import inspect
 import math
+import random
+import time
+import timeit
 from collections.abc import Callable
 from typing import Any
 
@@ -61,6 +64,27 @@ class ModuleProxy(Sealed):
         return f"<module '{self.name}'>"
 
 
+class Placeholder(Sealed):
+    """What importing a module tcopy does not offer binds (``import os``, ``from sys import argv``).
+
+    The run goes on; the first use of the name (any use: attribute, call, subscript,
+    passing it, a base class) fails at its line, naming the module.
+    """
+
+    def __init__(self, module: str) -> None:
+        self.module = module
+
+    def used(self) -> NotAllowedError:
+        """The error for a use of this placeholder."""
+        return NotAllowedError(
+            f"'{self.module}' is not available in tcopy's sandbox (its import only bound a placeholder); "
+            "if you trust this script, run it with --trust to use Python's own modules"
+        )
+
+    def __repr__(self) -> str:
+        return f"<placeholder for {self.module}>"
+
+
 class SafeFunction(Sealed):
     """A function a script may call (torch.ones, print, copy.deepcopy ...)."""
 
@@ -108,11 +132,46 @@ _GRAD_MODE_TYPES: tuple[type, ...] = (
     torch.inference_mode,
     torch.set_grad_enabled,
 )
+_CONTEXT_TYPES: tuple[type, ...] = (
+    *_GRAD_MODE_TYPES,
+    torch.autograd.detect_anomaly,
+    torch.autograd.set_detect_anomaly,
+)
 
 
 def is_context_manager(value: Any) -> bool:
-    """Only torch's grad-mode context managers may be used in ``with``."""
+    """Only torch's grad-mode and anomaly-mode context managers may be used in ``with``."""
+    return isinstance(value, _CONTEXT_TYPES)
+
+
+def is_grad_mode(value: Any) -> bool:
+    """A grad-mode switch (``torch.no_grad()`` ...): what may decorate a script function."""
     return isinstance(value, _GRAD_MODE_TYPES)
+
+
+# Bounds on torch.set_printoptions, so printing a tensor stays within the string limits.
+_PRINT_BOUNDS = {"precision": 20, "threshold": 10_000, "edgeitems": 10, "linewidth": 1_000}
+
+
+def set_printoptions(
+    precision: int | None = None,
+    threshold: int | None = None,
+    edgeitems: int | None = None,
+    linewidth: int | None = None,
+    profile: str | None = None,
+    sci_mode: bool | None = None,
+) -> None:
+    """``torch.set_printoptions`` with bounded values (the run restores torch's own after)."""
+    if profile not in (None, "default", "short"):
+        raise NotAllowedError("set_printoptions(profile=...) may be 'default' or 'short' ('full' prints everything)")
+    given = {"precision": precision, "threshold": threshold, "edgeitems": edgeitems, "linewidth": linewidth}
+    for name, value in given.items():
+        bound = _PRINT_BOUNDS[name]
+        if value is not None and not (isinstance(value, int) and 0 <= value <= bound):
+            raise NotAllowedError(f"set_printoptions({name}=...) must be a whole number from 0 to {bound:,} here")
+    if sci_mode is not None and not isinstance(sci_mode, bool):
+        raise TypeError("set_printoptions(sci_mode=...) must be True, False or None")
+    torch.set_printoptions(precision, threshold, edgeitems, linewidth, profile, sci_mode)  # type: ignore[no-untyped-call]
 
 
 def _members(mod: Any, names: frozenset[str], prefix: str) -> dict[str, Any]:
@@ -143,6 +202,19 @@ def build_torch_proxy() -> ModuleProxy:
         mod = getattr(torch, sub, None)
         if mod is not None:
             members[sub] = ModuleProxy(f"torch.{sub}", _members(mod, names, f"torch.{sub}"))
+    autograd = members.get("autograd")
+    if isinstance(autograd, ModuleProxy):
+        function = ClassProxy("torch.autograd.Function", torch.autograd.Function)
+        autograd.members["Function"] = function
+        autograd.members["function"] = ModuleProxy("torch.autograd.function", {"Function": function})
+        autograd.members["functional"] = ModuleProxy(
+            "torch.autograd.functional",
+            _members(torch.autograd.functional, policy.AUTOGRAD_FUNCTIONAL_NAMES, "torch.autograd.functional"),
+        )
+        autograd.members["graph"] = ModuleProxy(
+            "torch.autograd.graph", {"Node": ClassProxy("torch.autograd.graph.Node", torch.autograd.graph.Node)}
+        )
+    members["set_printoptions"] = SafeFunction("torch.set_printoptions", set_printoptions)
     members["nn"] = build_nn_proxy()
     members["optim"] = ModuleProxy("torch.optim", _classes(torch.optim, policy.OPTIM_NAMES, "torch.optim"))
     return ModuleProxy("torch", members)
@@ -188,28 +260,82 @@ class ScriptFunction(Sealed):
     """A function or lambda the script defined; only tcopy's interpreter runs its body."""
 
     def __init__(
-        self, name: str, node: Any, signature: inspect.Signature, env: list[dict[str, Any]], owner: str = ""
+        self,
+        name: str,
+        node: Any,
+        signature: inspect.Signature,
+        env: list[dict[str, Any]],
+        owner: str = "",
+        global_names: frozenset[str] = frozenset(),
     ) -> None:
         self.name = name
         self.node = node
         self.signature = signature
         self.env = env
         self.owner = owner
+        self.global_names = global_names
+        """Names its ``global`` statements declare: they bind in the module, not in the call."""
+        self.grad_modes: tuple[Any, ...] = ()
+        """Grad-mode context managers of its decorators (``@torch.no_grad()``), entered per call."""
 
     def __repr__(self) -> str:
         return f"<function {self.name}>"
 
 
 class ScriptClass(Sealed):
-    """A script-defined subclass of nn.Module (the real class stays inside the sandbox)."""
+    """A script-defined subclass of nn.Module or torch.autograd.Function (the real class
+    stays inside the sandbox).
 
-    def __init__(self, name: str, cls: type, methods: frozenset[str]) -> None:
+    ``class_methods`` are its ``@staticmethod``/``@classmethod`` functions by name, with
+    whether the class is passed first; a script calls them as ``Cls.name(...)``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        cls: type,
+        methods: frozenset[str],
+        class_methods: dict[str, tuple[ScriptFunction, bool]] | None = None,
+    ) -> None:
         self.name = name
         self.cls = cls
         self.methods = methods
+        self.class_methods = class_methods or {}
+
+    @property
+    def is_function(self) -> bool:
+        """A custom autograd Function (called through ``.apply``)."""
+        return issubclass(self.cls, torch.autograd.Function)
 
     def __repr__(self) -> str:
         return f"<class '{self.name}'>"
+
+
+class FunctionApply(Sealed):
+    """``MyFunction.apply``: a value a script may store (``relu = MyReLU.apply``) and call.
+
+    It is not callable from Python, so torch and builtins can't call it unless tcopy
+    hands it over itself (``gradcheck``, ``jacobian``).
+    """
+
+    def __init__(self, owner: ScriptClass) -> None:
+        self.owner = owner
+
+    def __repr__(self) -> str:
+        return f"<bound method {self.owner.name}.apply>"
+
+
+def class_attribute(owner: ScriptClass, attr: str) -> Any:
+    """``Cls.attr`` of a script class: ``apply`` of a Function, or a static/class method (to call)."""
+    if attr == "apply" and owner.is_function:
+        return FunctionApply(owner)
+    if attr in owner.class_methods:
+        fn, with_class = owner.class_methods[attr]
+        return (fn, owner if with_class else None)
+    raise NotAllowedError(
+        f"attributes of {owner!r} are not allowed; call the class, its instances, its static and class "
+        "methods" + (", or .apply" if owner.is_function else "")
+    )
 
 
 class SuperProxy(Sealed):
@@ -239,7 +365,21 @@ def build_modules() -> dict[str, ModuleProxy]:
             },
         ),
         "math": ModuleProxy("math", math_members),
+        "time": ModuleProxy("time", _members(time, policy.TIME_NAMES, "time")),
+        "timeit": ModuleProxy("timeit", _members(timeit, policy.TIMEIT_NAMES, "timeit")),
+        "random": build_random_proxy(),
+        "pdb": ModuleProxy("pdb", {"set_trace": SafeFunction("pdb.set_trace", _no_debugger)}),
     }
+
+
+def _no_debugger(*args: Any, **kwargs: Any) -> None:
+    """``pdb.set_trace()``: a no-op; tcopy already stops after every statement (--pause steps)."""
+
+
+def build_random_proxy() -> ModuleProxy:
+    """``random``: the module's functions on a generator of this run's own (seeding it touches nothing else)."""
+    generator = random.Random()
+    return ModuleProxy("random", _members(generator, policy.RANDOM_NAMES, "random"))
 
 
 def build_all_modules() -> dict[str, ModuleProxy]:
@@ -252,6 +392,8 @@ def build_all_modules() -> dict[str, ModuleProxy]:
     mods["torch.nn.init"] = nn_proxy.members["init"]
     mods["torch.optim"] = torch_proxy.members["optim"]
     mods["torch.autograd"] = torch_proxy.members["autograd"]
+    for sub in ("function", "functional", "graph"):
+        mods[f"torch.autograd.{sub}"] = mods["torch.autograd"].members[sub]
     mods["numpy"] = build_numpy_proxy()
     return mods
 
@@ -263,7 +405,8 @@ _TYPE_TABLES: list[tuple[type | tuple[type, ...], frozenset[str], frozenset[str]
     (torch.Size, frozenset(), policy.SIZE_METHODS),
     (torch.dtype, policy.DTYPE_ATTRS, frozenset()),
     (torch.device, policy.DEVICE_ATTRS, frozenset()),
-    (torch.UntypedStorage, policy.STORAGE_ATTRS, policy.STORAGE_METHODS),
+    ((torch.UntypedStorage, torch.TypedStorage), policy.STORAGE_ATTRS, policy.STORAGE_METHODS),
+    (torch._C._autograd.SavedTensor, frozenset(), policy.SAVED_TENSOR_METHODS),
     (np.ndarray, policy.NDARRAY_ATTRS, policy.NDARRAY_METHODS),
     (np.dtype, policy.NPDTYPE_ATTRS, frozenset()),
     (str, frozenset(), policy.STR_METHODS),
@@ -279,6 +422,17 @@ def _is_node(value: Any) -> bool:
     return isinstance(value, torch.autograd.graph.Node)
 
 
+def is_function_ctx(value: Any) -> bool:
+    """The ``ctx`` of a custom autograd Function (also its outputs' ``grad_fn``)."""
+    return isinstance(value, torch.autograd.function.FunctionCtx)
+
+
+def _ctx_own(ctx: Any, attr: str) -> bool:
+    """An attribute the script itself set on a ctx (``ctx.alpha = 2``), never torch's own."""
+    own = getattr(ctx, "__dict__", {})
+    return not attr.startswith("_") and attr in own and not hasattr(type(ctx), attr)
+
+
 def _is_return_type(value: Any) -> bool:
     return isinstance(value, tuple) and type(value).__module__ == "torch.return_types"
 
@@ -291,6 +445,8 @@ def _script_methods(value: Any) -> frozenset[str]:
 def _module_attribute(value: torch.nn.Module, attr: str) -> Any:
     if attr.startswith("_"):
         raise NotAllowedError(f"attribute '{attr}' is private")
+    if attr in getattr(type(value), "_tcopy_properties", ()):
+        return getattr(value, attr)  # a @property of the script class: runs in the interpreter
     if attr in _script_methods(value) or attr in policy.MODULE_METHODS:
         raise NotAllowedError(f"'.{attr}' is a method: call it")
     registered = (
@@ -328,6 +484,11 @@ def get_attribute(value: Any, attr: str, allow_proxy: bool = False) -> Any:
         if isinstance(member, (SafeFunction, ClassProxy)):
             raise NotAllowedError(f"'{value.name}.{attr}' is a function: call it; functions can't be stored or passed")
         return member
+    if isinstance(value, ScriptClass):
+        member = class_attribute(value, attr)
+        if not isinstance(member, FunctionApply):
+            raise NotAllowedError(f"'{value.name}.{attr}' is a method: call it")
+        return member
     if isinstance(value, torch.Tensor):
         if attr in policy.TENSOR_PROPERTIES:
             return getattr(value, attr)
@@ -336,6 +497,10 @@ def get_attribute(value: Any, attr: str, allow_proxy: bool = False) -> Any:
         if attr not in dir(value):
             raise AttributeError(f"'Tensor' object has no attribute '{attr}'" + _tensor_hint(attr))
         raise NotAllowedError(f"tensor attribute '.{attr}' is not in tcopy's allow-list")
+    if is_function_ctx(value) and (attr in policy.CTX_ATTRS or _ctx_own(value, attr)):
+        if attr in policy.CTX_METHODS:
+            raise NotAllowedError(f"'.{attr}' is a method: call it")
+        return getattr(value, attr)
     if _is_return_type(value):
         if attr in policy.RETURN_TYPE_FIELDS and hasattr(value, attr):
             return getattr(value, attr)
@@ -420,6 +585,8 @@ def resolve_method(value: Any, attr: str) -> Callable[..., Any]:
         if attr not in dir(value):
             raise AttributeError(f"'Tensor' object has no attribute '{attr}'" + _tensor_hint(attr))
         raise NotAllowedError(f"tensor method '.{attr}()' is not in tcopy's allow-list")
+    if is_function_ctx(value) and attr in policy.CTX_METHODS:
+        return getattr(value, attr)  # type: ignore[no-any-return]
     if _is_node(value):
         if attr in policy.NODE_METHODS:
             return getattr(value, attr)  # type: ignore[no-any-return]
@@ -451,6 +618,9 @@ def set_attribute(target: Any, attr: str, value: Any) -> None:
         if attr in _script_methods(target):
             raise NotAllowedError(f"'{attr}' is a method of the class; it can't be replaced")
         setattr(target, attr, value)
+        return
+    if is_function_ctx(target) and not attr.startswith("_") and not hasattr(type(target), attr):
+        setattr(target, attr, value)  # ctx.alpha = alpha: the script's own data for backward
         return
     raise NotAllowedError(
         f"assigning '.{attr}' is not allowed; tensors allow: " + ", ".join(sorted(policy.TENSOR_SETTABLE))

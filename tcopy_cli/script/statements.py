@@ -15,6 +15,7 @@ from tcopy_cli.script.functions import make_class, make_function
 from tcopy_cli.script.guards import check_container
 from tcopy_cli.script.sandbox import (
     ClassProxy,
+    Placeholder,
     check_store,
     get_attribute,
     is_storable,
@@ -74,17 +75,26 @@ def on_delete(interp: Interpreter, stmt: ast.Delete) -> None:
         delete(interp, target)
 
 
+def _module(interp: Interpreter, name: str) -> Any:
+    """An offered module's proxy, or a placeholder for any other (the validator sorted them)."""
+    return interp.modules.get(name) or Placeholder(name)
+
+
 def on_import(interp: Interpreter, stmt: ast.Import) -> None:
     for alias in stmt.names:
         if alias.asname:
-            interp.bind(alias.asname, interp.modules[alias.name])
+            interp.bind(alias.asname, _module(interp, alias.name))
         else:  # import torch.nn binds torch
             top = alias.name.split(".")[0]
-            interp.bind(top, interp.modules[top])
+            interp.bind(top, _module(interp, top))
 
 
 def on_importfrom(interp: Interpreter, stmt: ast.ImportFrom) -> None:
-    mod = interp.modules[stmt.module or ""]
+    mod = interp.modules.get(stmt.module or "")
+    if mod is None:
+        for alias in stmt.names:
+            interp.bind(alias.asname or alias.name, Placeholder(f"{stmt.module}.{alias.name}"))
+        return
     for alias in stmt.names:
         if alias.name not in mod.members:
             raise NotAllowedError(f"'{alias.name}' is not available from {stmt.module} in this torch")
@@ -162,8 +172,7 @@ def unpack(interp: Interpreter, value: Any, n: int) -> list[Any]:
 
 def delete(interp: Interpreter, target: ast.expr) -> None:
     if isinstance(target, ast.Name):
-        scopes = interp.frame.scopes
-        scope = scopes[-1] if scopes else interp.ns
+        scope = interp.scope_of(target.id)
         if target.id not in scope:
             raise NameError(f"name '{target.id}' is not defined")
         del scope[target.id]

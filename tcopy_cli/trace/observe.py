@@ -261,6 +261,8 @@ def iter_named(ns: dict[str, Any]) -> Iterator[tuple[str, Any]]:
 
 
 def _walk(name: str, value: Any, depth: int, budget: list[int]) -> Iterator[tuple[str, Any]]:
+    if isinstance(value, torch.Tensor) and torch.nn.parameter.is_lazy(value):
+        return  # a lazy module's parameter before its first forward: no memory, no facts yet
     if isinstance(value, (torch.Tensor, np.ndarray)):
         yield name, value
         return
@@ -273,7 +275,7 @@ def _walk(name: str, value: Any, depth: int, budget: list[int]) -> Iterator[tupl
             budget[0] -= 1
             if budget[0] <= 0:
                 return
-            if p is not None and id(p) not in seen:
+            if p is not None and id(p) not in seen and not torch.nn.parameter.is_lazy(p):
                 seen.add(id(p))
                 yield f"{name}.{pname}", p
         return
@@ -604,7 +606,7 @@ def _unlisted_bytes(ns: dict[str, Any], walk: GraphWalk, counted: set[int]) -> i
         try:
             st = t.untyped_storage()
             ptr, nbytes = int(st.data_ptr()), int(st.nbytes())
-        except (RuntimeError, NotImplementedError):
+        except (RuntimeError, NotImplementedError, ValueError):  # ValueError: a lazy parameter
             return
         if ptr not in counted:
             extra[ptr] = max(extra.get(ptr, 0), nbytes)

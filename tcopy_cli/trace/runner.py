@@ -126,6 +126,8 @@ def torch_session(device: str) -> Iterator[None]:
     """Make ``device`` the default for tensor creation; restore torch's global state after."""
     grad = torch.is_grad_enabled()
     dtype = torch.get_default_dtype()
+    anomaly = torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()
+    print_options = dict(vars(torch._tensor_str.PRINT_OPTS))  # a script may call torch.set_printoptions
     if device != "cpu":
         torch.set_default_device(device)
     try:
@@ -135,6 +137,9 @@ def torch_session(device: str) -> Iterator[None]:
             torch.set_default_device(None)
         torch.set_grad_enabled(grad)
         torch.set_default_dtype(dtype)
+        torch.set_anomaly_enabled(*anomaly)
+        for name, value in print_options.items():
+            setattr(torch._tensor_str.PRINT_OPTS, name, value)
 
 
 @contextlib.contextmanager

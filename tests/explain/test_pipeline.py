@@ -37,6 +37,7 @@ SCRIPT = (
     + "except RuntimeError:\n"
     + "    pass\n"
     + "a.grad = None\n"
+    + "breakpoint()\n"
     + "z = torch.linalg.inv(torch.ones(2))\n"
 )
 
@@ -79,6 +80,7 @@ def test_every_family_is_explained_with_kinds_and_names() -> None:
         "saved.silent-change",
         "grad.received",
         "grad.corrupted",
+        "debugger.no-op",
         "grad.reset",
         "warning.copy-construct",
         "error.caught",

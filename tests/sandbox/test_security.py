@@ -100,9 +100,6 @@ def test_dunder_chains(src: str, guard: Path) -> None:
 
 
 UNDERSCORE_ATTRIBUTES = [
-    "a = torch.ones(1, requires_grad=True)\nb = a * 2\ns = b.grad_fn._saved_self",
-    "a = torch.ones(1, requires_grad=True)\nb = a * a\ns = b.grad_fn._saved_other",
-    "a = torch.ones(1, requires_grad=True)\nb = a * 2\ns = b.grad_fn._raw_saved_self",
     "a = torch.ones(1, requires_grad=True)\nb = a * 2\nn = b.grad_fn.next_functions[0][0]\nv = n._variable",
     "a = torch.ones(1)\nx = a._cdata",
     "a = torch.ones(1)\nx = a._make_subclass",
@@ -120,6 +117,9 @@ UNDERSCORE_ATTRIBUTES = [
     "x = torch._utils",
     "x = torch.ones(1)\n_y = x",
     "import torch as _t",
+    "a = torch.ones(1, requires_grad=True)\nb = a * 2\ns = b.grad_fn._saved_unknown",
+    "a = torch.ones(1, requires_grad=True)\nb = a * 2\nb.grad_fn._saved_self = a",
+    "a = torch.ones(1, requires_grad=True)\nb = a * 2\ns = b.grad_fn._raw_saved_self.unpack()",
 ]
 
 
@@ -130,7 +130,7 @@ def test_underscore_attributes(src: str, guard: Path) -> None:
 
 FORBIDDEN_BUILTINS = """
     open eval exec compile getattr setattr delattr hasattr __import__ globals locals vars
-    breakpoint input exit quit help dir memoryview object super id hash callable iter next
+    input exit quit help dir memoryview object super id hash callable iter next
     format repr ascii chr ord bytes bytearray map filter classmethod staticmethod property
 """.split()
 
@@ -155,8 +155,8 @@ def test_forbidden_builtins_with_real_arguments(guard: Path) -> None:
         '__import__("os").system("touch pwned")',
         "g = globals()",
         "v = vars(torch)",
-        "breakpoint()",
         "x = input()",
+        "input = 1\ndel input\nx = input('> ')",
         "exit(3)",
         "quit()",
     ]:
@@ -164,15 +164,7 @@ def test_forbidden_builtins_with_real_arguments(guard: Path) -> None:
 
 
 IMPORTS = [
-    "import os",
-    "import sys",
-    "import subprocess",
-    "import builtins",
-    "import importlib",
-    "import pickle",
-    "import ctypes",
     "import numpy.ctypeslib",
-    "import shutil",
     "import torch.utils",
     "import torch.hub",
     "import torch.utils.data",
@@ -183,7 +175,6 @@ IMPORTS = [
     "from torch import load",
     "from torch import *",
     "from torch.utils import data",
-    "from os import system",
     "from math import *",
     "from math import system",
     "from copy import _reconstruct",
@@ -192,13 +183,81 @@ IMPORTS = [
     "import torch as os\nos.system('touch pwned')",
     "import copy as os\nos.system('touch pwned')",
     "import math as _m",
-    "import os as torch",
 ]
 
 
 @pytest.mark.parametrize("src", IMPORTS)
 def test_imports(src: str, guard: Path) -> None:
     refused(src)
+
+
+# Modules tcopy does not offer bind an inert placeholder: the import runs, nothing
+# happens, and every use of the name fails at its line, naming the module.
+PLACEHOLDER_IMPORTS = {
+    "import os": "os",
+    "import sys": "sys",
+    "import subprocess": "subprocess",
+    "import builtins": "builtins",
+    "import importlib": "importlib",
+    "import pickle": "pickle",
+    "import ctypes": "ctypes",
+    "import shutil": "shutil",
+    "import os.path": "os",
+    "import os.path as osp": "osp",
+    "from os import system": "system",
+    "from os import system as s": "s",
+    "import os as torch": "torch",
+    "import matplotlib.pyplot as plt": "plt",
+}
+PLACEHOLDER_USES = [
+    "x = {n}",
+    "{n}",
+    "{n}.system('touch pwned')",
+    "{n}.getcwd()",
+    "{n}('touch pwned')",
+    "x = {n}[0]",
+    "x = {n}.__dict__",
+    "x = {n}.path.join('a', 'b')",
+    "x = [{n}]",
+    "x = ({n},)",
+    "x = {{'k': {n}}}",
+    "print({n})",
+    "x = f'{{{n}}}'",
+    "x = str({n})",
+    "x = type({n})",
+    "x = id({n})",
+    "x = {n} is None",
+    "x = {n} == 1",
+    "x = not {n}",
+    "for i in {n}:\n    pass",
+    "x = [i for i in {n}]",
+    "with {n}:\n    pass",
+    "def f(m={n}):\n    return m",
+    "def f():\n    return {n}\n\n\nx = f()",
+    "def f():\n    global {n}\n    return {n}.system('x')\n\n\nx = f()",
+    "f = lambda: {n}\nx = f()",
+    "x = torch.ones(1) + {n}",
+    "{n} += 1",
+    "x = copy.deepcopy({n})",
+    "x = isinstance(1, {n})",
+    "class M({n}.Module):\n    pass",
+    "raise {n}",
+    "try:\n    x = {n}\nexcept Exception:\n    x = 1\nx = {n}",
+    "x = '{{}}'.format({n})",
+    "x = '%s' % ({n},)",
+]
+
+
+@pytest.mark.parametrize("use", PLACEHOLDER_USES)
+@pytest.mark.parametrize("src", sorted(PLACEHOLDER_IMPORTS))
+def test_unavailable_modules_are_inert_placeholders(src: str, use: str, guard: Path) -> None:
+    trace = run_source(src)
+    assert trace.summary is not None and trace.summary.status == "ok"
+    name = PLACEHOLDER_IMPORTS[src]
+    prelude = "import copy\n" if "copy" in use and name != "copy" else ""
+    result = refused(prelude + src + "\n" + use.format(n=name))
+    if isinstance(result, Step) and result.error is not None and result.error.type == "NotAllowedError":
+        assert "--trust" in result.error.message
 
 
 TORCH_IO_AND_CODE_LOADING = [
@@ -265,7 +324,7 @@ BACKENDS = [
     "import torch as T\nT.backends.cudnn.enabled = False",
     "torch.set_num_threads(1)",
     "torch.use_deterministic_algorithms(True)",
-    "torch.set_printoptions(precision=1)",
+    "torch.set_printoptions(profile='full')",
     "torch.ones = torch.zeros",
     "torch.pi = 3",
     "torch.float32.is_floating_point = False",
@@ -312,7 +371,7 @@ NUMPY_AND_STORAGE = [
     "a = torch.ones(1)\nx = a.untyped_storage()._share_filename_cpu_()",
     "a = torch.ones(1)\nx = a.untyped_storage().share_memory_()",
     "a = torch.ones(1)\nx = a.share_memory_()",
-    "a = torch.ones(1)\nx = a.storage()",
+    "a = torch.ones(1)\nx = a.storage()\nx[0] = 5",
     "a = torch.ones(1)\nx = a.__reduce_ex__(2)",
     "a = torch.ones(1)\nx = a.untyped_storage().__reduce__()",
     'a = torch.ones(1)\nx = a.type("os.system")',
@@ -374,8 +433,6 @@ def test_callables_are_never_passed_stored_or_called_indirectly(src: str, guard:
 
 STRING_FORMATTING = [
     'x = "{0.__class__}".format(torch.ones(1))',
-    'x = "{}".format(1)',
-    'x = "{a}".format_map({"a": 1})',
     'f = "{0.__globals__}"\nx = f.format(print)',
     'x = str.format("{}", 1)',
     'a = torch.ones(1)\nx = f"{a.__class__}"',
@@ -414,7 +471,7 @@ def test_refusals_point_at_the_statement(guard: Path) -> None:
 def test_a_refused_script_runs_nothing(guard: Path) -> None:
     # The refusal is for the whole script: the print on line 1 never runs.
     with pytest.raises(ScriptRejected):
-        run_source('print("ran")\nimport os')
+        run_source('print("ran")\nimport torch.hub')
 
 
 # --- resource limits -------------------------------------------------------------------
@@ -744,9 +801,9 @@ def test_observing_nested_containers_stays_cheap(guard: Path) -> None:
 
 CLI_SAMPLES = [
     "x = ().__class__.__bases__[0].__subclasses__()",
-    "a = torch.ones(1, requires_grad=True)\nb = a * 2\ns = b.grad_fn._saved_self",
+    "a = torch.ones(1, requires_grad=True)\nb = a * 2\ns = b.grad_fn._saved_unknown",
     'f = open("pwned.txt", "w")',
-    "import os",
+    "import os\nos.system('touch pwned')",
     "import torch as os\nos.system('touch pwned')",
     'T = torch\nT.save(T.ones(1), "pwned.pt")',
     'a = torch.ones(2)\na.numpy().tofile("pwned.bin")',

@@ -193,7 +193,6 @@ BASES = [
     "class A(nn.Module, torch.Tensor):\n    pass",
     "class A(nn.Module, metaclass=type):\n    pass",
     "class A(metaclass=type):\n    pass",
-    "class A(torch.autograd.Function):\n    pass",
     "class A(Exception):\n    pass",
     "class A(ValueError):\n    pass",
     "class A(BaseException):\n    pass",
@@ -210,15 +209,39 @@ BASES = [
 DECORATORS = [
     "@property\ndef f(x):\n    return x",
     "@staticmethod\ndef f(x):\n    return x",
-    "@torch.no_grad()\ndef f(x):\n    return x",
+    "@classmethod\ndef f(x):\n    return x",
     "@torch.jit.script\ndef f(x):\n    return x",
     "@print\ndef f(x):\n    return x",
     "def d(g):\n    return g\n\n\n@d\ndef f(x):\n    return x",
     "@print\nclass M(nn.Module):\n    pass",
-    "class M(nn.Module):\n    @property\n    def w(self):\n        return 1",
-    "class M(nn.Module):\n    @staticmethod\n    def forward(x):\n        return x",
-    "class M(nn.Module):\n    @classmethod\n    def make(cls):\n        return cls()",
-    "class M(nn.Module):\n    @torch.no_grad()\n    def forward(self, x):\n        return x",
+    "@torch.no_grad()\nclass M(nn.Module):\n    pass",
+    # decorators that return something else than a grad-mode switch
+    "no_grad = print\n@no_grad\ndef f(x):\n    return x",
+    "def no_grad():\n    return print\n\n\n@no_grad()\ndef f(x):\n    return x",
+    "def no_grad(f):\n    return f\n\n\n@no_grad\ndef f(x):\n    return x",
+    "@torch.no_grad()()\ndef f(x):\n    return x",
+    "@torch.no_grad().__call__\ndef f(x):\n    return x",
+    "@torch.set_grad_enabled\ndef f(x):\n    return x",
+    "@torch.no_grad(print)\ndef f(x):\n    return x",
+    "@(torch.no_grad())\ndef f(x):\n    return x\n\n\ny = f.__wrapped__",
+    "@torch.no_grad()\ndef f(x):\n    return x\n\n\ny = f.__wrapped__",
+    "@torch.no_grad()\ndef f(x):\n    return x\n\n\ny = [f][0]\nz = torch.autograd.grad(y, [])",
+    "class M(nn.Module):\n    @property\n    @staticmethod\n    def w(self):\n        return 1",
+    "class M(nn.Module):\n    @w.setter\n    def w(self, v):\n        pass",
+    "class M(nn.Module):\n    @property\n    def w(self):\n        return 1\n\n\nm = M()\nm.w = 2",
+    "class M(nn.Module):\n    @property\n    def w(self):\n        return 1\n\n\np = M.w",
+    "class M(nn.Module):\n    @property\n    def w(self):\n        return 1\n\n\np = M.w.fget",
+    "class M(nn.Module):\n    @staticmethod\n    def s(x):\n        return x\n\n\np = M.s",
+    "class M(nn.Module):\n    @staticmethod\n    def s(x):\n        return x\n\n\np = M().s",
+    "class M(nn.Module):\n    @staticmethod\n    def s(x):\n        return x\n\n\np = M.s(M.s)",
+    "class M(nn.Module):\n    @classmethod\n    def c(cls):\n        return cls\n\n\nk = M.c()\nk.__subclasses__()",
+    "class M(nn.Module):\n    @classmethod\n    def c(cls):\n        return cls.__mro__\n\n\nk = M.c()",
+    "class M(nn.Module):\n    @classmethod\n    def c(cls):\n        return cls.mro()\n\n\nk = M.c()",
+    "class M(nn.Module):\n    @classmethod\n    def c(cls):\n        return type(cls)('X', (), {})\n\n\nk = M.c()",
+    "class M(nn.Module):\n    @classmethod\n    def c(cls, x):\n        return x\n\n\nk = M.c(_fn=1)",
+    "class M(nn.Module):\n    def f(self, x):\n        return x\n\n\nk = M().f(1, _fn=print)",
+    "class M(nn.Module):\n    @staticmethod\n    def parameters():\n        return []",
+    "class M(nn.Module):\n    @property\n    def training(self):\n        return 1",
 ]
 
 
@@ -286,7 +309,6 @@ MONKEYPATCHES = [
     "h = torch.optim.optimizer.register_optimizer_step_pre_hook(lambda *a: None)",
     LEAF + "h = torch.autograd.graph.register_multi_grad_hook([a], lambda g: None)",
     LEAF + "with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):\n    b = a * 2",
-    "torch.autograd.set_detect_anomaly(True)",
     "torch.autograd.graph.disable_saved_tensors_hooks('no')",
     NP + "np.set_printoptions(precision=1)",
     NP + "np.seterr(all='ignore')",
@@ -409,7 +431,6 @@ FUNCTION_SINKS = [
     _G + "y = torch.jit.script(f)",
     _G + "y = torch.jit.trace(f, torch.ones(1))",
     _G + "y = torch.fx.symbolic_trace(f)",
-    _G + "y = torch.autograd.functional.jacobian(f, torch.ones(2))",
     _G + "y = torch.utils.checkpoint.checkpoint(f, torch.ones(1))",
     _G + "a = torch.ones(2)\na.apply_(f)",
     _G + "a = torch.ones(2)\na.map_(a, f)",
@@ -447,9 +468,6 @@ IMPORTS7 = [
     "from torch import nn, hub",
     "from torch import optim, load",
     "from torch import nn, jit",
-    "from torch.autograd import graph",
-    "from torch.autograd import Function",
-    "from torch.autograd import functional",
     "from torch.autograd.graph import saved_tensors_hooks",
     "from torch.autograd import Variable, grad_mode",
     "from torch.autograd import *",
@@ -689,6 +707,20 @@ _HOOKED = LEAF + _BACKWARD
 # error) or be refused; never hang, never crash the process, never run past the step
 # limit because a handler swallowed it.
 TERMINATION: dict[str, str] = {
+    "loop_in_jacobian": "from torch.autograd.functional import jacobian\n"
+    "def f(a):\n    while True:\n        a = a\n\n\nj = jacobian(f, torch.ones(2))",
+    "loop_in_forward_hook": NN + "def hook(m, i, o):\n    while True:\n        pass\n\n\n"
+    "lin = nn.Linear(1, 1)\nh = lin.register_forward_hook(hook)\ny = lin(torch.ones(1))",
+    "loop_in_full_backward_hook": NN + "def hook(m, gi, go):\n    while True:\n        pass\n\n\n"
+    "lin = nn.Linear(1, 1)\nh = lin.register_full_backward_hook(hook)\nlin(torch.ones(1)).sum().backward()",
+    "loop_in_function_backward": "class F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+    "        return x * 2\n\n    @staticmethod\n    def backward(ctx, g):\n        while True:\n            g = g\n\n\n"
+    + LEAF
+    + "b = F.apply(a).sum()\nb.backward()",
+    "recursive_function_forward": "class F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+    "        return F.apply(x)\n\n    @staticmethod\n    def backward(ctx, g):\n        return g\n\n\n"
+    + LEAF
+    + "b = F.apply(a)",
     "while_true_pass": "while True:\n    pass",
     "while_true_step": "while True:\n    x = 1",
     "while_one_continue": "while 1:\n    continue",
@@ -929,3 +961,330 @@ def test_recursion_depth_is_bounded_in_process(guard: Path, isolated: dict[str, 
     later = run_source("def g(n):\n    return n\n\n\ny = g(1)\nz = g(y)")
     assert later.summary is not None and later.summary.status == "ok"
     assert all(s.status == "ok" for s in later.steps)
+
+
+# --- input as a name, id(), global, breakpoint() ---------------------------------------
+
+
+def _printed(src: str) -> str:
+    trace = run_source(src)
+    assert trace.summary is not None and trace.summary.status == "ok", [s.error for s in trace.steps]
+    return "".join(s.stdout for s in trace.steps)
+
+
+NEW_BUILTIN_MISUSE = [
+    "x = input()",
+    "x = input('> ')",
+    "f = input",
+    "x = [input]",
+    "x = id",
+    "print(id)",
+    "x = id.__self__",
+    "x = id.numbers",
+    "x = id.__call__",
+    "x = [id][0]",
+    "x = sorted([1], key=id)",
+    "x = breakpoint",
+    "x = breakpoint.__doc__",
+    "def f():\n    global __builtins__\n    __builtins__ = 1",
+    "def f():\n    global _secret\n    _secret = 1",
+    "def f():\n    global eval\n    eval = 1",
+    "def f():\n    global open\n    return open('x', 'w')\n\n\nf()",
+    "nonlocal x",
+]
+
+
+@pytest.mark.parametrize("src", NEW_BUILTIN_MISUSE)
+def test_input_id_global_and_breakpoint_stay_bounded(src: str, guard: Path) -> None:
+    refused(src)
+
+
+def test_input_is_an_ordinary_name(guard: Path) -> None:
+    src = "def f(input):\n    return input * 2\n\n\ninput = 3\nprint(f(input), f(input=1))"
+    assert _printed(src) == "6 2\n"
+
+
+def test_id_is_a_small_per_run_number_not_an_address(guard: Path) -> None:
+    src = "a = torch.ones(2)\nb = a.view(2)\nprint(id(a), id(b), id(a) == id(a), id(a) == id(b), id(a.data) == id(a))"
+    first, second, same, view_same, data_same = _printed(src).split()
+    assert (same, view_same, data_same) == ("True", "False", "False")
+    assert first != second and int(first) < 1000 and int(second) < 1000
+
+
+def test_global_binds_in_the_module_only(guard: Path) -> None:
+    src = (
+        "n = 0\n"
+        "def f():\n    global n\n    n += 1\n    m = [n for n in range(3)]\n    return m\n\n\n"
+        "def g():\n    n = 10\n    return n\n\n\n"
+        "f()\nf()\nprint(n, g(), n)"
+    )
+    assert _printed(src) == "2 10 2\n"
+
+
+def test_breakpoint_is_a_no_op(guard: Path) -> None:
+    assert _printed("a = 1\nbreakpoint()\nprint(a)") == "1\n"
+
+
+# --- custom autograd Functions: the class, ctx and apply stay inside the sandbox -------
+
+_FN = (
+    "class F(torch.autograd.Function):\n"
+    "    @staticmethod\n    def forward(ctx, x):\n        CTX\n        return x * 2\n\n"
+    "    @staticmethod\n    def backward(ctx, g):\n        BACK\n        return g * 2\n\n\n"
+    "x = torch.ones(2, requires_grad=True)\n"
+)
+
+
+def _fn(ctx_line: str = "pass", back_line: str = "pass", after: str = "y = F.apply(x)\ny.sum().backward()") -> str:
+    return _FN.replace("CTX", ctx_line).replace("BACK", back_line) + after
+
+
+FUNCTION_ESCAPES = [
+    *(
+        _fn(after=f"y = F.{attr}")
+        for attr in (
+            "__subclasses__ __mro__ __bases__ __dict__ __class__ _backward_cls forward backward vjp "
+            "mro apply.__self__ apply.__func__ apply.owner apply.owner.cls"
+        ).split()
+    ),
+    _fn(after="y = F.__subclasses__()"),
+    _fn(after="y = F.mro()"),
+    _fn(after="f = F()"),
+    _fn(after="f = F.apply\ng = f.__call__"),
+    _fn(after="y = torch.autograd.Function.apply(x)"),
+    _fn(after="y = torch.autograd.Function.__subclasses__()"),
+    _fn(after="y = torch.autograd.Function"),
+    *(
+        _fn(ctx_line=f"y = ctx.{attr}")
+        for attr in (
+            "__class__ _forward_cls to_save dirty_tensors non_differentiable saved_variables _raw_saved_tensors "
+            "apply metadata __dict__ _materialize_non_diff_grads materialize_grads requires_grad"
+        ).split()
+    ),
+    _fn(ctx_line="ctx.save_for_backward = print"),
+    _fn(ctx_line="ctx.apply = 1"),
+    _fn(ctx_line="ctx._x = 1"),
+    _fn(ctx_line="ctx.__class__ = int"),
+    _fn(ctx_line="ctx.to_save = (x,)"),
+    _fn(ctx_line="ctx.mark_dirty(print)"),
+    _fn(ctx_line="ctx.save_for_backward(print)"),
+    _fn(ctx_line="h = ctx.register_hook(print)"),
+    _fn(ctx_line="f = ctx.save_for_backward"),
+    _fn(ctx_line="y = ctx.apply(x)"),
+    _fn(ctx_line="y = ctx._forward_cls.forward(ctx, x)"),
+    _fn(ctx_line="ctx.fn = print"),
+    _fn(back_line="y = ctx.__class__.__mro__"),
+    _fn(back_line="y = ctx.saved_tensors.__class__"),
+    _fn(back_line="y = type(ctx)('z', (), {})"),
+    # keeping ctx past the run of forward
+    "kept = []\n" + _fn(ctx_line="kept.append(ctx)", after="y = F.apply(x)\nz = kept[0].__class__"),
+    "kept = []\n" + _fn(ctx_line="kept.append(ctx)", after="y = F.apply(x)\nz = kept[0]._forward_cls"),
+    # defining what torch itself calls
+    "class F(torch.autograd.Function):\n    def apply(self, x):\n        return x",
+    "class F(torch.autograd.Function):\n    def _backward_cls(self):\n        return 1",
+    "class F(torch.autograd.Function):\n    def __call__(self, x):\n        return x",
+    "class F(torch.autograd.Function):\n    def mark_dirty(self, x):\n        return x",
+    "class F(torch.autograd.Function):\n    x = 1",
+    "class F(torch.autograd.Function, nn.Module):\n    pass",
+    "from torch.autograd.function import once_differentiable",
+    "from torch.autograd.function import BackwardCFunction",
+    "from torch.autograd.function import FunctionCtx",
+    "import torch.autograd.function as fn\nx = fn.FunctionCtx",
+]
+
+
+@pytest.mark.parametrize("src", FUNCTION_ESCAPES)
+def test_autograd_functions_expose_no_class_internals_or_ctx_internals(src: str, guard: Path) -> None:
+    refused(NN + src)
+
+
+def test_autograd_function_backward_runs_in_the_backward_step(guard: Path) -> None:
+    trace = run_source(_fn(back_line="print('in backward', g)"))
+    assert trace.summary is not None and trace.summary.status == "ok"
+    (step,) = [s for s in trace.steps if s.stdout]
+    assert step.source == "y.sum().backward()" and step.stdout == "in backward tensor([1., 1.])\n"
+
+
+# --- str.format, format_map and format(): fields reach only what the script could -----
+
+FORMAT_ESCAPES = [
+    'x = "{0.__class__}".format(torch.ones(1))',
+    'x = "{0.__class__.__mro__}".format(1)',
+    'x = "{0._version}".format(torch.ones(1))',
+    'x = "{0._x}".format(torch.ones(1))',
+    'x = "{0[__x]}".format({"__x": 1})',
+    'x = "{0[_x]}".format({"_x": 1})',
+    'x = "{a.__init__.__globals__}".format(a=torch.ones(1))',
+    'x = "{a._base}".format_map({"a": torch.ones(1)})',
+    'x = "{0.grad_fn._saved_self}".format(torch.ones(1, requires_grad=True) * 2)',
+    'x = "{0.storage}".format(torch.ones(1))',
+    'x = "{0.data_ptr}".format(torch.ones(1))',
+    'x = "{0.register_hook}".format(torch.ones(1))',
+    'x = "{0.save}".format(torch.ones(1))',
+    'x = "{0.real.__class__}".format(1)',
+    'x = "{0.weight.__class__}".format(nn.Linear(1, 1))',
+    'x = "{0._modules}".format(nn.Linear(1, 1))',
+    'x = "{0.forward}".format(nn.Linear(1, 1))',
+    'x = "{0[0].__dict__}".format([1])',
+    'x = "{0}".format(print)',
+    'x = "{0}".format(torch)',
+    'x = "{0}".format([torch.ones])',
+    'x = "{0.ones}".format(torch)',
+    'x = "{0:{1}}".format(1, print)',
+    'x = "{0:{1}}".format(1, "{0.__class__}")',
+    'x = "{0:{1:{2}}}".format(1, 2, 3)',
+    'x = "{0:>{1}}".format("a", 10**9)',
+    'x = "{0:>100000000}".format("a")',
+    'x = "{0:{1}}".format("a", ">100000000")',
+    'x = "{0!r:>99999999}".format("a")',
+    'x = format("a", ">100000000")',
+    'x = format(print, "")',
+    "x = format(1, print)",
+    'x = ("{0}" * 10**6).format(*["a" * 1000])',
+    'x = "{:.1000000000f}".format(1.0)',
+    'f = "{}".format',
+    'f = "{}".format_map',
+    'x = str.format("{0.__class__}", 1)',
+    'x = "{a}".format_map(torch)',
+    'x = "{a}".format_map([1])',
+    "x = format",
+    'x = "".format.__self__',
+]
+
+
+@pytest.mark.parametrize("src", FORMAT_ESCAPES)
+def test_format_fields_reach_only_allowed_attributes(src: str, guard: Path) -> None:
+    refused(NN + src)
+
+
+def test_format_matches_python_for_ordinary_fields(guard: Path) -> None:
+    src = (
+        "a = torch.tensor([1.5, 2.25])\n"
+        'print("{0:.3f} {1} {2.shape} {3[k]} {w:>4}|".format(a.sum().item(), 3, a, {"k": 9}, w="z"))'
+    )
+    assert _printed(src) == "3.750 3 torch.Size([2]) 9    z|\n"
+
+
+# --- storages and private autograd attributes: read-only, by exact name ----------------
+
+_SAVED = "a = torch.ones(2, requires_grad=True)\nb = a * a\n"
+PRIVATE_READS = [
+    "x = torch.ones(2).storage()\nx[0] = 5",
+    "x = torch.ones(2).untyped_storage()\nx[0] = 5",
+    "x = torch.ones(2).storage()\nx.fill_(1)",
+    "x = torch.ones(2).storage()\nx.copy_(torch.ones(2).storage())",
+    "x = torch.ones(2).storage()\nx.resize_(100)",
+    "x = torch.ones(2).storage()\nx.share_memory_()",
+    "x = torch.ones(2).storage()\ny = x.from_file('f', True, 10)",
+    "x = torch.ones(2).storage()\ny = x.from_buffer(b'1234')",
+    "x = torch.ones(2).storage()\ny = x.pickle_storage_type()",
+    "x = torch.ones(2).storage()\ny = x._untyped_storage",
+    "x = torch.ones(2).storage()\ny = x.filename",
+    "x = torch.ones(2).untyped_storage()\ny = x._new_shared(10)",
+    "x = torch.ones(2).untyped_storage()\ny = x.__class__",
+    "x = torch.ones(2).storage()\ndel x[0]",
+    _SAVED + "b.grad_fn._saved_self = torch.zeros(2)",
+    _SAVED + "b.grad_fn._saved_self += 1",
+    _SAVED + "del b.grad_fn._saved_self",
+    _SAVED + "y = b.grad_fn._saved_self()",
+    _SAVED + "y = b.grad_fn._saved_self.__class__",
+    _SAVED + "y = b.grad_fn._saved_weird",
+    _SAVED + "y = b.grad_fn.__saved_self",
+    _SAVED + "y = b.grad_fn._raw_saved_self.unpack()",
+    _SAVED + "y = b.grad_fn._raw_saved_self.data",
+    _SAVED + "y = b.grad_fn._raw_saved_self.__class__",
+    _SAVED + "y = b.grad_fn._raw_saved_self.register_hooks(print, print)",
+    _SAVED + "def f(t):\n    return t\n\n\ny = b.grad_fn._raw_saved_self.register_hooks(f, f)",
+    _SAVED + "y = b.grad_fn._raw_saved_self.register_hooks(torch.clone, torch.clone)",
+    _SAVED + "h = b.grad_fn._raw_saved_self.register_hooks",
+    _SAVED + "y = b._is_view",
+    _SAVED + "b._is_view = 1",
+    _SAVED + "b._base = a",
+    _SAVED + "b._version = 3",
+    _SAVED + "y = b._is_leaf()",
+    _SAVED + "y = b._grad_fn",
+    _SAVED + "y = b.__is_view()",
+    _SAVED + "y = a._saved_self",
+    _SAVED + "y = b.grad_fn._saved_self._base.__class__",
+]
+
+
+@pytest.mark.parametrize("src", PRIVATE_READS)
+def test_storages_and_private_autograd_attributes_are_read_only(src: str, guard: Path) -> None:
+    refused(src)
+
+
+# --- settings, derivatives of script functions, module hooks, small additions ----------
+
+MISC_MISUSE = [
+    "torch.set_printoptions(threshold=10**9)",
+    "torch.set_printoptions(profile='full')",
+    "torch.set_printoptions(linewidth=10**8)",
+    "torch.set_printoptions(edgeitems=10**6)",
+    "torch.set_printoptions(precision=-1)",
+    "torch.set_printoptions(precision='10')",
+    "torch.set_printoptions(sci_mode=print)",
+    "torch.set_printoptions(threshold=float('inf'))",
+    "torch.set_printoptions(file=1)",
+    "f = torch.set_printoptions",
+    "torch.autograd.set_detect_anomaly(print)",
+    "a = torch.autograd.detect_anomaly()\nb = a.__enter__",
+    "a = torch.autograd.detect_anomaly()\nb = a.prev",
+    "from torch.autograd.functional import jacobian\nj = jacobian(torch.sin, torch.ones(2))",
+    "from torch.autograd.functional import jacobian\nj = jacobian(print, torch.ones(2))",
+    "from torch.autograd.functional import hessian\nj = hessian(torch.sum, torch.ones(2))",
+    "from torch.autograd.functional import jacobian\nj = jacobian(lambda a: a.__class__, torch.ones(2))",
+    "from torch.autograd.functional import jacobian\nj = jacobian(nn.Linear(2, 2), torch.ones(2))",
+    "g = torch.autograd.gradcheck(torch.load, (torch.ones(1),))",
+    "g = torch.autograd.gradcheck(copy.deepcopy, (torch.ones(1),))",
+    "import torch.autograd.functional as af\nx = af.torch",
+    "import torch.autograd.functional as af\nx = af._autograd_grad",
+    "from torch.autograd.functional import _as_tuple",
+    "from torch.autograd.graph import saved_tensors_hooks",
+    "from torch.autograd.graph import register_multi_grad_hook",
+    "x = torch.autograd.graph.Node.register_hook",
+    "x = torch.autograd.graph.Node()",
+    "lin = nn.Linear(1, 1)\nh = lin.register_forward_hook(print)",
+    "lin = nn.Linear(1, 1)\nh = lin.register_forward_hook(torch.relu)",
+    "lin = nn.Linear(1, 1)\nh = lin.register_forward_pre_hook(copy.deepcopy)",
+    "lin = nn.Linear(1, 1)\nh = lin.register_full_backward_hook(torch.load)",
+    "lin = nn.Linear(1, 1)\nh = lin.register_forward_hook(lin)\ny = lin(torch.ones(1))",
+    "lin = nn.Linear(1, 1)\nf = lin.register_forward_hook",
+    "lin = nn.LazyLinear(2)\nw = lin.weight.materialize((2, 2))",
+    "lin = nn.LazyLinear(2)\nw = lin.weight.cls_to_become",
+    "x = torch.ones(1).new(10**6, 10**6)",
+    "x = torch.ones(1).new(*([10] * 10))",
+    "x = torch.ones(1).new(print)",
+    "x = globals()",
+    "x = globals",
+    "s = slice(0, 2)\nx = s.indices(10)",
+    "s = slice(0, 2)\nx = s.__reduce__()",
+    "s = slice(print, 2)",
+    "x = slice.__new__(slice, 1)",
+    "import random\nx = random.choices([1], k=10**9)",
+    "import random\nx = random.sample(range(10**9), 10**8)",
+    "import random\nx = random.sample(range(10**9), k=10**8)",
+    "import random\nx = random.getrandbits(10**9)",
+    "import random\nx = random.Random()",
+    "import random\nx = random.SystemRandom",
+    "import random\nx = random._inst",
+    "import random\nx = random.seed.__self__",
+    "import random\nx = random.random",
+    "import time\ntime.sleep(100)",
+    "import time\nx = time.time",
+    "import pdb\npdb.Pdb().set_trace()",
+    "import pdb\npdb.run('import os')",
+    "import timeit\nx = timeit.timeit('1')",
+]
+
+
+@pytest.mark.parametrize("src", MISC_MISUSE)
+def test_settings_derivatives_and_module_hooks_stay_bounded(src: str, guard: Path) -> None:
+    refused("import copy\n" + NN + src)
+
+
+def test_print_options_and_anomaly_mode_do_not_outlive_the_run(guard: Path) -> None:
+    src = "torch.set_printoptions(precision=1)\ntorch.autograd.set_detect_anomaly(True)\nprint(torch.tensor([1.234]))"
+    assert _printed(src) == "tensor([1.2])\n"
+    assert str(torch.tensor([1.234])) == "tensor([1.2340])"
+    assert not torch.is_anomaly_enabled()

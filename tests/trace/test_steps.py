@@ -137,7 +137,7 @@ def test_error_inside_a_loop_reports_the_iteration() -> None:
 
 def test_rejected_scripts_raise_before_running() -> None:
     with pytest.raises(ScriptRejected) as info:
-        run_source("x = 1\nglobal y")
+        run_source("x = 1\nnonlocal y")
     assert (info.value.line, info.value.column) == (2, 1)
     with pytest.raises(ScriptRejected) as info:
         parse_script("x = (1,")
