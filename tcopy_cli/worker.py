@@ -74,6 +74,21 @@ def _run_hook(code: str, channel: Channel) -> None:
     channel.send("hook", result=results)
 
 
+def _fix_tempdir() -> None:
+    """Name the temporary directory before confinement, without probing it.
+
+    ``tempfile.gettempdir()`` proves a directory usable by writing a file in it, which
+    the confined worker can't do anywhere, so it raises. torch computes a cache path
+    from it when ``torch.optim`` first imports ``torch._dynamo`` (at the first
+    optimizer); naming the directory here lets that import work. Nothing is written
+    there: the kernel still refuses every write.
+    """
+    import tempfile
+
+    if tempfile.tempdir is None:
+        tempfile.tempdir = os.environ.get("TMPDIR") or "/tmp"
+
+
 def main() -> int:
     """Serve one request; the exit status is 0 whenever a final frame was sent."""
     out = os.fdopen(os.dup(1), "wb")
@@ -87,6 +102,7 @@ def main() -> int:
     else:
         from tcopy_cli import confine
 
+        _fix_tempdir()
         confinement = confine.confine(request.get("device", "cpu")).describe()
     try:
         if request.get("mode") == "session":
