@@ -232,7 +232,9 @@ def build_units(py: str, tcopy: list[str], cases: set[int], device: str, tmp: Pa
                 "runaway",
                 [Variant("python -c pass", "python", [py, "-c", "pass"], expect_rc=0)]
                 + [
-                    Variant(f"table {n}", "tcopy", [*tcopy, "run", str(runaway), "--max-steps", str(n), *dev], expect_rc=1)
+                    Variant(
+                        f"table {n}", "tcopy", [*tcopy, "run", str(runaway), "--max-steps", str(n), *dev], expect_rc=1
+                    )
                     for n in RUNAWAY_STEPS
                 ],
             )
@@ -540,9 +542,7 @@ def report(
         steps = _steps_in(tmp, u)
         rj = u.paired("json", lambda a, b: a / b)
         rt = u.paired("table", lambda a, b: a / b)
-        tj = statistics.median(
-            a.wall / b.wall for a, b in zip(u.get("table").samples, u.get("json").samples)
-        )
+        tj = statistics.median(a.wall / b.wall for a, b in zip(u.get("table").samples, u.get("json").samples))
         per_step = statistics.median(
             (a.wall - b.wall) / max(steps, 1) * 1000 for a, b in zip(u.get("table").samples, u.base.samples)
         )
@@ -553,25 +553,50 @@ def report(
             f"table {per_step:.2f} ms/step over python"
         )
         if case == "7":
-            goals.append(["7", "4,000-step loop over two small tensors, table view (`--width 120`, to a file)",
-                          measured, f"table/python ≤ {GOAL_LOOP_TABLE_RATIO}", _ok(rt <= GOAL_LOOP_TABLE_RATIO)])
+            goals.append(
+                [
+                    "7",
+                    "4,000-step loop over two small tensors, table view (`--width 120`, to a file)",
+                    measured,
+                    f"table/python ≤ {GOAL_LOOP_TABLE_RATIO}",
+                    _ok(rt <= GOAL_LOOP_TABLE_RATIO),
+                ]
+            )
         else:
-            goals.append(["8", "200-iteration MLP training loop (seeded)", measured,
-                          f"json/python ≤ {GOAL_MLP_JSON_RATIO}, table/json ≤ {GOAL_MLP_TABLE_RATIO}",
-                          _ok(rj <= GOAL_MLP_JSON_RATIO) + " / " + _ok(tj <= GOAL_MLP_TABLE_RATIO)])
+            goals.append(
+                [
+                    "8",
+                    "200-iteration MLP training loop (seeded)",
+                    measured,
+                    f"json/python ≤ {GOAL_MLP_JSON_RATIO}, table/json ≤ {GOAL_MLP_TABLE_RATIO}",
+                    _ok(rj <= GOAL_MLP_JSON_RATIO) + " / " + _ok(tj <= GOAL_MLP_TABLE_RATIO),
+                ]
+            )
     probe = extra.get("tables")
     if 9 in cases and isinstance(probe, dict):
         worst = max(float(v) for v in probe.values())
-        goals.append(["9", "one step table drawn (in-process, 120 columns, to a file; median over the steps of a run)",
-                      ", ".join(f"{k}: **{float(v):.3f} ms**" for k, v in probe.items()),
-                      f"≤ {GOAL_TABLE_MS} ms", _ok(worst <= GOAL_TABLE_MS)])
+        goals.append(
+            [
+                "9",
+                "one step table drawn (in-process, 120 columns, to a file; median over the steps of a run)",
+                ", ".join(f"{k}: **{float(v):.3f} ms**" for k, v in probe.items()),
+                f"≤ {GOAL_TABLE_MS} ms",
+                _ok(worst <= GOAL_TABLE_MS),
+            ]
+        )
     if 10 in cases:
         u = by_name["runaway"]
         for n in RUNAWAY_STEPS:
             v = u.get(f"table {n}")
-            goals.append(["10", f"`while True: pass`, table view, stopped by `--max-steps {n:,}`",
-                          f"**{v.wall():.2f} s** (python start-up {u.base.wall():.2f} s)",
-                          f"≤ {GOAL_RUNAWAY_S:.0f} s", _ok(v.wall() <= GOAL_RUNAWAY_S)])
+            goals.append(
+                [
+                    "10",
+                    f"`while True: pass`, table view, stopped by `--max-steps {n:,}`",
+                    f"**{v.wall():.2f} s** (python start-up {u.base.wall():.2f} s)",
+                    f"≤ {GOAL_RUNAWAY_S:.0f} s",
+                    _ok(v.wall() <= GOAL_RUNAWAY_S),
+                ]
+            )
 
     head = md_table(["#", "case", "measured", "goal", "result"], goals)
     facts_md = "\n".join(f"- {k}: {v}" for k, v in facts.items())

@@ -3,6 +3,6 @@ import torch
 
 a = torch.zeros(3)
 b = torch.ones(3)
-for i in range(2000):
+for _ in range(2000):
     a.add_(b)
     b.mul_(1.0001)
