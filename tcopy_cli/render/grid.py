@@ -25,6 +25,31 @@ HEADER_STYLE = "bold"
 BOX = box.SIMPLE_HEAD
 
 
+_WRAPPED: dict[tuple[object, ...], list[str] | None] = {}
+_WRAPPED_KEPT = 4096
+
+
+def _wrapped(console: Console, text: Text, width: int, folding: bool) -> list[str] | None:
+    """The lines of a one-style cell as Rich wraps them in a table column (None if not one style a line).
+
+    This is what ``Text.__rich_console__`` does inside a table cell (justify "left" pads
+    each line); the result depends only on the key, so it is remembered.
+    """
+    justify = text.justify or "left"
+    overflow = text.overflow or "fold"
+    tab_size = (console.tab_size if text.tab_size is None else text.tab_size) or 8
+    no_wrap = text.no_wrap if text.no_wrap is not None else not folding
+    key = (text.plain, width, justify, overflow, tab_size, no_wrap)
+    if key in _WRAPPED:
+        return _WRAPPED[key]
+    lines = text.wrap(console, width, justify=justify, overflow=overflow, tab_size=tab_size, no_wrap=no_wrap)
+    result = None if any(line.spans or cell_len(line.plain) != width for line in lines) else [x.plain for x in lines]
+    if len(_WRAPPED) >= _WRAPPED_KEPT:
+        _WRAPPED.clear()
+    _WRAPPED[key] = result
+    return result
+
+
 class StepGrid:
     """Header, rule and rows of fixed-width columns; ``rows[i][j]`` is row i's Text in column j.
 
@@ -57,57 +82,54 @@ class StepGrid:
                 if all(len(line) <= width and line.isascii() and "\t" not in line for line in lines):
                     out.append([line.ljust(width) for line in lines])
                     continue
-                # What Text.__rich_console__ does inside a table cell (justify "left" pads each line).
-                wrapped = text.wrap(
-                    console,
-                    width,
-                    justify=text.justify or "left",
-                    overflow=text.overflow or "fold",
-                    tab_size=(console.tab_size if text.tab_size is None else text.tab_size) or 8,
-                    no_wrap=text.no_wrap if text.no_wrap is not None else not folding,
-                )
-                if any(line.spans or cell_len(line.plain) != width for line in wrapped):
+                wrapped = _wrapped(console, text, width, folding)
+                if wrapped is None:
                     return None
-                out.append([line.plain for line in wrapped])
+                out.append(wrapped)
         return out
 
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+    def segment_lines(self, console: Console, options: ConsoleOptions) -> list[list[Segment]] | None:
+        """The table's lines of segments, or None where Rich's Table must draw it."""
         widths = self.widths
         total = sum(widths) + len(widths) - 1
-        cells = None
-        if total <= options.max_width and all(len(h) <= w and h.isascii() for h, w in zip(self.headers, widths)):
-            cells = self.lines(console)
+        if total > options.max_width or not all(len(h) <= w and h.isascii() for h, w in zip(self.headers, widths)):
+            return None
+        cells = self.lines(console)
         if cells is None:
-            yield self.table()
-            return
+            return None
         get_style = console.get_style
         null = Style()
         divider = Segment(" ", null)
-        new_line = Segment.line()
         header = get_style(HEADER_STYLE)
-        last = len(widths) - 1
-        for i, (name, width) in enumerate(zip(self.headers, widths)):
-            yield Segment(name.ljust(width), header)
-            if i < last:
-                yield divider
-        yield new_line
+        head: list[Segment] = []
+        for name, width in zip(self.headers, widths):
+            head += (Segment(name.ljust(width), header), divider)
         rule = BOX.substitute(options, safe=console.safe_box).get_row(widths, "head", edge=False)
-        yield Segment(rule, null)
-        yield new_line
+        out = [head[:-1], [Segment(rule, null)]]
         styles: dict[str, Style | None] = {"": None}
         n = len(widths)
         for r, texts in enumerate(self.rows):
             row = cells[r * n : (r + 1) * n]
             height = max(len(c) for c in row)
             for k in range(height):
-                for i, (cell, text, width) in enumerate(zip(row, texts, widths)):
+                line: list[Segment] = []
+                for cell, text, width in zip(row, texts, widths):
                     if k < len(cell):
                         style = str(text.style)
                         if style not in styles:
                             styles[style] = get_style(style)
-                        yield Segment(cell[k], styles[style])
+                        line += (Segment(cell[k], styles[style]), divider)
                     else:
-                        yield Segment(" " * width, null)
-                    if i < last:
-                        yield divider
-                yield new_line
+                        line += (Segment(" " * width, null), divider)
+                out.append(line[:-1])
+        return out
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines = self.segment_lines(console, options)
+        if lines is None:
+            yield self.table()
+            return
+        new_line = Segment.line()
+        for line in lines:
+            yield from line
+            yield new_line
