@@ -581,7 +581,7 @@ def report(
         goals.append(
             [
                 "9",
-                "one step table drawn (in-process, 120 columns, to a file; median over the steps of a run)",
+                "one step table drawn (in-process, 120 columns, to a file; median CPU time over the steps of a run)",
                 ", ".join(f"{k}: **{float(v):.3f} ms**" for k, v in probe.items()),
                 f"≤ {GOAL_TABLE_MS} ms",
                 _ok(worst <= GOAL_TABLE_MS),
