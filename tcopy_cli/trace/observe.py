@@ -231,7 +231,8 @@ def _content_key(d: torch.Tensor, max_values: int) -> tuple[Any, ...] | None:
     if d.device.type != "cpu" or d.numel() > max_values:
         return None
     try:
-        raw = d.numpy().tobytes()
+        # A copy: NumPy viewing the tensor's own memory would make its storage unresizable.
+        raw = d.clone(memory_format=torch.contiguous_format).numpy().tobytes()
     except (RuntimeError, TypeError, ValueError):  # bfloat16, conjugate/negative bits, ...
         return None
     return d.dtype, tuple(d.shape), raw
