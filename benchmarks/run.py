@@ -48,6 +48,15 @@ GOAL_STEP_MS = 1.0  # case 5: per-step overhead beyond plain python
 GOAL_RSS_MB = 150.0  # case 6: peak RSS of tcopy <= python + 150 MB
 LARGE_ELEMENTS = 20_000_000
 MANY_STEPS_MAX = "20000"  # --max-steps for case 5 (default 10,000 is below the loop's 10,006 steps)
+GOAL_LOOP_TABLE_RATIO = 1.5  # case 7: 4,000-step loop, table view / python
+GOAL_MLP_JSON_RATIO = 1.5  # case 8: 200-iteration MLP, JSON / python
+GOAL_MLP_TABLE_RATIO = 1.3  # case 8: same, table view / JSON
+GOAL_TABLE_MS = 1.0  # case 9: one rendered step table (in-process probe)
+GOAL_RUNAWAY_S = 5.0  # case 10: `while True: pass` in the table view stops at the step limit within this
+RUNAWAY = (
+    "`while True: pass` (stopped by the default --max-iterations)",
+    "`while True: a.add_(1)` (stopped by the default --max-steps)",
+)
 
 
 # --- running one command ------------------------------------------------------------------
@@ -201,6 +210,38 @@ def build_units(py: str, tcopy: list[str], cases: set[int], device: str, tmp: Pa
                     ],
                 )
             )
+    if 7 in cases or 8 in cases:
+        for case, name in (("7", "loop_4000"), ("8", "mlp_train")):
+            if int(case) not in cases:
+                continue
+            path = str(CASES / f"{name}.py")
+            units.append(
+                Unit(
+                    case,
+                    name,
+                    [
+                        Variant("python FILE", "python", _plain(py, path, device)),
+                        Variant("json", "tcopy", [*tcopy, "run", path, "--format", "json", *dev]),
+                        Variant("table", "tcopy", [*tcopy, "run", path, "--width", "120", *dev]),
+                    ],
+                )
+            )
+    if 10 in cases:
+        spin = tmp / "runaway_pass.py"
+        spin.write_text("# A loop that never ends and runs no step\nwhile True:\n    pass\n")
+        steps = tmp / "runaway_steps.py"
+        steps.write_text("# A loop that never ends\nimport torch\na = torch.zeros(2)\nwhile True:\n    a.add_(1)\n")
+        units.append(
+            Unit(
+                "10",
+                "runaway",
+                [
+                    Variant("python -c pass", "python", [py, "-c", "pass"], expect_rc=0),
+                    Variant(RUNAWAY[0], "tcopy", [*tcopy, "run", str(spin), *dev], expect_rc=1),
+                    Variant(RUNAWAY[1], "tcopy", [*tcopy, "run", str(steps), *dev], expect_rc=1),
+                ],
+            )
+        )
     return units
 
 
@@ -497,6 +538,69 @@ def report(
             ]
         )
 
+    for case, name in (("7", "loop_4000"), ("8", "mlp_train")):
+        if int(case) not in cases:
+            continue
+        u = by_name[name]
+        steps = _steps_in(tmp, u)
+        rj = u.paired("json", lambda a, b: a / b)
+        rt = u.paired("table", lambda a, b: a / b)
+        tj = statistics.median(a.wall / b.wall for a, b in zip(u.get("table").samples, u.get("json").samples))
+        per_step = statistics.median(
+            (a.wall - b.wall) / max(steps, 1) * 1000 for a, b in zip(u.get("table").samples, u.base.samples)
+        )
+        measured = (
+            f"python {u.base.wall():.2f} s, json {u.get('json').wall():.2f} s, table {u.get('table').wall():.2f} s "
+            f"({steps:,} steps): json/python **{rj:.2f}** (CPU {u.cpu_ratio('json'):.2f}), "
+            f"table/python **{rt:.2f}** (CPU {u.cpu_ratio('table'):.2f}), table/json **{tj:.2f}**; "
+            f"table {per_step:.2f} ms/step over python"
+        )
+        if case == "7":
+            goals.append(
+                [
+                    "7",
+                    "4,000-step loop over two small tensors, table view (`--width 120`, to a file)",
+                    measured,
+                    f"table/python ≤ {GOAL_LOOP_TABLE_RATIO}",
+                    _ok(rt <= GOAL_LOOP_TABLE_RATIO),
+                ]
+            )
+        else:
+            goals.append(
+                [
+                    "8",
+                    "200-iteration MLP training loop (seeded)",
+                    measured,
+                    f"json/python ≤ {GOAL_MLP_JSON_RATIO}, table/json ≤ {GOAL_MLP_TABLE_RATIO}",
+                    _ok(rj <= GOAL_MLP_JSON_RATIO) + " / " + _ok(tj <= GOAL_MLP_TABLE_RATIO),
+                ]
+            )
+    probe = extra.get("tables")
+    if 9 in cases and isinstance(probe, dict):
+        worst = max(float(v) for v in probe.values())
+        goals.append(
+            [
+                "9",
+                "one step table drawn (in-process, 120 columns, to a file; median CPU time over the steps of a run)",
+                ", ".join(f"{k}: **{float(v):.3f} ms**" for k, v in probe.items()),
+                f"≤ {GOAL_TABLE_MS} ms",
+                _ok(worst <= GOAL_TABLE_MS),
+            ]
+        )
+    if 10 in cases:
+        u = by_name["runaway"]
+        for label in RUNAWAY:
+            v = u.get(label)
+            goals.append(
+                [
+                    "10",
+                    f"{label}, table view",
+                    f"**{v.wall():.2f} s** (CPU {v.cpu():.2f} s; python start-up {u.base.wall():.2f} s)",
+                    f"≤ {GOAL_RUNAWAY_S:.0f} s",
+                    _ok(v.wall() <= GOAL_RUNAWAY_S),
+                ]
+            )
+
     head = md_table(["#", "case", "measured", "goal", "result"], goals)
     facts_md = "\n".join(f"- {k}: {v}" for k, v in facts.items())
     return (
@@ -549,7 +653,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--reps", type=int, default=None, help="repetitions (default 3; 1 with --quick)")
     ap.add_argument("--quick", action="store_true", help="one repetition")
-    ap.add_argument("--cases", default="1,2,3,4,5,6", help="comma-separated case numbers (default all)")
+    ap.add_argument("--cases", default="1,2,3,4,5,6,7,8,9,10", help="comma-separated case numbers (default all)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds before one command is killed")
     ap.add_argument("--results", default=str(RESULTS), help="markdown file to update ('' for none)")
     ap.add_argument(
@@ -591,6 +695,12 @@ def main(argv: list[str] | None = None) -> int:
                 "tcopy --version": heavy_imports(py, ["--version"], env),
                 "tcopy examples": heavy_imports(py, ["examples"], env),
             }
+        if 9 in cases:
+            try:
+                out = capture([py, str(HERE / "table_probe.py")], env=env)
+                extra["tables"] = json.loads(out.strip().splitlines()[-1])
+            except (subprocess.CalledProcessError, ValueError, IndexError) as exc:
+                sys.stderr.write(f"table probe failed: {exc}\n")
         if 4 in cases:
             try:
                 extra["probe"] = observe_probe(py, env, args.device)

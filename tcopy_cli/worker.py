@@ -41,7 +41,6 @@ import faulthandler
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
@@ -77,6 +76,21 @@ def _run_hook(code: str, channel: Channel) -> None:
     channel.send("hook", result=results)
 
 
+def _fix_tempdir() -> None:
+    """Name the temporary directory before confinement, without probing it.
+
+    ``tempfile.gettempdir()`` proves a directory usable by writing a file in it, which
+    the confined worker can't do anywhere, so it raises. torch computes a cache path
+    from it when ``torch.optim`` first imports ``torch._dynamo`` (at the first
+    optimizer); naming the directory here lets that import work. Nothing is written
+    there: the kernel still refuses every write.
+    """
+    import tempfile
+
+    if tempfile.tempdir is None:
+        tempfile.tempdir = os.environ.get("TMPDIR") or "/tmp"
+
+
 def main() -> int:
     """Serve one request; the exit status is 0 whenever a final frame was sent."""
     out = os.fdopen(os.dup(1), "wb")
@@ -90,13 +104,7 @@ def main() -> int:
     else:
         from tcopy_cli import confine
 
-        # tempfile finds its directory by writing a probe file, which the worker may not
-        # do; torch asks for it while importing modules lazily (torch.optim pulls in
-        # torch._dynamo, whose cache path is under it). Name the usual one without a
-        # probe; an actual write there is refused like any other write.
-        tempfile.tempdir = next(
-            (os.environ[k] for k in ("TMPDIR", "TEMP", "TMP") if os.environ.get(k)), "/tmp"
-        )
+        _fix_tempdir()
         confinement = confine.confine(request.get("device", "cpu")).describe()
     try:
         if request.get("mode") == "session":

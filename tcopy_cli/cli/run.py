@@ -185,6 +185,14 @@ def run(
             "script you would run with 'python' yourself. Piped input needs '-' given explicitly.",
         ),
     ] = False,
+    json_refs: Annotated[
+        bool,
+        typer.Option(
+            "--json-refs",
+            help="JSON: write a tensor record identical to the last one written for its name as "
+            '{"unchanged_since": STEP} (see docs/jsonl-v1.md).',
+        ),
+    ] = False,
     *,
     limits: Limits,
 ) -> None:
@@ -210,6 +218,7 @@ def run(
         watch=tuple(w.strip() for w in watch.split(",") if w.strip()) if watch else None,
         graph=graph,
         memory=memory,
+        json_refs=json_refs,
         first=step if step is not None else from_step,
         last=step if step is not None else to_step,
         depth=depth,

@@ -33,6 +33,8 @@ class ViewOptions:
     """Show steps up to this index (--step/--to)."""
     depth: Optional[int] = None
     """Hide steps inside script functions nested deeper than this."""
+    json_refs: bool = False
+    """JSON: a tensor record identical to the last one written for its name as ``{"unchanged_since": step}``."""
 
     def shows(self, step: Step) -> bool:
         """Whether a step is in the --step/--from/--to range and within --depth."""

@@ -180,13 +180,25 @@ def _named(step: Step) -> dict[str, tuple[dict[str, str], dict[str, object], Ten
     return named
 
 
+_LAST_NAMED: list[tuple[Step, dict[str, tuple[dict[str, str], dict[str, object], TensorRecord | ArrayRecord]]]] = []
+
+
+def _named_once(step: Step) -> dict[str, tuple[dict[str, str], dict[str, object], TensorRecord | ArrayRecord]]:
+    """``_named(step)``; the last step's is kept, since it is the next step's previous."""
+    if _LAST_NAMED and _LAST_NAMED[0][0] is step:
+        return _LAST_NAMED[0][1]
+    named = _named(step)
+    _LAST_NAMED[:] = [(step, named)]
+    return named
+
+
 def step_rows(
     step: Step, previous: Step | None, watch: Sequence[str] | None = None, only_changed: bool = False
 ) -> list[Row]:
     """Rows for a step, compared with the previous step's facts."""
-    before = _named(previous) if previous is not None else {}
+    before = _named_once(previous) if previous is not None else {}
     rows: list[Row] = []
-    for name, (cells, facts, record) in _named(step).items():
+    for name, (cells, facts, record) in _named_once(step).items():
         if watch and not any(_watched(name, w) for w in watch):
             continue
         old = before.get(name)

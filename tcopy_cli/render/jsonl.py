@@ -20,6 +20,9 @@ class JsonRenderer:
     def __init__(self, out: TextIO, options: ViewOptions | None = None) -> None:
         self.out = out
         self.graph = (options or ViewOptions()).graph
+        self.refs = (options or ViewOptions()).json_refs
+        # name -> (the tensor record last written in full for it, its step index)
+        self.written: dict[str, tuple[dict[str, Any], int]] = {}
 
     def _write(self, obj: dict[str, Any]) -> None:
         self.out.write(dumps(obj) + "\n")
@@ -27,14 +30,28 @@ class JsonRenderer:
 
     def start(self, info: RunInfo) -> None:
         """The ``start`` event."""
-        self._write(info.to_json())
+        event = info.to_json()
+        if self.refs:
+            event["tensor_refs"] = True
+        self._write(event)
 
     def step(self, step: Step, shown: bool = True) -> None:
         """A ``step`` event (every step: JSON consumers filter themselves)."""
         event = step.to_json()
         if self.graph and step.graph is not None:
             event["graph"] = step.graph.to_json()
+        if self.refs:
+            self._refer(event["tensors"], step.index)
         self._write(event)
+
+    def _refer(self, tensors: dict[str, Any], index: int) -> None:
+        """--json-refs: replace each record identical to its name's last full record by a reference."""
+        for name, record in tensors.items():
+            last = self.written.get(name)
+            if last is not None and last[0] == record:
+                tensors[name] = {"unchanged_since": last[1]}
+            else:
+                self.written[name] = (record, index)
 
     def rejected(self, info: RunInfo, line: int, column: int, message: str) -> None:
         """``start``, ``rejected`` and ``end`` for a script refused before running."""

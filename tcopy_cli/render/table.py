@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.rule import Rule
@@ -16,6 +15,7 @@ from rich.text import Text
 from tcopy_cli.render import ViewOptions, error_counts
 from tcopy_cli.render.cells import Row, removed_names, step_rows
 from tcopy_cli.render.graph import graph_tree
+from tcopy_cli.render.grid import BOX, HEADER_STYLE, StepGrid
 from tcopy_cli.render.layout import plan
 from tcopy_cli.render.memory import memory_map, memory_signature
 from tcopy_cli.render.trim import Trimmed
@@ -161,26 +161,36 @@ class TableRenderer:
             return Text("(no tensors)", style="dim")
         return Trimmed(Group(Text(f"after step {step.index} · line {step.line}", style="dim"), self._table(rows)))
 
-    def _table(self, rows: list[Row]) -> Table:
+    def _table(self, rows: list[Row]) -> StepGrid:
         show_device = {r.cells["device"] for r in rows} != {self.device}
         layout, self.level = plan(rows, self.console.width, show_device, self.level)
-        table = Table(
-            box=box.SIMPLE_HEAD,
-            pad_edge=False,
-            show_edge=False,
-            header_style="bold",
-            padding=(0, 0),
-        )
-        table.add_column("", width=1, no_wrap=True)
-        for c in layout.columns:
-            table.add_column(c.header, width=layout.widths[c.key], no_wrap=c.key not in FOLDING, overflow="fold")
+        headers = ["", *(c.header for c in layout.columns)]
+        widths = [1, *(layout.widths[c.key] for c in layout.columns)]
+        body: list[list[Text]] = []
         for row in rows:
             mark = row.marker()
             cells: list[Text] = [Text(mark, style="bold green" if mark == "+" else "bold yellow")]
             for c in layout.columns:
                 cells.append(_cell(row, c.key, layout.widths[c.key]))
-            table.add_row(*cells)
-        return table
+            body.append(cells)
+
+        def rich_table() -> Table:
+            table = Table(
+                box=BOX,
+                pad_edge=False,
+                show_edge=False,
+                header_style=HEADER_STYLE,
+                padding=(0, 0),
+            )
+            table.add_column("", width=1, no_wrap=True)
+            for c in layout.columns:
+                table.add_column(c.header, width=layout.widths[c.key], no_wrap=c.key not in FOLDING, overflow="fold")
+            for cells in body:
+                table.add_row(*cells)
+            return table
+
+        folding = [False, *(c.key in FOLDING for c in layout.columns)]
+        return StepGrid(headers, widths, folding, body, rich_table)
 
     def rejected(self, info: RunInfo, line: int, column: int, message: str) -> None:
         """Nothing on stdout: the command line shows the refused line with a caret on stderr."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.segment import Segment
 
 
@@ -13,9 +13,18 @@ class Trimmed:
         self.inner = inner
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        for line in console.render_lines(self.inner, options, pad=False, new_lines=False):
-            yield from trim_line(line)
-            yield Segment.line()
+        from tcopy_cli.render.grid import StepGrid
+
+        # A group line by line, part by part (each part ends its last line), so that a step
+        # table that has its lines ready skips Rich's splitting and cropping.
+        parts = self.inner.renderables if isinstance(self.inner, Group) else [self.inner]
+        for part in parts:
+            lines = part.segment_lines(console, options) if isinstance(part, StepGrid) else None
+            if lines is None:
+                lines = console.render_lines(part, options, pad=False, new_lines=False)
+            for line in lines:
+                yield from trim_line(line)
+                yield Segment.line()
 
 
 def trim_line(line: list[Segment]) -> list[Segment]:

@@ -78,10 +78,32 @@ def preview_statistics(preview: str) -> str:
     return preview.partition("…] ")[2]
 
 
+_GRIDS: dict[tuple[str, tuple[int, ...]], list[str]] = {}
+_GRIDS_KEPT = 4096
+
+
+def _grid_of(r: TensorRecord | ArrayRecord) -> list[str]:
+    """``grid(r.values)``, remembered for real tensors by preview and shape.
+
+    The preview is the same numbers formatted the same way and nested the same way, so
+    for real dtypes it determines the grid. (Complex values are listed as text in
+    ``values`` but formatted in the preview, and NumPy arrays may hold records.)
+    """
+    if not isinstance(r, TensorRecord) or r.dtype.startswith("complex"):
+        return grid(r.values)
+    key = (r.preview, tuple(r.shape))
+    found = _GRIDS.get(key)
+    if found is None:
+        if len(_GRIDS) >= _GRIDS_KEPT:
+            _GRIDS.clear()
+        found = _GRIDS[key] = grid(r.values)
+    return found
+
+
 def natural_width(r: TensorRecord | ArrayRecord) -> int:
     """Columns the values would like: a whole line, or the width of the grid."""
     if r.values is not None and isinstance(r.values, list) and len(r.shape) >= 2:
-        lines = grid(r.values)
+        lines = _grid_of(r)
         if len(lines) <= MAX_GRID_LINES:
             return min(MAX_NATURAL, max(len(line) for line in lines))
     if r.values is None and preview_statistics(r.preview):
@@ -98,7 +120,7 @@ def value_lines(r: TensorRecord | ArrayRecord, width: int) -> tuple[list[str], b
     """
     one_line = r.preview
     if isinstance(r.values, list) and len(r.shape) >= 2:
-        lines = grid(r.values)
+        lines = _grid_of(r)
         if len(lines) <= MAX_GRID_LINES and max(len(line) for line in lines) <= width:
             return lines, False
     if len(one_line) <= width:

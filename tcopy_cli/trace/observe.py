@@ -230,6 +230,21 @@ def tensor_values(d: torch.Tensor, max_values: int) -> tuple[Any, str]:
     return None, summarize(d)
 
 
+_VALUES_CACHE_SIZE = 4096
+
+
+def _content_key(d: torch.Tensor, max_values: int) -> tuple[Any, ...] | None:
+    """(dtype, shape, bytes in row-major order) of a small CPU tensor; None where NumPy can't view it."""
+    if d.device.type != "cpu" or d.numel() > max_values:
+        return None
+    try:
+        # A copy: NumPy viewing the tensor's own memory would make its storage unresizable.
+        raw = d.clone(memory_format=torch.contiguous_format).numpy().tobytes()
+    except (RuntimeError, TypeError, ValueError):  # bfloat16, conjugate/negative bits, ...
+        return None
+    return d.dtype, tuple(d.shape), raw
+
+
 def tensor_span(t: torch.Tensor) -> tuple[int, int]:
     """[start, end) byte addresses a tensor's elements cover (start == end if empty)."""
     ptr = t.data_ptr()  # already includes the storage offset
@@ -317,6 +332,7 @@ class Observer:
         self.graph = graph
         self.labels = StorageLabels()
         self.saved = SavedTensorTracker()
+        self._values_cache: dict[tuple[Any, ...], tuple[Any, str]] = {}
 
     def snapshot(self, ns: dict[str, Any]) -> Snapshot:
         """Records for every tensor and array name, total bytes, and saved-tensor events.
@@ -448,6 +464,23 @@ class Observer:
         graph = build_graph(walk, tensors, self.saved) if self.graph else None
         return Snapshot(records, array_records, total, events, graph)
 
+    def _values(self, d: torch.Tensor) -> tuple[Any, str]:
+        """``tensor_values`` of ``d``, from memory when a small CPU tensor holds the same bytes as before.
+
+        The key is the content itself (dtype, shape and the elements' bytes in order), not
+        the version counter, so a write that bumps no version (through ``.data`` or a NumPy
+        view) still shows: only turning the same bytes into lists and text is saved.
+        """
+        key = _content_key(d, self.max_values)
+        if key is None:
+            return tensor_values(d, self.max_values)
+        found = self._values_cache.get(key)
+        if found is None:
+            if len(self._values_cache) >= _VALUES_CACHE_SIZE:
+                self._values_cache.clear()
+            found = self._values_cache[key] = tensor_values(d, self.max_values)
+        return found
+
     def _storage(self, t: torch.Tensor, grad: bool = False) -> tuple[str, int, int]:
         """(label, bytes, base address) of a tensor's storage (``grad``: a gradient's)."""
         try:
@@ -473,7 +506,7 @@ class Observer:
         elif _fits_storage(t):
             d = t.detach()
             try:
-                values, preview = tensor_values(d, self.max_values)
+                values, preview = self._values(d)
             except (RuntimeError, ValueError, TypeError, IndexError) as exc:
                 values, preview = None, f"<values unreadable: {type(exc).__name__}>"
         else:

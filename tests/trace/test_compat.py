@@ -176,3 +176,11 @@ def test_an_alarm_right_after_the_thread_count_changes_leaves_it_restored(monkey
         assert torch.get_num_threads() == before
     finally:
         real(before)
+
+
+def test_observing_leaves_a_tensor_resizable() -> None:
+    """Observing must not change what the script can do next (NumPy views pin a storage's size)."""
+    t = torch.zeros(3)
+    observe.Observer().snapshot({"t": t})
+    t.resize_(1000)
+    assert t.shape == (1000,)

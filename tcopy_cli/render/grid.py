@@ -1,0 +1,135 @@
+"""A step table drawn directly, segment for segment as Rich's ``Table`` draws it.
+
+Rich's table layout measures, wraps and pads every cell through several layers, which
+costs milliseconds per step. The step table's columns already have fixed widths
+(``layout.plan``), so when every line of every cell fits its column there is nothing to
+lay out: each line is the cell's text padded to the width, in the cell's style. This
+class writes exactly those segments (tests compare them with Rich's, with and without
+colour) and hands anything else (a cell that must wrap or be cut, a table wider than
+the space it gets, unusual characters) to Rich's ``Table``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from rich import box
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.segment import Segment
+from rich.style import Style
+from rich.table import Table
+from rich.text import Text
+
+HEADER_STYLE = "bold"
+BOX = box.SIMPLE_HEAD
+
+
+_WRAPPED: dict[tuple[object, ...], list[str] | None] = {}
+_WRAPPED_KEPT = 4096
+
+
+def _wrapped(console: Console, text: Text, width: int, folding: bool) -> list[str] | None:
+    """The lines of a one-style cell as Rich wraps them in a table column (None if not one style a line).
+
+    This is what ``Text.__rich_console__`` does inside a table cell (justify "left" pads
+    each line); the result depends only on the key, so it is remembered.
+    """
+    justify = text.justify or "left"
+    overflow = text.overflow or "fold"
+    tab_size = (console.tab_size if text.tab_size is None else text.tab_size) or 8
+    no_wrap = text.no_wrap if text.no_wrap is not None else not folding
+    key = (text.plain, width, justify, overflow, tab_size, no_wrap)
+    if key in _WRAPPED:
+        return _WRAPPED[key]
+    lines = text.wrap(console, width, justify=justify, overflow=overflow, tab_size=tab_size, no_wrap=no_wrap)
+    result = None if any(line.spans or cell_len(line.plain) != width for line in lines) else [x.plain for x in lines]
+    if len(_WRAPPED) >= _WRAPPED_KEPT:
+        _WRAPPED.clear()
+    _WRAPPED[key] = result
+    return result
+
+
+class StepGrid:
+    """Header, rule and rows of fixed-width columns; ``rows[i][j]`` is row i's Text in column j.
+
+    Column j has width ``widths[j]``; its cells wrap (``folding[j]``) or stay on one line,
+    and cut text folds, as in ``table.add_column(header, width=w, no_wrap=not folding, overflow="fold")``.
+    """
+
+    def __init__(
+        self,
+        headers: Sequence[str],
+        widths: Sequence[int],
+        folding: Sequence[bool],
+        rows: list[list[Text]],
+        table: Callable[[], Table],
+    ) -> None:
+        self.headers = list(headers)
+        self.widths = list(widths)
+        self.folding = list(folding)
+        self.rows = rows
+        self.table = table  # the same table built by Rich, for what this class doesn't draw
+
+    def lines(self, console: Console) -> list[list[str]] | None:
+        """Each cell's lines padded to its column, row by row; None if a cell has more than one style."""
+        out: list[list[str]] = []
+        for row in self.rows:
+            for text, width, folding in zip(row, self.widths, self.folding):
+                if text.spans or not isinstance(text.style, str):
+                    return None
+                lines = text.plain.split("\n")
+                if all(len(line) <= width and line.isascii() and "\t" not in line for line in lines):
+                    out.append([line.ljust(width) for line in lines])
+                    continue
+                wrapped = _wrapped(console, text, width, folding)
+                if wrapped is None:
+                    return None
+                out.append(wrapped)
+        return out
+
+    def segment_lines(self, console: Console, options: ConsoleOptions) -> list[list[Segment]] | None:
+        """The table's lines of segments, or None where Rich's Table must draw it."""
+        widths = self.widths
+        total = sum(widths) + len(widths) - 1
+        if total > options.max_width or not all(len(h) <= w and h.isascii() for h, w in zip(self.headers, widths)):
+            return None
+        cells = self.lines(console)
+        if cells is None:
+            return None
+        get_style = console.get_style
+        null = Style()
+        divider = Segment(" ", null)
+        header = get_style(HEADER_STYLE)
+        head: list[Segment] = []
+        for name, width in zip(self.headers, widths):
+            head += (Segment(name.ljust(width), header), divider)
+        rule = BOX.substitute(options, safe=console.safe_box).get_row(widths, "head", edge=False)
+        out = [head[:-1], [Segment(rule, null)]]
+        styles: dict[str, Style | None] = {"": None}
+        n = len(widths)
+        for r, texts in enumerate(self.rows):
+            row = cells[r * n : (r + 1) * n]
+            height = max(len(c) for c in row)
+            for k in range(height):
+                line: list[Segment] = []
+                for cell, text, width in zip(row, texts, widths):
+                    if k < len(cell):
+                        style = str(text.style)
+                        if style not in styles:
+                            styles[style] = get_style(style)
+                        line += (Segment(cell[k], styles[style]), divider)
+                    else:
+                        line += (Segment(" " * width, null), divider)
+                out.append(line[:-1])
+        return out
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines = self.segment_lines(console, options)
+        if lines is None:
+            yield self.table()
+            return
+        new_line = Segment.line()
+        for line in lines:
+            yield from line
+            yield new_line
