@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from tcopy_cli.errors import NotAllowedError, TcopyError
@@ -49,6 +49,27 @@ class StepHook(Protocol):
 
     def header(self, node: ast.stmt, action: Callable[[], Any]) -> tuple[bool, Any]:
         """Run a block header silently; a failure is reported as a step. (ok, result)."""
+
+
+class OpSink(Protocol):
+    """Where the interpreter reports each operation it performs (``trace.ops.OpRecorder``)."""
+
+    def begin(
+        self,
+        node: ast.AST,
+        kind: str,
+        function: str,
+        inputs: Sequence[tuple[str, ast.AST | None, Any]],
+        call: str | None = None,
+        extra: Any = None,
+    ) -> Any:
+        """An operation starts; returns a token for ``end``/``fail`` (None: not recorded)."""
+
+    def end(self, pending: Any, result: Any) -> None:
+        """The operation returned ``result``."""
+
+    def fail(self, pending: Any, exc: BaseException) -> None:
+        """The operation raised ``exc``."""
 
 
 class ControlFlow(BaseException):
@@ -98,6 +119,8 @@ class Interpreter(Sealed):
         self.try_stack: list[tuple[tuple[type, ...], int]] = []
         self.handling: list[BaseException] = []
         self.iterations = 0
+        self.ops: OpSink | None = None
+        """Set by the step runner: receives every operation (calls, indexing, operators, writes)."""
 
     # --- the API the step runner uses ------------------------------------------------
 
@@ -194,6 +217,56 @@ class Interpreter(Sealed):
             return None
         finally:
             self.frames.pop()
+
+    def name_of(self, obj: Any) -> str | None:
+        """The script name bound to ``obj`` (by identity) in the running scopes, as tables show it."""
+        frame = self.frame
+        for scope in reversed(frame.scopes):
+            for k, v in scope.items():
+                if v is obj:
+                    return f"{frame.function}:{k}" if scope is frame.locals and frame.function else k
+        for k, v in self.ns.items():
+            if v is obj:
+                return k
+        return None
+
+    def names_of(self, obj: Any) -> list[str]:
+        """Every script name bound to ``obj`` in the running scopes and the module."""
+        frame = self.frame
+        out = []
+        for scope in reversed(frame.scopes):
+            out += [
+                f"{frame.function}:{k}" if scope is frame.locals and frame.function else k
+                for k, v in scope.items()
+                if v is obj
+            ]
+        out += [k for k, v in self.ns.items() if v is obj and k not in out]
+        return out
+
+    def recorded(
+        self,
+        node: ast.AST,
+        kind: str,
+        function: str,
+        inputs: Sequence[tuple[str, ast.AST | None, Any]],
+        run: Callable[[], Any],
+        call: str | None = None,
+        extra: Any = None,
+    ) -> Any:
+        """``run()``, reported to the operation record (``self.ops``) as one operation."""
+        sink = self.ops
+        if sink is None:
+            return run()
+        pending = sink.begin(node, kind, function, inputs, call, extra)
+        if pending is None:
+            return run()
+        try:
+            result = run()
+        except BaseException as exc:
+            sink.fail(pending, exc)
+            raise
+        sink.end(pending, result)
+        return result
 
     # --- statements ------------------------------------------------------------------
 
