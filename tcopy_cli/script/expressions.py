@@ -34,6 +34,8 @@ UNARY_OPERATORS: dict[type[ast.unaryop], Callable[[Any], Any]] = {
     ast.Not: operator.not_,
     ast.Invert: operator.invert,
 }
+TENSOR_VALUED = frozenset({"data", "T", "mT", "H", "mH", "real", "imag", "grad"})
+"""Tensor attributes whose value is a tensor related to the receiver (recorded as operations)."""
 COMPARISONS: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
     ast.Eq: operator.eq,
     ast.NotEq: operator.ne,
@@ -62,6 +64,9 @@ def on_attribute(interp: Interpreter, node: ast.Attribute, allow_proxy: bool = F
     base = interp.eval(node.value, allow_proxy=True)
     if isinstance(base, (SafeFunction,)):
         raise NotAllowedError(f"attributes of {base!r} are not allowed")
+    if interp.ops is not None and node.attr in TENSOR_VALUED and isinstance(base, TENSORS):
+        run = functools.partial(get_attribute, base, node.attr, allow_proxy)
+        return interp.recorded(node, "attribute", node.attr, [("self", node.value, base)], run)
     return get_attribute(base, node.attr, allow_proxy)
 
 

@@ -16,6 +16,8 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
+import torch
+
 from tcopy_cli.errors import NotAllowedError, TcopyError
 from tcopy_cli.limits import Limits
 from tcopy_cli.script import expressions, functions, statements
@@ -348,9 +350,18 @@ class Interpreter(Sealed):
         self._exec_block(stmt.orelse)
 
     def on_for(self, stmt: ast.For) -> None:
-        ok, iterator = self._header(stmt, lambda: iter(self.iterable(self.eval(stmt.iter))))
+        source: list[Any] = []
+
+        def start() -> Any:
+            value = self.iterable(self.eval(stmt.iter))
+            source.append(value)
+            return iter(value)
+
+        ok, iterator = self._header(stmt, start)
         if not ok:
             return
+        over = source[0] if self.ops is not None and isinstance(source[0], torch.Tensor) else None
+        call = f"for {ast.unparse(stmt.target)} in {ast.unparse(stmt.iter)}" if over is not None else ""
         count = 0
         while True:
             ok, item = self._header(stmt, lambda: next(iterator, _END))
@@ -359,11 +370,21 @@ class Interpreter(Sealed):
             count += 1
             if self._loop_limit_hit(stmt, count):
                 return
-            ok, _ = self._header(stmt, functools.partial(statements.assign, self, stmt.target, item))
+            bind = functools.partial(statements.assign, self, stmt.target, item)
+            if over is not None:  # each item of a tensor is a view of it: recorded as an operation
+                bind = functools.partial(self._iterate, stmt, over, item, bind, call)
+            ok, _ = self._header(stmt, bind)
             if not ok or not self._loop_body(stmt.body):
                 return
         if ok:
             self._exec_block(stmt.orelse)
+
+    def _iterate(self, stmt: ast.For, over: Any, item: Any, bind: Callable[[], None], call: str) -> None:
+        def run() -> Any:
+            bind()
+            return item
+
+        self.recorded(stmt, "iterate", "for", [("self", stmt.iter, over)], run, call)
 
     def on_with(self, stmt: ast.With, index: int = 0) -> None:
         if index == len(stmt.items):

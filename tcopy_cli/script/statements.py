@@ -143,8 +143,9 @@ def assign(interp: Interpreter, target: ast.expr, value: Any, value_node: ast.ex
         if interp.ops is not None:
             scopes = interp.frame.scopes
             old = (scopes[-1] if scopes else interp.ns).get(target.id)
-            if isinstance(old, TENSORS) and old is not value:
-                _record_rebind(interp, target, value, value_node, old)
+            rebinds = isinstance(old, TENSORS) and old is not value
+            if rebinds or isinstance(value, TENSORS):
+                _record_bind(interp, target, value, value_node, old if rebinds else None)
                 return
         interp.bind(target.id, value)
     elif isinstance(target, (ast.Tuple, ast.List)):
@@ -188,15 +189,19 @@ def _assignment_text(interp: Interpreter, target: ast.expr, value_node: ast.expr
     return f"{sink.text(target)} = {sink.text(value_node) if value_node is not None else '...'}"
 
 
-def _record_rebind(interp: Interpreter, target: ast.Name, value: Any, value_node: ast.expr | None, old: Any) -> None:
-    """``a = <another object>`` while ``a`` named a tensor: which names still hold the old one."""
+def _record_bind(interp: Interpreter, target: ast.Name, value: Any, value_node: ast.expr | None, old: Any) -> None:
+    """``a = value``: a name bound to a tensor (``bind``), or a name that held a tensor now
+    bound to another object (``rebind``: which names still hold the old one)."""
 
-    def rebind() -> Any:
+    def bind() -> Any:
         interp.bind(target.id, value)
         return value
 
     call = _assignment_text(interp, target, value_node)
-    interp.recorded(target, "rebind", target.id, [("old", target, old)], rebind, call, old)
+    inputs: list[tuple[str, ast.AST | None, Any]] = [("value", value_node, value)]
+    if old is not None:
+        inputs.append(("old", target, old))
+    interp.recorded(target, "bind" if old is None else "rebind", target.id, inputs, bind, call, old)
 
 
 def unpack(interp: Interpreter, value: Any, n: int) -> list[Any]:

@@ -36,6 +36,8 @@ COMPARE_ELEMENTS = 4096
 MAX_RESULT_ITEMS = 16
 # Operations recorded per step (a comprehension over a long list stops recording there).
 MAX_OPS_PER_STEP = 200
+# Temporaries followed back to named tensors (a.t().contiguous().view(-1) is three).
+MAX_CHAIN = 4
 
 _ARRAY = np.ndarray
 
@@ -68,6 +70,10 @@ class _Step:
     # (op index, result index, weak reference or the object for non-weakrefable arrays)
     results: list[tuple[int, int, Any]] = field(default_factory=list)
     produced: dict[int, tuple[int, Any]] = field(default_factory=dict)
+    # Inputs of each operation until the step ends: named ones held (names hold them
+    # anyway), temporaries by weak reference, so a chain a.clone().detach() can be
+    # related back to a without keeping temporaries alive.
+    held: dict[int, list[tuple[OpInput, Any]]] = field(default_factory=dict)
 
 
 def _weak(obj: Any) -> Any:
@@ -372,9 +378,9 @@ class OpRecorder:
             p.detail["replaced"] = [k for k in ("storage", "grad", "requires_grad") if p.before[k] != after[k]]
             p.detail["before"] = {k: v for k, v in p.before.items() if k not in ("storage", "grad")}
             p.detail["after"] = {k: v for k, v in after.items() if k not in ("storage", "grad")}
-        elif p.kind == "rebind" and self.holders is not None:
+        elif p.kind == "rebind" and self.holders is not None and p.target is not None:
             p.detail["still_held_by"] = self.holders(p.target)
-        results = [self._result(p, item, obj) for item, obj in items]
+        results = [self._result(p, item, obj, step) for item, obj in items]
         bumped = [
             i
             for i, inp in enumerate(p.inputs)
@@ -383,6 +389,7 @@ class OpRecorder:
         for j, (_, obj) in enumerate(items):
             step.results.append((index, j, _weak(obj)))
             step.produced[id(obj)] = (index, _weak(obj))
+        step.held[index] = [(i.record, i.obj if i.record.name is not None else _weak(i.obj)) for i in p.inputs]
         step.ops.append(
             OpRecord(
                 index=index,
@@ -415,13 +422,15 @@ class OpRecorder:
             )
         )
 
-    def _result(self, p: Pending, item: str, obj: Any) -> OpResult:
+    def _result(self, p: Pending, item: str, obj: Any, step: _Step) -> OpResult:
         rels = []
         for i, inp in enumerate(p.inputs):
             if isinstance(obj, _ARRAY) and isinstance(inp.obj, _ARRAY):
                 continue
             kind, graph = relation(obj, inp.obj)
             rels.append(OpRelation(i, kind, graph))
+            if inp.record.from_op is not None:
+                rels += self._through(obj, inp.record.from_op, step, MAX_CHAIN)
         if isinstance(obj, _ARRAY):
             return OpResult(None, "ndarray", item, rels, dtype=str(obj.dtype), contiguous=bool(obj.flags.c_contiguous))
         fn = safe_grad_fn(obj)
@@ -437,6 +446,20 @@ class OpRecorder:
             _dtype(obj),
             str(obj.device),
         )
+
+    def _through(self, obj: Any, op: int, step: _Step, depth: int) -> list[OpRelation]:
+        """Relations of ``obj`` to the inputs of the earlier operation ``op`` (and theirs, for temporaries)."""
+        out: list[OpRelation] = []
+        for j, (rec, held) in enumerate(step.held.get(op, [])):
+            src = _alive(held)
+            if rec.name is not None:
+                if src is None or (isinstance(obj, _ARRAY) and isinstance(src, _ARRAY)):
+                    continue
+                kind, graph = relation(obj, src)
+                out.append(OpRelation(j, kind, graph, op))
+            elif rec.from_op is not None and depth > 1:
+                out += self._through(obj, rec.from_op, step, depth - 1)
+        return out
 
 
 def _alive(ref: Any) -> Any:
@@ -463,4 +486,8 @@ def _with_names(op: OpRecord, names: dict[int, list[str]]) -> OpRecord:
 
 def _shifted(op: OpRecord, shift: int) -> OpRecord:
     inputs = [i if i.from_op is None else replace(i, from_op=i.from_op + shift) for i in op.inputs]
-    return replace(op, index=op.index + shift, inputs=inputs)
+    results = [
+        replace(r, relations=[x if x.op is None else replace(x, op=x.op + shift) for x in r.relations])
+        for r in op.results
+    ]
+    return replace(op, index=op.index + shift, inputs=inputs, results=results)

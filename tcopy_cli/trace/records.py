@@ -258,10 +258,14 @@ class OpRelation:
     input: int
     relation: str
     graph: bool = False
+    op: int | None = None
+    """None: ``input`` indexes this operation's inputs. Else the index of an earlier
+    operation of the step whose result this one consumed (a temporary, as in
+    ``a.clone().detach()``), and ``input`` indexes that operation's inputs."""
 
     def to_json(self) -> dict[str, Any]:
         """JSON object."""
-        return {"input": self.input, "relation": self.relation, "graph": self.graph}
+        return {"input": self.input, "relation": self.relation, "graph": self.graph, "op": self.op}
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ def ops_of(src: str, step: int = -1) -> list[OpRecord]:
 
 
 def test_call_records_inputs_results_and_relation() -> None:
-    (op,) = ops_of("w = torch.ones(3)\ny = w.to(torch.float32)")
+    op, bind = ops_of("w = torch.ones(3)\ny = w.to(torch.float32)")
+    assert bind.kind == "bind" and bind.results[0].name == "y"
     assert (op.kind, op.call, op.function) == ("call", "w.to(torch.float32)", "to")
     assert [(i.role, i.name) for i in op.inputs] == [("self", "w")]
     (res,) = op.results
@@ -24,7 +25,8 @@ def test_call_records_inputs_results_and_relation() -> None:
 
 def test_nested_calls_link_temporaries_by_op_index() -> None:
     ops = ops_of("u = torch.arange(6.0).reshape(2, 3).t()")
-    assert [o.function for o in ops] == ["arange", "reshape", "t"]
+    assert [o.function for o in ops] == ["arange", "reshape", "t", "u"]
+    assert ops[3].kind == "bind" and ops[3].inputs[0].from_op == 2
     assert ops[2].inputs[0].from_op == 1 and ops[2].inputs[0].name is None
     assert ops[2].results[0].name == "u"
 
@@ -32,7 +34,7 @@ def test_nested_calls_link_temporaries_by_op_index() -> None:
 def test_indexing_kinds() -> None:
     assert ops_of("s = torch.arange(5.0)\np = s[1:3]")[0].detail["index"] == "basic"
     assert ops_of("s = torch.arange(5.0)\np = s[[0, 2]]")[0].detail["index"] == "advanced"
-    assert ops_of("s = torch.arange(5.0)\np = s[s > 1]")[-1].detail["index"] == "boolean"
+    assert ops_of("s = torch.arange(5.0)\np = s[s > 1]")[1].detail["index"] == "boolean"
 
 
 def test_in_place_bumps_and_rebinding() -> None:
