@@ -62,3 +62,15 @@ def test_ops_cross_the_wire_and_are_json() -> None:
         assert loads(dumps(step)) == step
         json.loads(json.dumps(step.to_json(), allow_nan=False))
     assert trace.steps[-1].to_json()["ops"][-1]["detail"]["replaced"] == ["storage"]
+
+
+def test_version_counter_labels_tell_detach_from_data() -> None:
+    steps = run_source(
+        "import torch\na = torch.ones(3, requires_grad=True)\nb = a.detach()\nc = a.data\nd = a.clone()"
+    ).steps
+    t = steps[-1].tensors
+    assert t["a"].version_counter == t["b"].version_counter  # detach() shares the counter
+    assert t["c"].version_counter not in (t["a"].version_counter, t["d"].version_counter)  # .data has its own
+    assert t["a"].storage == t["c"].storage  # ... on the same memory
+    # Labels are stable from step to step.
+    assert steps[2].tensors["a"].version_counter == t["a"].version_counter
