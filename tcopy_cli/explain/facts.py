@@ -3,8 +3,8 @@
 A rule is a function ``(StepFacts) -> list[Note]``. Rules about one name at a time are
 ``(StepFacts, name) -> list[Note]`` and are run over the new or the kept names by
 ``each_new_name`` / ``each_kept_name``. Rules see only records (storages, version-counter
-sharing, graph reach, grads, versions, saved-tensor events), never the statement's text,
-so ``b = a.detach()`` and ``b = torch.Tensor.detach(a)`` get the same words.
+sharing, graph reach, grads, versions, saved-tensor events, and the operation record
+``Step.ops``, which quotes each call as written), never the statement's source itself.
 """
 
 from __future__ import annotations
