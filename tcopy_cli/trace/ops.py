@@ -17,6 +17,7 @@ records it returns are plain data.
 from __future__ import annotations
 
 import ast
+import itertools
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tcopy_cli.trace.graph import _same_values, node_key, safe_grad_fn, version_groups
+from tcopy_cli.trace.graph import _same_values, _walk_nodes, node_key, safe_grad_fn, version_groups
 from tcopy_cli.trace.records import OpInput, OpRecord, OpRelation, OpResult
 
 # Nodes looked at when deciding whether a result's graph reaches an input.
@@ -122,24 +123,14 @@ def _version(t: torch.Tensor) -> int:
 
 
 def reaches(result: torch.Tensor, source: torch.Tensor, budget: int = REACH_BUDGET) -> bool:
-    """True when backward from ``result`` reaches ``source`` (its grad_fn or its leaf)."""
+    """True when backward from ``result`` reaches ``source`` (its grad_fn or its leaf), looking
+    at most at ``budget`` graph nodes."""
     fn = safe_grad_fn(result)
     if fn is None or not source.requires_grad:
         return False
     src_fn = safe_grad_fn(source)
     target = node_key(src_fn) if src_fn is not None else id(source)
-    seen: set[int] = set()
-    stack = [fn]
-    while stack and len(seen) < budget:
-        node = stack.pop()
-        key = node_key(node)
-        if key in seen:
-            continue
-        seen.add(key)
-        if key == target:
-            return True
-        stack.extend(nxt for nxt, _ in getattr(node, "next_functions", ()) if nxt is not None)
-    return False
+    return any(key == target for key, _ in itertools.islice(_walk_nodes(fn), budget))
 
 
 def _array_bounds(a: np.ndarray) -> tuple[int, int]:
