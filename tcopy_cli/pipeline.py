@@ -22,6 +22,7 @@ from tcopy_cli.explain.errors import caught_error, expect_outcome, explain_step_
 from tcopy_cli.explain.explainer import Explainer
 from tcopy_cli.explain.facts import Rule, each_kept_name, each_new_name
 from tcopy_cli.explain.grads import corrupted_grads, grad_changes, zero_grad_hint
+from tcopy_cli.explain.ops import op_notes
 from tcopy_cli.explain.relations import new_memory, rebinding, same_object, shared_memory
 from tcopy_cli.explain.saved import saved_tensor_events
 from tcopy_cli.explain.torch_warnings import torch_warnings
@@ -34,6 +35,7 @@ P = ParamSpec("P")
 NOTE_RULES: tuple[Rule, ...] = (
     caught_error,
     expect_outcome,
+    op_notes,
     each_new_name(same_object, shared_memory, new_memory, rebinding),
     each_kept_name(requires_grad_flip, joined_graph, untracked_write),
     in_place_writes,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tcopy_cli.explain.facts import StepFacts, names_text, note
+from tcopy_cli.explain.ops import explained_names
 from tcopy_cli.trace.records import Note
 
 
@@ -55,6 +56,8 @@ def joined_graph(f: StepFacts, name: str) -> list[Note]:
 def untracked_write(f: StepFacts, name: str) -> list[Note]:
     """Values that changed while the version counter stood still."""
     r, old = f.tensors[name], f.before[name]
+    if name in explained_names(f):  # e.g. x.data = ...: the record says what replaced the values
+        return []
     if r.version == old.version and r.values != old.values and r.values is not None and old.values is not None:
         return [
             note(
@@ -101,6 +104,8 @@ def numpy_aliases(f: StepFacts) -> list[Note]:
     arrays, before = f.step.arrays, f.state.previous_arrays
     for name, a in arrays.items():
         old = before.get(name)
+        if name in explained_names(f):
+            continue
         tensors = [n for n in a.shares_memory_with if n not in arrays and not n.endswith(".grad")]
         if (old is None or old.data_ptr != a.data_ptr) and tensors:
             out.append(

@@ -3,14 +3,15 @@
 A rule is a function ``(StepFacts) -> list[Note]``. Rules about one name at a time are
 ``(StepFacts, name) -> list[Note]`` and are run over the new or the kept names by
 ``each_new_name`` / ``each_kept_name``. Rules see only records (storages, version-counter
-sharing, graph reach, grads, versions, saved-tensor events), never the statement's text,
-so ``b = a.detach()`` and ``b = torch.Tensor.detach(a)`` get the same words.
+sharing, graph reach, grads, versions, saved-tensor events, and the operation record
+``Step.ops``, which quotes each call as written), never the statement's source itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from tcopy_cli.trace.records import ArrayRecord, Note, SavedEvent, Severity, Step, TensorRecord
 
@@ -79,6 +80,8 @@ class StepFacts:
     step: Step
     state: ExplainState
     notes: list[Note] = field(default_factory=list)
+    cache: dict[str, Any] = field(default_factory=dict)
+    """What rules derive from the facts once per step (e.g. the operation-record notes)."""
     before: dict[str, TensorRecord] = field(init=False)
     new_names: list[str] = field(init=False)
     _order: dict[str, list[str]] = field(init=False, default_factory=dict)
@@ -143,9 +146,9 @@ def each_kept_name(*rules: NameRule) -> Rule:
     return run
 
 
-def note(kind: str, text: str, tensors: Sequence[str] = (), severity: Severity = "info") -> Note:
-    """A Note (names deduplicated, in order)."""
-    return Note(kind=kind, severity=severity, text=text, tensors=tuple(dict.fromkeys(tensors)))
+def note(kind: str, text: str, tensors: Sequence[str] = (), severity: Severity = "info", op: int | None = None) -> Note:
+    """A Note (names deduplicated, in order); ``op``: the operation of the step it is about."""
+    return Note(kind=kind, severity=severity, text=text, tensors=tuple(dict.fromkeys(tensors)), op=op)
 
 
 def names_text(names: Sequence[str]) -> str:

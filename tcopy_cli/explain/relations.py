@@ -1,18 +1,35 @@
-"""Rules for a new or rebound name: how its tensor relates to the others.
+"""Fallback rules for a new or rebound name that no operation-record note explained.
 
 Each is a name rule (see facts.py), run for every new name in order; the first three
 are exclusive: the same object, else memory shared with another name, else new memory.
+They state only what direct measurement supports (object identity, storage, version
+counter sharing, graph reach), and where the step has an operation record they name as
+a source only a tensor the record lists among the step's inputs. Equal values are never
+taken as provenance.
 """
 
 from __future__ import annotations
 
 from tcopy_cli.explain.facts import StepFacts, names_text, note, overlaps, storage_text
+from tcopy_cli.explain.ops import explained_names, step_input_names
 from tcopy_cli.trace.records import Note, TensorRecord
+
+
+def _candidates(f: StepFacts, name: str, names: list[str]) -> list[str]:
+    """``names`` that may be named as a source of ``name``: none once an op note explained
+    it; with an operation record, only the step's inputs."""
+    if name in explained_names(f):
+        return []
+    if not f.step.ops:
+        return names
+    allowed = step_input_names(f.step.ops)
+    return [n for n in names if n in allowed]
 
 
 def same_object(f: StepFacts, name: str) -> list[Note]:
     """``b = a``: another name for the very same tensor."""
-    same = f.same_object(name)
+    # Identity is measured (the same object), not provenance: any name may be said to hold it.
+    same = [] if name in explained_names(f) else f.same_object(name)
     if not same or ":" in name:  # an argument or local naming a tensor the caller has: nothing new
         return []
     return [
@@ -29,7 +46,7 @@ def shared_memory(f: StepFacts, name: str) -> list[Note]:
     """A view, a detached alias, ``.data``: another tensor on a storage a name already uses."""
     if f.same_object(name):
         return []
-    sharing = f.sharing(name)
+    sharing = _candidates(f, name, f.sharing(name))
     if not sharing:
         return []
     b = f.tensors[name]
@@ -81,32 +98,11 @@ def _alias(name: str, b: TensorRecord, src: str, a: TensorRecord) -> tuple[str, 
 
 
 def new_memory(f: StepFacts, name: str) -> list[Note]:
-    """A tensor in memory no other name uses: a copy in or out of the graph, or a result."""
-    if f.same_object(name) or f.sharing(name):
+    """A tensor in memory no other name uses: a result in the graph, or one made with grad off."""
+    if name in explained_names(f) or f.same_object(name) or f.sharing(name):
         return []
     b = f.tensors[name]
-    order = f.others(name)
-    sources = [n for n in order if n in b.reaches]
-    copies = [
-        n
-        for n in order
-        if f.tensors[n].shape == b.shape
-        and f.tensors[n].dtype == b.dtype
-        and b.values is not None
-        and f.tensors[n].values == b.values
-    ]
-    copy_in_graph = [n for n in sources if n in copies]
-    if copy_in_graph:
-        src = copy_in_graph[0]
-        return [
-            note(
-                "relation.copy-in-graph",
-                f"{name} is a copy of {src} in new memory ({storage_text(b)}) that stays in the graph "
-                f"({b.grad_fn}): in-place changes to {name} don't affect {src}, and gradients through "
-                f"{name} flow back into {src}.",
-                [name, src],
-            )
-        ]
+    sources = _candidates(f, name, [n for n in f.others(name) if n in b.reaches])
     if sources and b.grad_fn is not None:
         leaves = [n for n in sources if f.tensors[n].is_leaf and f.tensors[n].requires_grad]
         reach = f"; backward through it sends gradients to {names_text(leaves)}" if leaves else ""
@@ -124,17 +120,6 @@ def new_memory(f: StepFacts, name: str) -> list[Note]:
                 f"{name} was computed with gradient tracking off (no_grad/inference mode): it has no grad_fn "
                 f"and requires_grad=False, whatever its inputs were.",
                 [name],
-            )
-        ]
-    if copies and not b.reaches:
-        src = copies[0]
-        return [
-            note(
-                "relation.independent-copy",
-                f"{name} holds the same values as {src} in new memory ({storage_text(b)}) with no autograd "
-                f"link to it: an independent copy. Changes to either don't affect the other, and no "
-                f"gradient flows from {name} to {src}.",
-                [name, src],
             )
         ]
     return []

@@ -84,8 +84,15 @@ def tensor_cells(name: str, r: TensorRecord) -> dict[str, str]:
         "grad_fn": r.grad_fn or "-",
         "autograd": autograd_summary(r),
         "grad": short_preview(r.grad.preview, 32) if r.grad is not None else "-",
-        "version": str(r.version),
+        "version": version_text(r),
     }
+
+
+def version_text(r: TensorRecord) -> str:
+    """``V1:0``: the version counter's label (shared by tensors sharing it) and its value."""
+    if not r.version_counter or r.version_counter == "-":
+        return str(r.version)
+    return f"{r.version_counter}:{r.version}"
 
 
 def array_cells(name: str, a: ArrayRecord) -> dict[str, str]:
@@ -157,7 +164,7 @@ def tensor_facts(r: TensorRecord) -> dict[str, object]:
         "grad_fn": r.grad_fn,
         "autograd": (r.requires_grad, r.is_leaf, r.grad_fn),
         "grad": _grad_facts(r.grad),
-        "version": r.version,
+        "version": (r.version_counter, r.version),
     }
 
 

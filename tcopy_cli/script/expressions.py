@@ -7,6 +7,7 @@ through ``interp.eval`` and its sizes through ``interp.guards``.
 from __future__ import annotations
 
 import ast
+import functools
 import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,7 @@ from tcopy_cli.script.sandbox import (
     is_storable,
     type_name,
 )
-from tcopy_cli.script.statements import assign
+from tcopy_cli.script.statements import TENSORS, assign
 
 if TYPE_CHECKING:
     from tcopy_cli.script.interp import Interpreter
@@ -33,6 +34,8 @@ UNARY_OPERATORS: dict[type[ast.unaryop], Callable[[Any], Any]] = {
     ast.Not: operator.not_,
     ast.Invert: operator.invert,
 }
+TENSOR_VALUED = frozenset({"data", "T", "mT", "H", "mH", "real", "imag", "grad"})
+"""Tensor attributes whose value is a tensor related to the receiver (recorded as operations)."""
 COMPARISONS: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
     ast.Eq: operator.eq,
     ast.NotEq: operator.ne,
@@ -61,6 +64,9 @@ def on_attribute(interp: Interpreter, node: ast.Attribute, allow_proxy: bool = F
     base = interp.eval(node.value, allow_proxy=True)
     if isinstance(base, (SafeFunction,)):
         raise NotAllowedError(f"attributes of {base!r} are not allowed")
+    if interp.ops is not None and node.attr in TENSOR_VALUED and isinstance(base, TENSORS):
+        run = functools.partial(get_attribute, base, node.attr, allow_proxy)
+        return interp.recorded(node, "attribute", node.attr, [("self", node.value, base)], run)
     return get_attribute(base, node.attr, allow_proxy)
 
 
@@ -68,7 +74,11 @@ def on_subscript(interp: Interpreter, node: ast.Subscript) -> Any:
     base = interp.eval(node.value)
     index = interp.eval(node.slice)
     interp.guards.index(base, index)
-    result = base[index]
+    if interp.ops is not None and isinstance(base, TENSORS):
+        inputs = [("self", node.value, base), ("index", node.slice, index)]
+        result = interp.recorded(node, "index", "[]", inputs, lambda: base[index], extra=index)
+    else:
+        result = base[index]
     interp.guards.result(result)
     return result
 
@@ -122,12 +132,22 @@ def on_unaryop(interp: Interpreter, node: ast.UnaryOp) -> Any:
     value = interp.eval(node.operand)
     if isinstance(node.op, ast.Not):
         return not bool(value)
-    return UNARY_OPERATORS[type(node.op)](value)
+    op = UNARY_OPERATORS[type(node.op)]
+    if interp.ops is not None and isinstance(value, TENSORS):
+        return interp.recorded(
+            node, "unary", type(node.op).__name__, [("arg0", node.operand, value)], lambda: op(value)
+        )
+    return op(value)
 
 
 def on_binop(interp: Interpreter, node: ast.BinOp) -> Any:
     left = interp.eval(node.left)
     right = interp.eval(node.right)
+    if interp.ops is not None and (isinstance(left, TENSORS) or isinstance(right, TENSORS)):
+        inputs = [("arg0", node.left, left), ("arg1", node.right, right)]
+        return interp.recorded(
+            node, "binop", type(node.op).__name__, inputs, lambda: interp.guards.binop(node.op, left, right)
+        )
     return interp.guards.binop(node.op, left, right)
 
 
@@ -143,7 +163,13 @@ def on_compare(interp: Interpreter, node: ast.Compare) -> Any:
                 isinstance(operand, ClassProxy) and isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot))
             ):
                 raise NotAllowedError(f"{type_name(operand)} can't be compared")
-        result = COMPARISONS[type(op)](left, right)
+        compare = COMPARISONS[type(op)]
+        if interp.ops is not None and last == 0 and (isinstance(left, TENSORS) or isinstance(right, TENSORS)):
+            inputs = [("arg0", node.left, left), ("arg1", comp, right)]
+            run = functools.partial(compare, left, right)
+            result = interp.recorded(node, "compare", type(op).__name__, inputs, run)
+        else:
+            result = compare(left, right)
         # Python tests the truth of every result of a chain but the last.
         if i < last and not bool(result):
             return result

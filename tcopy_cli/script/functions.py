@@ -265,6 +265,7 @@ def on_call(interp: Interpreter, node: ast.Call) -> Any:
     """A call: script functions, classes and modules run here; builtins and torch after the guards."""
     func = node.func
     self_tensor: torch.Tensor | None = None
+    receiver: Any = None
     builtin = False
     if isinstance(func, ast.Name):
         target = interp.lookup(func.id)
@@ -275,7 +276,7 @@ def on_call(interp: Interpreter, node: ast.Call) -> Any:
         if isinstance(target, (ScriptFunction, ScriptClass, FunctionApply)) or (
             isinstance(target, torch.nn.Module) and func.id not in interp.builtins
         ):
-            return call_value(interp, target, *call_arguments(interp, node))
+            return recorded_call_value(interp, node, func.id, target)
         builtin = interp.builtins.get(func.id) is target
         if isinstance(target, SafeFunction):
             fn, name = target.fn, target.qualname.rsplit(".", 1)[-1]
@@ -295,8 +296,10 @@ def on_call(interp: Interpreter, node: ast.Call) -> Any:
         name = func.attr
         if isinstance(base, torch.Tensor):
             self_tensor = base
+        if isinstance(base, (torch.Tensor, np.ndarray)):
+            receiver = base
         if isinstance(fn, torch.nn.Module):  # interp.fc(x): a submodule stored as an attribute
-            return call_value(interp, fn, *call_arguments(interp, node))
+            return recorded_call_value(interp, node, func.attr, fn)
     args, kwargs = evaluate_arguments(interp, node)
     if name in policy.CALLABLE_TAKERS:
         # Only script functions may be handed over; torch runs hooks inside backward,
@@ -328,9 +331,39 @@ def on_call(interp: Interpreter, node: ast.Call) -> Any:
     elif isinstance(func, ast.Attribute):
         interp.guards.method(name, base, size_args)
     guard_call(fn, args, kwargs, interp.limits)
-    result = fn(*args, **kwargs)
+    if builtin or interp.ops is None:
+        result = fn(*args, **kwargs)
+    else:
+        inputs = call_inputs(node, receiver, args, kwargs)
+        result = interp.recorded(node, "call", name, inputs, lambda: fn(*args, **kwargs))
     interp.guards.result(result)
     return result
+
+
+def call_inputs(
+    node: ast.Call, receiver: Any, args: list[Any], kwargs: dict[str, Any]
+) -> list[tuple[str, ast.AST | None, Any]]:
+    """(role, node, value) of a call's receiver and arguments, for the operation record."""
+    out: list[tuple[str, ast.AST | None, Any]] = []
+    if receiver is not None:
+        assert isinstance(node.func, ast.Attribute)
+        out.append(("self", node.func.value, receiver))
+    plain = len(node.args) == len(args) and not any(isinstance(a, ast.Starred) for a in node.args)
+    for i, value in enumerate(args):
+        out.append((f"arg{i}", node.args[i] if plain else None, value))
+    nodes = {kw.arg: kw.value for kw in node.keywords if kw.arg is not None}
+    for k, value in kwargs.items():
+        out.append((f"{k}=", nodes.get(k), value))
+    return out
+
+
+def recorded_call_value(interp: Interpreter, node: ast.Call, name: str, target: Any) -> Any:
+    """A script function, class or module called, reported to the operation record."""
+    args, kwargs = call_arguments(interp, node)
+    if interp.ops is None:
+        return call_value(interp, target, args, kwargs)
+    inputs = call_inputs(node, None, args, kwargs)
+    return interp.recorded(node, "call", name, inputs, lambda: call_value(interp, target, args, kwargs))
 
 
 def call_isinstance(interp: Interpreter, node: ast.Call) -> bool:

@@ -14,8 +14,10 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol
+
+import torch
 
 from tcopy_cli.errors import NotAllowedError, TcopyError
 from tcopy_cli.limits import Limits
@@ -53,6 +55,27 @@ class StepHook(Protocol):
 
     def header(self, node: ast.stmt, action: Callable[[], Any]) -> tuple[bool, Any]:
         """Run a block header silently; a failure is reported as a step. (ok, result)."""
+
+
+class OpSink(Protocol):
+    """Where the interpreter reports each operation it performs (``trace.ops.OpRecorder``)."""
+
+    def begin(
+        self,
+        node: ast.AST,
+        kind: str,
+        function: str,
+        inputs: Sequence[tuple[str, ast.AST | None, Any]],
+        call: str | None = None,
+        extra: Any = None,
+    ) -> Any:
+        """An operation starts; returns a token for ``end``/``fail`` (None: not recorded)."""
+
+    def end(self, pending: Any, result: Any) -> None:
+        """The operation returned ``result``."""
+
+    def fail(self, pending: Any, exc: BaseException) -> None:
+        """The operation raised ``exc``."""
 
 
 class ControlFlow(BaseException):
@@ -108,6 +131,8 @@ class Interpreter(Sealed):
         self.handling: list[BaseException] = []
         self.iterations = 0
         self.quiet_calls = 0
+        self.ops: OpSink | None = None
+        """Set by the step runner: receives every operation (calls, indexing, operators, writes)."""
 
     # --- the API the step runner uses ------------------------------------------------
 
@@ -241,6 +266,56 @@ class Interpreter(Sealed):
             return r.value
         return None
 
+    def name_of(self, obj: Any) -> str | None:
+        """The script name bound to ``obj`` (by identity) in the running scopes, as tables show it."""
+        frame = self.frame
+        for scope in reversed(frame.scopes):
+            for k, v in scope.items():
+                if v is obj:
+                    return f"{frame.function}:{k}" if scope is frame.locals and frame.function else k
+        for k, v in self.ns.items():
+            if v is obj:
+                return k
+        return None
+
+    def names_of(self, obj: Any) -> list[str]:
+        """Every script name bound to ``obj`` in the running scopes and the module."""
+        frame = self.frame
+        out = []
+        for scope in reversed(frame.scopes):
+            out += [
+                f"{frame.function}:{k}" if scope is frame.locals and frame.function else k
+                for k, v in scope.items()
+                if v is obj
+            ]
+        out += [k for k, v in self.ns.items() if v is obj and k not in out]
+        return out
+
+    def recorded(
+        self,
+        node: ast.AST,
+        kind: str,
+        function: str,
+        inputs: Sequence[tuple[str, ast.AST | None, Any]],
+        run: Callable[[], Any],
+        call: str | None = None,
+        extra: Any = None,
+    ) -> Any:
+        """``run()``, reported to the operation record (``self.ops``) as one operation."""
+        sink = self.ops
+        if sink is None:
+            return run()
+        pending = sink.begin(node, kind, function, inputs, call, extra)
+        if pending is None:
+            return run()
+        try:
+            result = run()
+        except BaseException as exc:
+            sink.fail(pending, exc)
+            raise
+        sink.end(pending, result)
+        return result
+
     # --- statements ------------------------------------------------------------------
 
     def _step(self, stmt: ast.stmt, action: Callable[[], None]) -> bool:
@@ -324,9 +399,18 @@ class Interpreter(Sealed):
         self._exec_block(stmt.orelse)
 
     def on_for(self, stmt: ast.For) -> None:
-        ok, iterator = self._header(stmt, lambda: iter(self.iterable(self.eval(stmt.iter))))
+        source: list[Any] = []
+
+        def start() -> Any:
+            value = self.iterable(self.eval(stmt.iter))
+            source.append(value)
+            return iter(value)
+
+        ok, iterator = self._header(stmt, start)
         if not ok:
             return
+        over = source[0] if self.ops is not None and isinstance(source[0], torch.Tensor) else None
+        call = f"for {ast.unparse(stmt.target)} in {ast.unparse(stmt.iter)}" if over is not None else ""
         count = 0
         while True:
             ok, item = self._header(stmt, lambda: next(iterator, _END))
@@ -335,11 +419,21 @@ class Interpreter(Sealed):
             count += 1
             if self._loop_limit_hit(stmt, count):
                 return
-            ok, _ = self._header(stmt, functools.partial(statements.assign, self, stmt.target, item))
+            bind = functools.partial(statements.assign, self, stmt.target, item)
+            if over is not None:  # each item of a tensor is a view of it: recorded as an operation
+                bind = functools.partial(self._iterate, stmt, over, item, bind, call)
+            ok, _ = self._header(stmt, bind)
             if not ok or not self._loop_body(stmt.body):
                 return
         if ok:
             self._exec_block(stmt.orelse)
+
+    def _iterate(self, stmt: ast.For, over: Any, item: Any, bind: Callable[[], None], call: str) -> None:
+        def run() -> Any:
+            bind()
+            return item
+
+        self.recorded(stmt, "iterate", "for", [("self", stmt.iter, over)], run, call)
 
     def on_with(self, stmt: ast.With, index: int = 0) -> None:
         if index == len(stmt.items):

@@ -9,6 +9,9 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import torch
+
 from tcopy_cli.errors import NotAllowedError, TcopyError
 from tcopy_cli.script import policy
 from tcopy_cli.script.functions import make_class, make_function
@@ -26,6 +29,9 @@ from tcopy_cli.script.sandbox import (
 if TYPE_CHECKING:
     from tcopy_cli.script.interp import Interpreter
 
+TENSORS = (torch.Tensor, np.ndarray)
+"""Values whose operations the operation record keeps."""
+
 
 def on_expr(interp: Interpreter, stmt: ast.Expr) -> None:
     value = interp.eval(stmt.value)
@@ -37,12 +43,12 @@ def on_expr(interp: Interpreter, stmt: ast.Expr) -> None:
 def on_assign(interp: Interpreter, stmt: ast.Assign) -> None:
     value = interp.eval(stmt.value)
     for target in stmt.targets:
-        assign(interp, target, value)
+        assign(interp, target, value, stmt.value)
 
 
 def on_annassign(interp: Interpreter, stmt: ast.AnnAssign) -> None:
     if stmt.value is not None:
-        assign(interp, stmt.target, interp.eval(stmt.value))
+        assign(interp, stmt.target, interp.eval(stmt.value), stmt.value)
 
 
 def on_augassign(interp: Interpreter, stmt: ast.AugAssign) -> None:
@@ -51,23 +57,33 @@ def on_augassign(interp: Interpreter, stmt: ast.AugAssign) -> None:
     if isinstance(target, ast.Name):
         cur = interp.lookup(target.id)
         rhs = interp.eval(stmt.value)
-        interp.bind(target.id, interp.guards.binop(stmt.op, cur, rhs, in_place=True))
+        interp.bind(target.id, _in_place_binop(interp, stmt, cur, rhs))
     elif isinstance(target, ast.Subscript):
         base = interp.eval(target.value)
         check_container(base)
         idx = interp.eval(target.slice)
         cur = base[idx]
         rhs = interp.eval(stmt.value)
-        new = interp.guards.binop(stmt.op, cur, rhs, in_place=True)
+        new = _in_place_binop(interp, stmt, cur, rhs)
         check_store(base, idx, new, interp.limits)
         base[idx] = new
     elif isinstance(target, ast.Attribute):
         base = interp.eval(target.value)
         cur = get_attribute(base, target.attr)
         rhs = interp.eval(stmt.value)
-        set_attribute(base, target.attr, interp.guards.binop(stmt.op, cur, rhs, in_place=True))
+        set_attribute(base, target.attr, _in_place_binop(interp, stmt, cur, rhs))
     else:  # pragma: no cover
         raise NotAllowedError("can't assign to this target")
+
+
+def _in_place_binop(interp: Interpreter, stmt: ast.AugAssign, cur: Any, rhs: Any) -> Any:
+    """``cur OP= rhs``, reported to the operation record when a tensor takes part."""
+    if interp.ops is None or not (isinstance(cur, TENSORS) or isinstance(rhs, TENSORS)):
+        return interp.guards.binop(stmt.op, cur, rhs, in_place=True)
+    inputs = [("self", stmt.target, cur), ("arg1", stmt.value, rhs)]
+    return interp.recorded(
+        stmt, "augassign", type(stmt.op).__name__, inputs, lambda: interp.guards.binop(stmt.op, cur, rhs, in_place=True)
+    )
 
 
 def on_delete(interp: Interpreter, stmt: ast.Delete) -> None:
@@ -133,17 +149,32 @@ def on_classdef(interp: Interpreter, stmt: ast.ClassDef) -> None:
     interp.bind(stmt.name, make_class(interp, stmt))
 
 
-def assign(interp: Interpreter, target: ast.expr, value: Any) -> None:
+def assign(interp: Interpreter, target: ast.expr, value: Any, value_node: ast.expr | None = None) -> None:
     if isinstance(target, ast.Name):
         if not is_storable(value):
             raise NotAllowedError(f"{type_name(value)} can't be stored in a variable")
+        if interp.ops is not None:
+            scopes = interp.frame.scopes
+            old = (scopes[-1] if scopes else interp.ns).get(target.id)
+            rebinds = isinstance(old, TENSORS) and old is not value
+            if rebinds or isinstance(value, TENSORS):
+                _record_bind(interp, target, value, value_node, old if rebinds else None)
+                return
         interp.bind(target.id, value)
     elif isinstance(target, (ast.Tuple, ast.List)):
         items = unpack(interp, value, len(target.elts))
         for sub, item in zip(target.elts, items):
             assign(interp, sub, item)
     elif isinstance(target, ast.Attribute):
-        set_attribute(interp.eval(target.value), target.attr, value)
+        obj = interp.eval(target.value)
+        if interp.ops is not None and isinstance(obj, torch.Tensor):
+            inputs = [("self", target.value, obj), ("value", value_node, value)]
+            call = _assignment_text(interp, target, value_node)
+            interp.recorded(
+                target, "setattr", target.attr, inputs, lambda: set_attribute(obj, target.attr, value), call, obj
+            )
+        else:
+            set_attribute(obj, target.attr, value)
     elif isinstance(target, ast.Subscript):
         base = interp.eval(target.value)
         check_container(base)
@@ -151,9 +182,39 @@ def assign(interp: Interpreter, target: ast.expr, value: Any) -> None:
             raise NotAllowedError(f"{type_name(value)} can't be stored")
         index = interp.eval(target.slice)
         check_store(base, index, value, interp.limits)
-        base[index] = value
+        if interp.ops is not None and isinstance(base, TENSORS):
+            inputs = [("self", target.value, base), ("value", value_node, value), ("index", target.slice, index)]
+
+            def store() -> None:
+                base[index] = value
+
+            interp.recorded(
+                target, "setitem", "[]=", inputs, store, _assignment_text(interp, target, value_node), index
+            )
+        else:
+            base[index] = value
     else:  # pragma: no cover
         raise NotAllowedError(f"can't assign to {type(target).__name__}")
+
+
+def _assignment_text(interp: Interpreter, target: ast.expr, value_node: ast.expr | None) -> str:
+    sink: Any = interp.ops
+    return f"{sink.text(target)} = {sink.text(value_node) if value_node is not None else '...'}"
+
+
+def _record_bind(interp: Interpreter, target: ast.Name, value: Any, value_node: ast.expr | None, old: Any) -> None:
+    """``a = value``: a name bound to a tensor (``bind``), or a name that held a tensor now
+    bound to another object (``rebind``: which names still hold the old one)."""
+
+    def bind() -> Any:
+        interp.bind(target.id, value)
+        return value
+
+    call = _assignment_text(interp, target, value_node)
+    inputs: list[tuple[str, ast.AST | None, Any]] = [("value", value_node, value)]
+    if old is not None:
+        inputs.append(("old", target, old))
+    interp.recorded(target, "bind" if old is None else "rebind", target.id, inputs, bind, call, old)
 
 
 def unpack(interp: Interpreter, value: Any, n: int) -> list[Any]:

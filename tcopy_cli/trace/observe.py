@@ -153,6 +153,52 @@ class StorageLabels:
         return f"{prefix}{self._count[prefix]}"
 
 
+class VersionLabels:
+    """Stable labels V1, V2 ... for version counters, in order of first appearance in a run.
+
+    torch exposes no identity for a version counter, only whether two tensors share one
+    (``graph.version_groups``' probe). A tensor keeps its counter for life (even through
+    ``x.data = ...``), so a label follows the tensors that carried it: a group of tensors
+    sharing a counter takes the label of a member seen before (a weak reference that still
+    points at the same object), else a new one. ``t.detach()`` thus shows ``t``'s label,
+    ``t.data`` a new one.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[int, tuple[weakref.ref[torch.Tensor], str]] = {}
+        self._count = 0
+
+    def assign(self, tensors: list[tuple[str, torch.Tensor]], shares: dict[str, list[str]]) -> dict[str, str]:
+        """name -> label for this step's tensors (``shares``: names sharing each one's counter)."""
+        seen = {k: e for k, e in self._seen.items() if e[0]() is not None}
+        by_name = dict(tensors)
+        out: dict[str, str] = {}
+        used: set[str] = set()
+        for name, _ in tensors:
+            if name in out:
+                continue
+            group = [name, *(n for n in shares.get(name, []) if n not in out)]
+            known = None
+            for n in group:
+                entry = seen.get(id(by_name[n]))
+                if entry is not None and entry[0]() is by_name[n] and entry[1] not in used:
+                    known = entry[1]
+                    break
+            if known is None:
+                self._count += 1
+                known = f"V{self._count}"
+            used.add(known)
+            for n in group:
+                out[n] = known
+                obj = by_name[n]
+                try:
+                    seen[id(obj)] = (weakref.ref(obj), known)
+                except TypeError:  # pragma: no cover - tensors take weak references
+                    pass
+        self._seen = seen
+        return out
+
+
 def _span_of(storage: Any) -> tuple[str, int, int]:
     start = int(storage.data_ptr())
     return str(storage.device), start, start + int(storage.nbytes())
@@ -331,6 +377,7 @@ class Observer:
         self.max_values = max_values
         self.graph = graph
         self.labels = StorageLabels()
+        self.versions = VersionLabels()
         self.saved = SavedTensorTracker()
         self._values_cache: dict[tuple[Any, ...], tuple[Any, str]] = {}
 
@@ -408,6 +455,7 @@ class Observer:
         leaf_names = {node_id(t): names_of_node[node_id(t)] for _, t in tensors if safe_grad_fn(t) is None}
         events = self.saved.update(walk, describe, lambda nid: walk.leaves_behind(nid, leaf_names))
 
+        counters = self.versions.assign(tensors, shares_version)
         records: dict[str, TensorRecord] = {}
         position = {name: i for i, (name, _) in enumerate(tensors)}
         for name, t in tensors:
@@ -420,6 +468,7 @@ class Observer:
             records[name] = replace(
                 rec,
                 shares_version_with=shares_version.get(name, []),
+                version_counter=counters[name] if rec.version >= 0 else "-",
                 reaches=sorted(reached, key=position.__getitem__),
                 node_id=node_id(t),
                 reach_ids=reach[name],

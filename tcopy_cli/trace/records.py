@@ -27,6 +27,8 @@ class TensorRecord:
     grad: TensorRecord | None
     version: int
     # Facts beyond the v1 fields (also written to JSON as additional fields).
+    version_counter: str = ""
+    """A stable label for the version counter (``V1``, ``V2`` ...): equal labels, one shared counter."""
     stride: list[int] = field(default_factory=list)
     element_size: int = 0
     storage_nbytes: int = 0
@@ -54,6 +56,7 @@ class TensorRecord:
             "grad_fn": self.grad_fn,
             "grad": self.grad.to_json() if self.grad is not None else None,
             "version": self.version,
+            "version_counter": self.version_counter,
             "stride": self.stride,
             "element_size": self.element_size,
             "storage_nbytes": self.storage_nbytes,
@@ -206,6 +209,148 @@ class CaughtInfo:
     except_line: int
 
 
+@dataclass(frozen=True)
+class OpInput:
+    """A tensor or NumPy array an operation was given (receiver, argument, index, old value)."""
+
+    role: str
+    """``self``, ``arg0``, ``arg1`` ..., ``key=`` for a keyword, ``index``, ``value``, ``old``."""
+    expr: str
+    """The expression as written in the script."""
+    name: str | None
+    """The script name that held this object when the operation ran (None: a temporary)."""
+    kind: str = "tensor"
+    """``tensor`` or ``ndarray``."""
+    from_op: int | None = None
+    """Index (in the step's ``ops``) of the operation of this step that produced it."""
+    version: int = -1
+    """Its version counter before the operation (-1: none, or an array)."""
+    contiguous: bool = True
+    is_view: bool = False
+    base: str | None = None
+    """Name of the tensor it is a view of (``t._base``), when a script name holds that."""
+    requires_grad: bool = False
+    dtype: str = ""
+    device: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON object."""
+        return {
+            "role": self.role,
+            "expr": self.expr,
+            "name": self.name,
+            "kind": self.kind,
+            "from_op": self.from_op,
+            "version": self.version,
+            "contiguous": self.contiguous,
+            "is_view": self.is_view,
+            "base": self.base,
+            "requires_grad": self.requires_grad,
+        }
+
+
+@dataclass(frozen=True)
+class OpRelation:
+    """How one result relates to one input, measured after the operation.
+
+    ``relation``: ``same-object`` (the result is the input); ``view`` (same storage, same
+    version counter); ``alias`` (same storage, its own version counter, e.g. ``.data``);
+    ``shares-memory`` (a tensor and a NumPy array on the same bytes); ``copy`` (new
+    memory holding the input's values); ``new`` (new memory, other values). ``graph``:
+    the result's grad_fn reaches the input in the autograd graph.
+    """
+
+    input: int
+    relation: str
+    graph: bool = False
+    op: int | None = None
+    """None: ``input`` indexes this operation's inputs. Else the index of an earlier
+    operation of the step whose result this one consumed (a temporary, as in
+    ``a.clone().detach()``), and ``input`` indexes that operation's inputs."""
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON object."""
+        return {"input": self.input, "relation": self.relation, "graph": self.graph, "op": self.op}
+
+
+@dataclass(frozen=True)
+class OpResult:
+    """A tensor or array an operation returned, and how it relates to each input."""
+
+    name: str | None
+    """The script name bound to it after the step (None: a temporary or an unnamed item);
+    of several, the one the statement assigned."""
+    kind: str = "tensor"
+    item: str = ""
+    """Where it sits in what the call returned: ``""`` (the value itself), ``[0]``, ``.weight``."""
+    relations: list[OpRelation] = field(default_factory=list)
+    version: int = -1
+    grad_fn: str | None = None
+    requires_grad: bool = False
+    contiguous: bool = True
+    dtype: str = ""
+    device: str = ""
+    names: list[str] = field(default_factory=list)
+    """Every script name bound to it after the step."""
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON object."""
+        return {
+            "name": self.name,
+            "names": self.names,
+            "kind": self.kind,
+            "item": self.item,
+            "relations": [r.to_json() for r in self.relations],
+            "version": self.version,
+            "grad_fn": self.grad_fn,
+            "requires_grad": self.requires_grad,
+        }
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    """One operation a step performed, as the interpreter ran it (never guessed afterwards).
+
+    ``kind``: ``call`` (a function or method), ``index`` (``x[i]``), ``binop``/``unary``/
+    ``compare`` (operators on tensors), ``augassign`` (``x += y``), ``setitem``
+    (``x[i] = v``), ``setattr`` (``q.data = ...``, ``x.grad = None``), ``rebind`` (a name
+    that held a tensor now names another object).
+    """
+
+    index: int
+    kind: str
+    call: str
+    """The operation as written (``u.reshape(-1)``, ``src[idx]``, ``q.data = torch.zeros(5)``)."""
+    function: str = ""
+    """The called function or method's name (``reshape``, ``from_numpy``), the attribute or target name."""
+    line: int = 0
+    inputs: list[OpInput] = field(default_factory=list)
+    results: list[OpResult] = field(default_factory=list)
+    bumped: list[int] = field(default_factory=list)
+    """Indices of inputs whose version counter moved during the operation."""
+    detail: dict[str, Any] = field(default_factory=dict)
+    """Kind-specific facts: ``index`` (basic, advanced, boolean) for indexing;
+    ``replaced`` (storage, grad, requires_grad) and before/after facts for attribute
+    writes; ``still_held_by`` for a rebinding."""
+    error: str | None = None
+    """The exception class name when the operation raised."""
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON object (an entry of a step's ``ops``)."""
+        return {
+            "index": self.index,
+            "kind": self.kind,
+            "call": self.call,
+            "function": self.function,
+            "line": self.line,
+            "inputs": [i.to_json() for i in self.inputs],
+            "results": [r.to_json() for r in self.results],
+            "bumped": self.bumped,
+            "detail": self.detail,
+            "error": self.error,
+        }
+
+
 Severity = Literal["info", "warning"]
 WARNING_MARK = "⚠ "
 
@@ -223,6 +368,8 @@ class Note:
     severity: Severity
     text: str
     tensors: tuple[str, ...] = ()
+    op: int | None = None
+    """Index (in the step's ``ops``) of the operation the note is about, if one is."""
 
     @property
     def line(self) -> str:
@@ -231,7 +378,13 @@ class Note:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object (an entry of ``explanations``)."""
-        return {"kind": self.kind, "severity": self.severity, "text": self.text, "tensors": list(self.tensors)}
+        return {
+            "kind": self.kind,
+            "severity": self.severity,
+            "text": self.text,
+            "tensors": list(self.tensors),
+            "op": self.op,
+        }
 
 
 @dataclass(frozen=True)
@@ -263,6 +416,12 @@ class Step:
     """The exception class a trailing ``# expect: NAME`` comment on the statement names."""
     value: str | None = None
     """The repr of an expression statement's value (``tcopy repl`` only, like Python's REPL)."""
+    hooks: list[str] = field(default_factory=list)
+    """Script functions torch called back during this statement (hooks and a custom Function's
+    backward during backward, functions given to jacobian or gradcheck), in order of first
+    call; they run without steps of their own."""
+    ops: list[OpRecord] = field(default_factory=list)
+    """The operations the statement performed, in the order they finished."""
 
     @property
     def expected(self) -> bool:
@@ -273,10 +432,6 @@ class Step:
     def missed(self) -> bool:
         """The step's ``# expect:`` comment names an error, and the statement raised none."""
         return self.expect is not None and self.error is None and self.caught is None
-    hooks: list[str] = field(default_factory=list)
-    """Script functions torch called back during this statement (hooks and a custom Function's
-    backward during backward, functions given to jacobian or gradcheck), in order of first
-    call; they run without steps of their own."""
 
     @property
     def notes(self) -> list[str]:
@@ -296,6 +451,7 @@ class Step:
             "warnings": self.warnings,
             "notes": self.notes,
             "explanations": [n.to_json() for n in self.explanations],
+            "ops": [o.to_json() for o in self.ops],
             "tensors": {k: v.to_json() for k, v in self.tensors.items()},
             "arrays": {k: v.to_json() for k, v in self.arrays.items()},
             "function": self.function,

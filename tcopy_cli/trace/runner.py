@@ -20,8 +20,9 @@ from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
 from tcopy_cli.script.interp import Caught, ControlFlow, Interpreter
 from tcopy_cli.script.parse import Program
 from tcopy_cli.trace.compat import degraded
-from tcopy_cli.trace.observe import Observer, Snapshot
-from tcopy_cli.trace.records import CaughtInfo, ErrorInfo, RunInfo, RunSummary, Step
+from tcopy_cli.trace.observe import Observer, Snapshot, iter_named
+from tcopy_cli.trace.ops import OpRecorder
+from tcopy_cli.trace.records import CaughtInfo, ErrorInfo, OpRecord, RunInfo, RunSummary, Step
 
 # Seconds the hard watchdog waits past --timeout for a single C operation to return
 # before it ends the process (Python cannot interrupt code running inside torch).
@@ -200,6 +201,11 @@ class Runner:
         self.emit = emit
         self.observer = Observer(options.max_values, graph=options.graph)
         self.interp = self._engine()
+        self.recorder = OpRecorder()
+        if isinstance(self.interp, Interpreter):  # --trust runs have no operation record yet
+            self.recorder.names = self.interp.name_of
+            self.recorder.holders = self.interp.names_of
+            self.interp.ops = self.recorder
         self.count = 0
         self.errors = 0
         self.expected = 0  # error steps their line's "# expect: NAME" named (counted in errors too)
@@ -318,6 +324,7 @@ class Runner:
         self.grad_enabled = torch.is_grad_enabled()
         error: BaseException | None = None
         handled_at: int | None = None
+        depth = self.recorder.push()
         try:
             with self.interp.capture_output() as out, warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -331,11 +338,13 @@ class Runner:
                     error = exc
                     handled_at = self.interp.would_catch(exc)
             warned = [str(w.message) for w in caught]
+            ops = self._pop_ops(node)
             if handled_at is not None and error is not None:
-                self._finish(node, out.getvalue(), warned, None, caught=(error, handled_at))
+                self._finish(node, out.getvalue(), warned, None, caught=(error, handled_at), ops=ops)
             else:
-                ok = self._finish(node, out.getvalue(), warned, error)
+                ok = self._finish(node, out.getvalue(), warned, error, ops=ops)
         finally:
+            self.recorder.unwind(depth)
             self.current_node, self.grad_enabled = saved
         if handled_at is not None and error is not None:
             raise Caught(error)
@@ -351,6 +360,7 @@ class Runner:
         self.current_node = self.last_node = node
         error: BaseException | None = None
         result: Any = None
+        depth = self.recorder.push()
         # capture_output hands the enclosing capture back afterwards: a header inside a
         # function that a step called (print(f()) with a loop in f) loses nothing.
         with self.interp.capture_output() as out, warnings.catch_warnings(record=True) as caught:
@@ -361,17 +371,31 @@ class Runner:
                 raise
             except Exception as exc:
                 error = exc
+            finally:
+                ops = self._pop_ops(node)
+                self.recorder.unwind(depth)
         printed, warned = out.getvalue(), [str(w.message) for w in caught]
         if error is not None and (line := self.interp.would_catch(error)) is not None:
-            self._finish(node, printed, warned, None, caught=(error, line))
+            self._finish(node, printed, warned, None, caught=(error, line), ops=ops)
             raise Caught(error)
         if error is None:
             if printed or warned:
                 self.pending = (node, self.pending[1] + printed, self.pending[2] + warned)
+            if ops:
+                self.recorder.carry(ops)
             return True, result
         self._check_step_budget(node)
-        self._finish(node, printed, warned, error)
+        self._finish(node, printed, warned, error, ops=ops)
         return False, None
+
+    def _pop_ops(self, node: ast.stmt) -> list[OpRecord]:
+        """The running step's operation records, results named as the script now names them."""
+        names: dict[int, list[str]] = {}
+        if not self.recorder.has_results():
+            return self.recorder.pop(names)
+        for name, value in iter_named(self.interp.names()):
+            names.setdefault(id(value), []).append(name)
+        return self.recorder.pop(names, _targets(node, self.interp.current_function))
 
     # --- internals -------------------------------------------------------------------
 
@@ -425,6 +449,7 @@ class Runner:
         observe: bool = True,
         hooks: list[str] | None = None,
         expectable: bool | None = None,
+        ops: list[OpRecord] | None = None,
     ) -> bool:
         _, pending_out, pending_warn = self.pending
         if pending_out or pending_warn:
@@ -499,6 +524,7 @@ class Runner:
             expect=expect,
             value=self._echoed(node),
             hooks=hooks or [],
+            ops=ops or [],
         )
         self.emit(record)
         if record.missed:
@@ -521,6 +547,17 @@ def _raises(error: BaseException, name: str) -> bool:
     if isinstance(error, TcopyError):
         return False
     return any(cls.__name__ == name for cls in type(error).__mro__)
+def _targets(node: ast.stmt, function: str | None) -> frozenset[str]:
+    """Names a statement assigns (``a = b = ...``, ``for x in``), as tables show them."""
+    targets: list[ast.expr] = []
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For)):
+        targets = [node.target]
+    found = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    if function:
+        found |= {f"{function}:{n}" for n in found}
+    return frozenset(found)
 
 
 def _narration(program: Program, node: ast.stmt) -> list[str]:

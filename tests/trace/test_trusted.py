@@ -5,7 +5,10 @@ example, the sandbox's JSON and ``--trust``'s JSON are equal fact for fact. Only
 absolute addresses are normalised (``data_ptr``, and ``0x...`` in printed text and
 messages), since they differ between any two runs, and a step's ``hooks`` (the script
 functions torch called back during it) is set aside: only ``--trust`` records it
-(``test_hooks_torch_calls_during_backward...`` checks it). torch's once-per-process
+(``test_hooks_torch_calls_during_backward...`` checks it). The operation record (``ops``)
+and the notes are set aside too: only the sandbox's interpreter records operations, and
+notes are written from that record where there is one, so ``--trust`` gets the notes the
+measured facts alone support (their own test below). torch's once-per-process
 TypedStorage warning is reset before each run. Then what only ``--trust`` can
 run (local modules, any import, library functions calling the script's functions),
 each checked against what plain Python computes.
@@ -56,7 +59,9 @@ def _events(source: str, origin: str, trust: bool) -> list[Any]:
     steps = [json.loads(json.dumps(s.to_json(), allow_nan=False)) for s in trace.steps]
     for step in steps:
         assert trust or "hooks" not in step
-        step.pop("hooks", None)
+        assert not trust or step["ops"] == []
+        for key in ("hooks", "ops", "notes", "explanations"):
+            step.pop(key, None)
     return _normalised([start, *steps, trace.summary.to_json()])
 
 
@@ -301,3 +306,13 @@ def test_breakpoint_does_not_take_the_tracer_away(tmp_path: Path) -> None:
 def test_what_the_script_writes_to_stderr_is_shown_with_its_output(tmp_path: Path) -> None:
     steps, _ = _trusted("import sys\nprint('out')\nsys.stderr.write('err\\n')\n", tmp_path)
     assert [s.stdout for s in steps] == ["", "out\n", "err\n"]
+
+
+def test_trusted_runs_explain_from_measured_facts() -> None:
+    """Without an operation record, --trust still explains from storage, counters and graph."""
+    source = "import torch\na = torch.ones(3, requires_grad=True)\nb = a.detach()\nc = a.clone()\n"
+    trace = run_source(source, origin="<t>", trust=True)
+    kinds = {n.kind for s in trace.steps for n in s.explanations}
+    texts = " ".join(n.text for s in trace.steps for n in s.explanations)
+    assert trace.steps[2].tensors["b"].data_ptr == trace.steps[2].tensors["a"].data_ptr
+    assert kinds and "b" in texts and "c" in texts

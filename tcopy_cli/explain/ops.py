@@ -1,0 +1,511 @@
+"""Notes from the operation record: what each call of the step did, and why.
+
+Provenance comes only from ``Step.ops`` (what the interpreter ran, with relations
+measured when each operation returned), never from values that happen to be equal.
+Each note names the call as written and the reason a learner can't see in the table:
+a call that returned its own input, a reshape that had to copy, indexing that copies,
+NumPy bridges, ``x.data = ...``, rebinding vs in-place, writes into views of graph
+tensors (``CopySlices``), tensors born at version 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+from tcopy_cli.explain.facts import StepFacts, names_text, note, overlaps, storage_text
+from tcopy_cli.trace.records import ArrayRecord, Note, OpInput, OpRecord, OpResult, TensorRecord
+
+# Calls that return their input itself when nothing needs converting.
+CONVERTERS = frozenset(
+    {
+        "to",
+        "type",
+        "type_as",
+        "float",
+        "double",
+        "half",
+        "bfloat16",
+        "int",
+        "long",
+        "short",
+        "bool",
+        "byte",
+        "char",
+        "cpu",
+        "cuda",
+    }
+)
+SHAPE_CALLS = frozenset({"reshape", "flatten", "reshape_as", "ravel", "view", "view_as", "unflatten"})
+MAY_COPY = frozenset({"reshape", "flatten", "reshape_as", "ravel"})
+AS_TENSOR = frozenset({"as_tensor", "asarray"})
+NUMPY_BRIDGES = frozenset({"from_numpy", "as_tensor", "asarray", "numpy"})
+STRUCTURAL = frozenset({"bind", "rebind"})
+
+
+@dataclass(frozen=True)
+class Source:
+    """A named input a result relates to (directly, or through temporaries of the step)."""
+
+    name: str
+    relation: str
+    graph: bool
+    input: OpInput
+    direct: bool
+
+
+def sources(ops: list[OpRecord], op: OpRecord, res: OpResult) -> list[Source]:
+    """Named inputs of ``res``, direct ones first (as the record lists them)."""
+    out: list[Source] = []
+    for rel in res.relations:
+        inp = op.inputs[rel.input] if rel.op is None else ops[rel.op].inputs[rel.input]
+        if inp.name is not None and inp.role != "old":
+            out.append(Source(inp.name, rel.relation, rel.graph, inp, rel.op is None))
+    out.sort(key=lambda s: not s.direct)
+    return out
+
+
+def step_input_names(ops: list[OpRecord]) -> set[str]:
+    """Every script name the step's operations were given."""
+    return {i.name for op in ops for i in op.inputs if i.name is not None}
+
+
+def _defining(ops: list[OpRecord], name: str) -> tuple[OpRecord, OpResult] | None:
+    """The last operation (not a plain binding) whose result the statement bound to ``name``."""
+    found: tuple[OpRecord, OpResult] | None = None
+    bound: tuple[OpRecord, OpResult] | None = None
+    for op in ops:
+        if op.error is not None:
+            continue
+        for res in op.results:
+            if res.name == name or name in res.names:
+                if op.kind in STRUCTURAL:
+                    bound = (op, res)
+                else:
+                    found = (op, res)
+    return found or bound
+
+
+def op_notes(f: StepFacts) -> list[Note]:
+    """Notes for the step's operations (names they explain are left to no other relation rule)."""
+    return list(_analysis(f)[0])
+
+
+def explained_names(f: StepFacts) -> set[str]:
+    """Tensor and array names of the step that an operation-record note explains."""
+    return _analysis(f)[1]
+
+
+def _analysis(f: StepFacts) -> tuple[list[Note], set[str]]:
+    """(notes, explained names), worked out once per step from the facts alone."""
+    got = f.cache.get("ops")
+    if got is None:
+        explained: set[str] = set()
+        known = f.tensors.keys() | f.step.arrays.keys()
+        notes = [replace(n, tensors=tuple(t for t in n.tensors if t in known)) for n in _analyse(f, explained)]
+        got = f.cache["ops"] = (notes, explained)
+    return got  # type: ignore[no-any-return]
+
+
+def _analyse(f: StepFacts, explained: set[str]) -> list[Note]:
+    ops = f.step.ops
+    if not ops:
+        return []
+    out: list[Note] = []
+    for name in f.new_names:
+        found = _defining(ops, name)
+        if found is None or (":" in name and found[0].kind in STRUCTURAL):
+            continue
+        op, res = found
+        made = _result_notes(f, ops, op, res, name)
+        if made:
+            explained.add(name)
+            out += made
+    for name, a in f.step.arrays.items():
+        old = f.state.previous_arrays.get(name)
+        if old is not None and old.data_ptr == a.data_ptr:
+            continue
+        found = _defining(ops, name)
+        if found is not None:
+            made = _array_notes(ops, found[0], found[1], name, a)
+            if made:
+                explained.add(name)
+                out += made
+    for op in ops:
+        if op.error is None:
+            out += _effect_notes(f, op, explained)
+    return out
+
+
+def _tensor(f: StepFacts, name: str) -> TensorRecord | None:
+    """A source's record as it was when the operation ran (before the step if the step rebound it)."""
+    if name in f.new_names and name in f.before:
+        return f.before[name]
+    return f.tensors.get(name)
+
+
+def _result_notes(f: StepFacts, ops: list[OpRecord], op: OpRecord, res: OpResult, name: str) -> list[Note]:
+    b = f.tensors[name]
+    srcs = sources(ops, op, res)
+    born = _born_note(op, res, name, b)
+    if not srcs:
+        return born
+    src = srcs[0]
+    if src.name == name and src.relation == "same-object":
+        return born
+    a = _tensor(f, src.name)
+    if src.name == name:  # x = x.t(): the source is the tensor the name held before
+        src = replace(src, name=f"the old {name}")
+    made = _relation_note(f, op, name, b, src, a, srcs)
+    return ([made] if made is not None else []) + born
+
+
+def _call(op: OpRecord) -> str:
+    return f"`{op.call}`"
+
+
+def _relation_note(
+    f: StepFacts, op: OpRecord, name: str, b: TensorRecord, src: Source, a: TensorRecord | None, srcs: list[Source]
+) -> Note | None:
+    s = src.name
+    call = _call(op)
+    kind, text = "", ""
+    if src.relation == "same-object":
+        if op.kind == "bind":
+            kind = "relation.same-object"
+            text = (
+                f"{name} is the same tensor object as {s}: assignment only adds a name, nothing is copied; "
+                f"every change through one name shows through the other."
+            )
+        else:
+            kind, text = "relation.returned-input", _returned_itself(op, name, s, b)
+    elif src.relation == "view":
+        kind, text = _view_text(op, name, b, src, a)
+    elif src.relation == "alias":
+        kind = "relation.untracked-alias"
+        text = (
+            f"{call} gave {name}, which shares {s}'s memory ({storage_text(b)}) but has its own version counter "
+            f"and no graph (what .data gives): in-place changes to {name} also change {s} and autograd will NOT "
+            f"notice, so gradients that use {s}'s saved values can be silently wrong.{_disjoint(a, b)}"
+        )
+    elif src.relation == "shares-memory":
+        kind = "relation.numpy-shared"
+        text = (
+            f"{call} made {name} on the memory of the NumPy array {s} without copying ({storage_text(b)}): "
+            f"writes through {s} show in {name} and the other way round, and autograd never sees writes made "
+            f"through the array."
+        )
+    elif src.relation == "copy":
+        kind, text = _copy_text(op, name, b, src, a)
+    else:
+        return _new_note(f, op, name, b, srcs)
+    return note(kind, text, [name, s], op=op.index)
+
+
+def _returned_itself(op: OpRecord, name: str, s: str, b: TensorRecord) -> str:
+    call, fn = _call(op), op.function
+    same = f"{name} and {s} are one tensor, so a change through either name shows in both."
+    if fn in CONVERTERS:
+        return (
+            f"{call} returned {s} itself: {s} is already {b.dtype} on {b.device}, so nothing needed converting "
+            f"and no copy was made. {same}"
+        )
+    if fn == "contiguous":
+        return f"{call} returned {s} itself: {s} is already contiguous, so no copy was made. {same}"
+    if fn in AS_TENSOR:
+        return (
+            f"{call} returned {s} itself: it is already a tensor of the requested dtype and device, and "
+            f"as_tensor copies only when it must. {same}"
+        )
+    if fn.endswith("_"):
+        return f"{call} works in place and returns its receiver: {same}"
+    return f"{call} returned {s} itself (the same tensor object), not a copy. {same}"
+
+
+def _disjoint(a: TensorRecord | None, b: TensorRecord) -> str:
+    if a is None or a.storage != b.storage or overlaps(a, b):
+        return ""
+    return " They cover different bytes of that storage, so a write to one does not change the other."
+
+
+def _view_reason(op: OpRecord, src: Source) -> str:
+    if op.kind == "index":
+        return " (basic indexing with integers and slices always gives a view)"
+    if op.kind == "iterate":
+        return " (iterating over a tensor gives a view of each row)"
+    if op.function in MAY_COPY and src.direct:
+        return f" ({src.name} is contiguous, so a view could express the new shape and nothing was copied)"
+    return ""
+
+
+def _view_text(op: OpRecord, name: str, b: TensorRecord, src: Source, a: TensorRecord | None) -> tuple[str, str]:
+    s, call = src.name, _call(op)
+    mem = f"same memory ({storage_text(b)})"
+    reason = _view_reason(op, src)
+    tail = _disjoint(a, b)
+    src_grad = a.requires_grad if a is not None else src.input.requires_grad
+    if src.graph:
+        return "relation.view", (
+            f"{call}: {name} is a view of {s}{reason}: {mem}, same version counter, and it stays in the graph "
+            f"({b.grad_fn}). In-place changes to {name} also change {s}; autograd will notice. Gradients through "
+            f"{name} flow back into {s}.{tail}"
+        )
+    if b.requires_grad and b.is_leaf and src_grad:
+        return "relation.leaf-on-shared-memory", (
+            f"{call}: {name} is a new leaf that requires grad on {s}'s memory ({storage_text(b)}) and version "
+            f"counter: in-place changes show in both, but gradients into {name} stay in {name}.grad and never "
+            f"reach {s}.{tail}"
+        )
+    if src_grad and not b.requires_grad:
+        return "relation.detached", (
+            f"{call}: {name} shares {s}'s memory ({storage_text(b)}) and its version counter but is cut from the "
+            f"graph (no grad_fn, requires_grad=False): in-place changes to {name} also change {s} and autograd "
+            f"will notice them, but no gradient flows from {name} back to {s}.{tail}"
+        )
+    return "relation.view", (
+        f"{call}: {name} is a view of {s}{reason}: {mem} and version counter; in-place changes to either show "
+        f"in both.{tail}"
+    )
+
+
+def _copy_reason(op: OpRecord, src: Source, b: TensorRecord, a: TensorRecord | None) -> str:
+    fn, s = op.function, src.name
+    if op.kind == "index":
+        return _index_reason(op)
+    if fn in MAY_COPY and src.direct and not src.input.contiguous:
+        return (
+            f"{_call(op)} had to copy: {s} is not contiguous (its elements are not laid out in row order, as "
+            f"after a transpose), so no view could express the new shape. "
+        )
+    if fn == "contiguous" and src.direct and not src.input.contiguous:
+        return f"{_call(op)} copied because {s} was not contiguous. "
+    if fn in CONVERTERS | {"as_tensor"} and a is not None and src.direct:
+        if a.dtype != b.dtype:
+            return f"{_call(op)} had to copy: the dtype changes ({a.dtype} → {b.dtype}). "
+        if a.device != b.device:
+            return f"{_call(op)} had to copy: the device changes ({a.device} → {b.device}). "
+    if src.input.kind == "ndarray" and src.direct:
+        return (
+            f"{_call(op)} copies the array's data (unlike torch.from_numpy or torch.as_tensor, which share it), "
+            f"so later writes to {s} don't show in the tensor. "
+        )
+    return ""
+
+
+def _index_reason(op: OpRecord) -> str:
+    index = op.detail.get("index")
+    if index == "boolean":
+        return (
+            f"{_call(op)} indexes with a boolean mask, which always copies: how many elements it selects depends "
+            f"on the data, so no view could describe them. "
+        )
+    if index == "advanced":
+        return (
+            f"{_call(op)} uses advanced indexing (a list or tensor of positions), which always copies the "
+            f"selected elements into new memory. "
+        )
+    return ""
+
+
+def _copy_text(op: OpRecord, name: str, b: TensorRecord, src: Source, a: TensorRecord | None) -> tuple[str, str]:
+    s = src.name
+    reason = _copy_reason(op, src, b, a) or f"{_call(op)}: "
+    if src.input.kind == "ndarray":
+        return "relation.numpy-copy", (
+            f"{reason}{name} holds {s}'s values in its own memory ({storage_text(b)}): an independent copy."
+        )
+    if src.graph:
+        return "relation.copy-in-graph", (
+            f"{reason}{name} is a copy of {s} in new memory ({storage_text(b)}) that stays in the graph "
+            f"({b.grad_fn}): in-place changes to {name} don't affect {s}, and gradients through {name} flow "
+            f"back into {s}."
+        )
+    return "relation.independent-copy", (
+        f"{reason}{name} holds {s}'s values in new memory ({storage_text(b)}) with no autograd link to it: an "
+        f"independent copy. Changes to either don't affect the other, and no gradient flows from {name} to {s}."
+    )
+
+
+def _new_note(f: StepFacts, op: OpRecord, name: str, b: TensorRecord, srcs: list[Source]) -> Note | None:
+    linked = list(dict.fromkeys(s.name for s in srcs if s.graph))
+    src = srcs[0]
+    a = _tensor(f, src.name)
+    reason = _copy_reason(op, src, b, a)
+    if linked and b.grad_fn is not None:
+        # The leaves its backward reaches (measured graph reach of the new tensor).
+        leaves = [n for n in b.reaches if (r := f.tensors.get(n)) is not None and r.is_leaf and r.requires_grad]
+        reach = f"; backward through it sends gradients to {names_text(leaves)}" if leaves else ""
+        return note(
+            "relation.computed",
+            f"{reason or _call(op) + ': '}{name} is a new tensor in the graph ({b.grad_fn}), computed from "
+            f"{names_text(linked)}{reach}.",
+            [name, *linked],
+            op=op.index,
+        )
+    if not f.step.grad_enabled and not b.requires_grad and any(s.input.requires_grad for s in srcs):
+        return note(
+            "relation.no-grad",
+            f"{_call(op)}: {name} was computed with gradient tracking off (no_grad/inference mode): it has no "
+            f"grad_fn and requires_grad=False, whatever its inputs were.",
+            [name],
+            op=op.index,
+        )
+    if reason:
+        return note(
+            "relation.copy-reason",
+            f"{reason}{name} is new memory ({storage_text(b)}): writes to {name} don't reach {src.name}.",
+            [name, src.name],
+            op=op.index,
+        )
+    return None
+
+
+def _born_note(op: OpRecord, res: OpResult, name: str, b: TensorRecord) -> list[Note]:
+    if op.kind != "call" or b.version < 1 or any(r.relation in ("same-object", "view", "alias") for r in res.relations):
+        return []
+    if any(op.bumped):
+        return []
+    if op.function == "deepcopy":
+        why = "deepcopy makes an empty tensor and then copies the values into it in place"
+    elif res.item.startswith("."):
+        why = f"the layer initialises its parameters in place (for example {op.function}'s reset_parameters)"
+    else:
+        why = "the call filled it in place after creating it"
+    return [
+        note(
+            "relation.born-version",
+            f"{name} starts at version {b.version}, not 0: {_call(op)} created it and {why}; the version counter "
+            f"counts that write too. Nothing is wrong with it.",
+            [name],
+            op=op.index,
+        )
+    ]
+
+
+def _array_notes(ops: list[OpRecord], op: OpRecord, res: OpResult, name: str, arr: ArrayRecord) -> list[Note]:
+    srcs = sources(ops, op, res)
+    if not srcs:
+        return []
+    src = srcs[0]
+    if src.relation == "shares-memory":
+        where = f" (storage {arr.storage})" if arr.storage else ""
+        return [
+            note(
+                "relation.numpy-array",
+                f"{_call(op)} made the NumPy array {name} on the memory of {src.name}{where}, without copying: "
+                f"writes to {name} change {src.name}, and autograd never sees them.",
+                [name, src.name],
+                op=op.index,
+            )
+        ]
+    if src.relation in ("copy", "new") and op.function in NUMPY_BRIDGES | {"array"}:
+        return [
+            note(
+                "relation.numpy-copy",
+                f"{_call(op)} copied {src.name}'s values into the NumPy array {name}: they share no memory.",
+                [name, src.name],
+                op=op.index,
+            )
+        ]
+    return []
+
+
+def _effect_notes(f: StepFacts, op: OpRecord, explained: set[str]) -> Iterator[Note]:
+    """What an operation did to tensors that already existed: attribute writes, rebinding, in-place views."""
+    if op.kind == "setattr":
+        yield from _setattr_notes(f, op, explained)
+    elif op.kind == "rebind":
+        yield from _rebind_notes(op)
+    if op.kind == "augassign" and op.bumped:
+        target = op.inputs[op.bumped[0]]
+        res = op.results[0] if op.results else None
+        others = [n for n in (res.names if res else []) if n != target.name]
+        if target.name and others:
+            yield note(
+                "change.in-place-augassign",
+                f"{_call(op)} changed the tensor {target.name} names in place (the same object, its version moved), "
+                f"so {names_text(others)} {'sees' if len(others) == 1 else 'see'} the change too: on a tensor, "
+                f"`{target.name} {op.call.split(' ', 2)[1]} ...` is in-place, while `{target.name} = {target.name} "
+                f"{op.call.split(' ', 2)[1][:-1]} ...` would make a new tensor and leave "
+                f"{names_text(others)} unchanged.",
+                [target.name, *others],
+                op=op.index,
+            )
+    yield from _copy_slices(f, op)
+
+
+def _setattr_notes(f: StepFacts, op: OpRecord, explained: set[str]) -> Iterator[Note]:
+    target = op.inputs[0] if op.inputs and op.inputs[0].role == "self" else None
+    if target is None or target.name is None or target.name not in f.tensors:
+        return
+    t, replaced = target.name, op.detail.get("replaced", [])
+    before, after = op.detail.get("before", {}), op.detail.get("after", {})
+    r = f.tensors[t]
+    if "storage" in replaced:
+        explained.add(t)
+        changed = before.get("shape") != after.get("shape")
+        shape = f"; shape {after.get('shape')}, was {before.get('shape')}" if changed else ""
+        old = f.before.get(t)
+        kept = [n for n, rec in f.tensors.items() if old is not None and n != t and rec.storage == old.storage]
+        tail = (
+            f" {names_text(kept)} still {'uses' if len(kept) == 1 else 'use'} the old memory ({old.storage})."
+            if (kept and old is not None)
+            else ""
+        )
+        yield note(
+            "change.data-swap",
+            f"{_call(op)} swapped the memory under {t}: {t} is still the same tensor object (same names, "
+            f"requires_grad={r.requires_grad}, same place in the graph) but now uses other memory "
+            f"({storage_text(r)}{shape}). Its version counter did not move (version {r.version}), so autograd "
+            f"can't tell; a graph that saved {t} before keeps the old values.{tail}",
+            [t, *kept],
+            op=op.index,
+        )
+    if "grad" in replaced:
+        if not after.get("has_grad"):
+            text = (
+                f"{_call(op)} removed {t}'s gradient: the next backward stores a fresh {t}.grad instead of "
+                f"adding to the old one (what optimizer.zero_grad() does by default)."
+            )
+        else:
+            text = f"{_call(op)} set {t}.grad directly: the next backward adds its gradient to this tensor."
+        yield note("change.grad-replaced", text, [t], op=op.index)
+
+
+def _rebind_notes(op: OpRecord) -> Iterator[Note]:
+    held = [n for n in op.detail.get("still_held_by", []) if n != op.function]
+    if not held:
+        return
+    name = op.function
+    verb = "holds" if len(held) == 1 else "hold"
+    yield note(
+        "rebind.still-held",
+        f"{_call(op)} bound the name {name} to another object; {names_text(held)} still {verb} the old tensor, "
+        f"which this statement did not change (an in-place write such as `{name} += ...` or `{name}.add_(...)` "
+        f"would have changed it for {names_text(held)} too).",
+        [name, *held],
+        op=op.index,
+    )
+
+
+def _copy_slices(f: StepFacts, op: OpRecord) -> Iterator[Note]:
+    for i in op.bumped:
+        inp = op.inputs[i]
+        for target, via in ((inp.base, inp), (inp.name, None)):
+            if target is None or target not in f.tensors or target not in f.before:
+                continue
+            now, old = f.tensors[target], f.before[target]
+            if now.grad_fn != "CopySlices" or old.grad_fn == "CopySlices":
+                continue
+            if via is not None:
+                text = (
+                    f"{_call(op)} wrote in place into {via.name or via.expr}, a view of {target}: autograd rewrote "
+                    f"{target}'s history, so {target}.grad_fn is now CopySlices (backward through {target} "
+                    f"passes through this write), though {target} itself was not named in the call."
+                )
+            else:
+                text = (
+                    f"{_call(op)} wrote in place into part of {target}: {target}.grad_fn is now CopySlices "
+                    f"(was {old.grad_fn}), so backward through {target} passes through this write."
+                )
+            yield note("change.copy-slices", text, [target, *([via.name] if via and via.name else [])], op=op.index)

@@ -1,0 +1,490 @@
+"""The operation record: what each call, index, operator and attribute write of a step did.
+
+The interpreter hands every operation to an ``OpRecorder`` at its call site (``begin``
+before it runs, ``end`` or ``fail`` after), so provenance is measured, never guessed
+from values afterwards. For each tensor (or NumPy array) result and each input the
+record says, from direct measurement: the same object (``is``); a view (same storage
+and, by ``graph.version_groups``'s probe, the same version counter); an alias with its
+own counter; memory shared with an array; new memory holding the input's values; new
+memory with other values. ``graph`` says whether the result's grad_fn reaches the input
+(a bounded walk). In-place effects are the version counters that moved.
+
+The recorder holds its inputs and results only while the operation runs and through
+weak references until the step ends (to learn the names results were bound to); the
+records it returns are plain data.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import torch
+
+from tcopy_cli.trace.graph import _same_values, _walk_nodes, node_key, safe_grad_fn, version_groups
+from tcopy_cli.trace.records import OpInput, OpRecord, OpRelation, OpResult
+
+# Nodes looked at when deciding whether a result's graph reaches an input.
+REACH_BUDGET = 64
+# Results compared value by value with their inputs (larger ones are "new" or "copy" by shape only).
+COMPARE_ELEMENTS = 4096
+# Items of a returned tuple/list or parameters of a returned module that are recorded.
+MAX_RESULT_ITEMS = 16
+# Operations recorded per step (a comprehension over a long list stops recording there).
+MAX_OPS_PER_STEP = 200
+# Temporaries followed back to named tensors (a.t().contiguous().view(-1) is three).
+MAX_CHAIN = 4
+
+_ARRAY = np.ndarray
+
+
+@dataclass
+class _Input:
+    role: str
+    expr: str
+    obj: Any
+    record: OpInput
+
+
+@dataclass
+class Pending:
+    """An operation that has begun."""
+
+    kind: str
+    call: str
+    function: str
+    line: int
+    inputs: list[_Input]
+    detail: dict[str, Any] = field(default_factory=dict)
+    before: dict[str, Any] = field(default_factory=dict)
+    target: Any = None
+
+
+@dataclass
+class _Step:
+    ops: list[OpRecord] = field(default_factory=list)
+    # (op index, result index, weak reference or the object for non-weakrefable arrays)
+    results: list[tuple[int, int, Any]] = field(default_factory=list)
+    produced: dict[int, tuple[int, Any]] = field(default_factory=dict)
+    # Inputs of each operation until the step ends: named ones held (names hold them
+    # anyway), temporaries by weak reference, so a chain a.clone().detach() can be
+    # related back to a without keeping temporaries alive.
+    held: dict[int, list[tuple[OpInput, Any]]] = field(default_factory=dict)
+
+
+def _weak(obj: Any) -> Any:
+    try:
+        return weakref.ref(obj)
+    except TypeError:  # pragma: no cover - tensors and arrays both take weak references
+        return None
+
+
+def _index_kind(index: Any) -> str:
+    """``basic`` (ints, slices, None, Ellipsis), ``boolean`` (a bool mask) or ``advanced``."""
+    parts = index if isinstance(index, tuple) else (index,)
+    kind = "basic"
+    for p in parts:
+        if isinstance(p, torch.Tensor):
+            if p.dtype == torch.bool:
+                return "boolean"
+            if p.dim() > 0 or not p.dtype.is_floating_point:
+                kind = "advanced" if p.dim() > 0 else kind
+        elif isinstance(p, _ARRAY):
+            if p.dtype == np.bool_:
+                return "boolean"
+            kind = "advanced" if p.ndim > 0 else kind
+        elif isinstance(p, (list, range)):
+            if any(isinstance(x, bool) for x in p):
+                return "boolean"
+            kind = "advanced"
+        elif isinstance(p, bool):
+            kind = "advanced"
+    return kind
+
+
+def _storage_ptr(t: torch.Tensor) -> tuple[str, int, int] | None:
+    try:
+        st = t.untyped_storage()
+        return str(t.device), int(st.data_ptr()), int(st.nbytes())
+    except (RuntimeError, NotImplementedError):
+        return None
+
+
+def _version(t: torch.Tensor) -> int:
+    try:
+        return int(t._version)
+    except RuntimeError:  # inference tensors have no counter
+        return -1
+
+
+def reaches(result: torch.Tensor, source: torch.Tensor, budget: int = REACH_BUDGET) -> bool:
+    """True when backward from ``result`` reaches ``source`` (its grad_fn or its leaf), looking
+    at most at ``budget`` graph nodes."""
+    fn = safe_grad_fn(result)
+    if fn is None or not source.requires_grad:
+        return False
+    src_fn = safe_grad_fn(source)
+    target = node_key(src_fn) if src_fn is not None else id(source)
+    return any(key == target for key, _ in itertools.islice(_walk_nodes(fn), budget))
+
+
+def _array_bounds(a: np.ndarray) -> tuple[int, int]:
+    p = int(a.__array_interface__["data"][0])
+    return p, p + int(a.nbytes)
+
+
+def _tensor_bounds(t: torch.Tensor) -> tuple[int, int] | None:
+    if t.device.type != "cpu":
+        return None
+    st = _storage_ptr(t)
+    if st is None:
+        return None
+    return st[1], st[1] + st[2]
+
+
+def _same_bytes(result: Any, source: Any) -> bool:
+    """A tensor and an array (either way round) over common bytes."""
+    t, a = (result, source) if isinstance(result, torch.Tensor) else (source, result)
+    tb = _tensor_bounds(t)
+    if tb is None or a.nbytes == 0:
+        return False
+    lo, hi = _array_bounds(a)
+    return lo < tb[1] and tb[0] < hi
+
+
+def _equal_values(result: Any, source: Any) -> bool:
+    """Same shape and the same values (after conversion to the result's dtype), for small ones."""
+    try:
+        if isinstance(result, torch.Tensor) and isinstance(source, torch.Tensor):
+            if result.shape != source.shape or result.numel() > COMPARE_ELEMENTS:
+                return False
+            a = result.detach()
+            b = source.detach().to(device=a.device, dtype=a.dtype)
+            return _same_values(a, b)
+        if isinstance(result, torch.Tensor) and isinstance(source, _ARRAY):
+            if tuple(result.shape) != source.shape or result.numel() > COMPARE_ELEMENTS:
+                return False
+            a = result.detach()
+            return _same_values(a, torch.as_tensor(source).to(device=a.device, dtype=a.dtype))
+        if isinstance(result, _ARRAY) and isinstance(source, torch.Tensor):
+            if result.shape != tuple(source.shape) or result.size > COMPARE_ELEMENTS:
+                return False
+            a = torch.as_tensor(result)
+            return _same_values(a, source.detach().cpu().to(a.dtype))
+    except (RuntimeError, TypeError, ValueError):
+        return False
+    return False
+
+
+def relation(result: Any, source: Any) -> tuple[str, bool]:
+    """(relation, graph) of one result to one input, measured now."""
+    if result is source:
+        return "same-object", False
+    if isinstance(result, torch.Tensor) and isinstance(source, torch.Tensor):
+        rs, ss = _storage_ptr(result), _storage_ptr(source)
+        if rs is not None and rs == ss and rs[2] > 0:
+            shared = version_groups([[("r", result), ("s", source)]])
+            kind = "view" if "s" in shared.get("r", []) else "alias"
+            return kind, reaches(result, source)
+        graph = reaches(result, source)
+        return ("copy" if _equal_values(result, source) else "new"), graph
+    if _same_bytes(result, source):
+        return "shares-memory", False
+    return ("copy" if _equal_values(result, source) else "new"), False
+
+
+def _attr_facts(t: torch.Tensor) -> dict[str, Any]:
+    """What an attribute write can replace: the memory, the gradient, the flag."""
+    grad = t.grad if t.is_leaf or t.retains_grad else None
+    return {
+        "storage": _storage_ptr(t),
+        "shape": list(t.shape),
+        "dtype": _dtype(t),
+        "grad": id(grad) if grad is not None else None,
+        "has_grad": grad is not None,
+        "requires_grad": bool(t.requires_grad),
+    }
+
+
+def _dtype(t: Any) -> str:
+    return str(t.dtype).removeprefix("torch.")
+
+
+class OpRecorder:
+    """Collects the operations of each running step (steps nest: a stack of them)."""
+
+    def __init__(self) -> None:
+        self._stack: list[_Step] = []
+        self._carried: list[OpRecord] = []
+        self._texts: dict[int, str] = {}
+        self.names: Callable[[Any], str | None] | None = None
+        """The script name holding an object now (the interpreter's ``name_of``)."""
+        self.holders: Callable[[Any], list[str]] | None = None
+        """Every script name holding an object now (the interpreter's ``names_of``)."""
+
+    # --- steps ---------------------------------------------------------------------
+
+    def push(self) -> int:
+        """A step (or a block header) begins; returns the depth before it (for ``unwind``)."""
+        self._stack.append(_Step())
+        return len(self._stack) - 1
+
+    def unwind(self, depth: int) -> None:
+        """Drop the lists of steps that ended without ``pop`` (the run stopped inside them)."""
+        del self._stack[depth:]
+
+    def has_results(self) -> bool:
+        """Whether the running step's operations returned tensors or arrays (names to resolve)."""
+        return bool(self._stack and self._stack[-1].results)
+
+    def pop(self, names: dict[int, list[str]] | None = None, targets: frozenset[str] = frozenset()) -> list[OpRecord]:
+        """The step's records, result names resolved from ``names`` (id of a live object → its
+        names); where several names hold a result, one of ``targets`` (the statement's) first."""
+        if not self._stack:
+            return []
+        step = self._stack.pop()
+        ops = step.ops
+        if names and step.results:
+            resolved: dict[tuple[int, int], list[str]] = {}
+            for op_i, res_i, ref in step.results:
+                obj = ref() if isinstance(ref, weakref.ref) else ref
+                if obj is not None and id(obj) in names:
+                    held = names[id(obj)]
+                    resolved[(op_i, res_i)] = sorted(held, key=lambda n: n not in targets)
+            if resolved:
+                by_op: dict[int, dict[int, list[str]]] = {}
+                for (o, r), n in resolved.items():
+                    by_op.setdefault(o, {})[r] = n
+                ops = [_with_names(op, by_op[op.index]) if op.index in by_op else op for op in ops]
+        if self._carried:
+            carried, self._carried = self._carried, []
+            shift = len(carried)
+            ops = carried + [_shifted(op, shift) for op in ops]
+        return ops
+
+    def carry(self, ops: list[OpRecord]) -> None:
+        """Records of a block header that succeeded: they open the next step's list."""
+        self._carried.extend(ops)
+
+    # --- operations ----------------------------------------------------------------
+
+    def text(self, node: ast.AST) -> str:
+        """The node as written (cached per node)."""
+        key = id(node)
+        t = self._texts.get(key)
+        if t is None:
+            try:
+                t = ast.unparse(node)
+            except Exception:  # pragma: no cover - any parsed node unparses
+                t = "?"
+            if len(t) > 120:
+                t = t[:117] + "..."
+            self._texts[key] = t
+        return t
+
+    def begin(
+        self,
+        node: ast.AST,
+        kind: str,
+        function: str,
+        inputs: Sequence[tuple[str, ast.AST | None, Any]],
+        call: str | None = None,
+        extra: Any = None,
+    ) -> Pending | None:
+        """An operation starts; ``inputs`` are (role, node or None, value). None: not recorded.
+
+        ``extra``: the index of an indexing or item write, the tensor of an attribute
+        write, the old value of a rebinding.
+        """
+        if not self._stack or len(self._stack[-1].ops) >= MAX_OPS_PER_STEP:
+            return None
+        recorded: list[_Input] = []
+        for role, sub, value in inputs:
+            self._add_input(recorded, role, sub, value)
+        text = call if call is not None else self.text(node)
+        p = Pending(kind, text, function, getattr(node, "lineno", 0), recorded)
+        if kind in ("index", "setitem"):
+            p.detail["index"] = _index_kind(extra)
+        elif kind == "setattr" and isinstance(extra, torch.Tensor):
+            p.target = extra
+            p.before = _attr_facts(extra)
+        elif kind == "rebind":
+            p.target = extra
+        return p
+
+    def _add_input(self, out: list[_Input], role: str, sub: ast.AST | None, value: Any) -> None:
+        if _traceable(value):
+            out.append(
+                _Input(role, self.text(sub) if sub is not None else role, value, self._input_record(role, sub, value))
+            )
+        elif isinstance(value, (list, tuple)) and len(value) <= MAX_RESULT_ITEMS:
+            elts = sub.elts if isinstance(sub, (ast.List, ast.Tuple)) and len(sub.elts) == len(value) else None
+            for i, item in enumerate(value):
+                if _traceable(item):
+                    node = elts[i] if elts is not None else None
+                    self._add_input(out, f"{role}[{i}]", node, item)
+
+    def _input_record(self, role: str, sub: ast.AST | None, value: Any) -> OpInput:
+        step = self._stack[-1]
+        produced = step.produced.get(id(value))
+        from_op = produced[0] if produced is not None and _alive(produced[1]) is value else None
+        name = self.names(value) if self.names is not None else None
+        expr = self.text(sub) if sub is not None else (name or role)
+        if isinstance(value, _ARRAY):
+            return OpInput(
+                role, expr, name, "ndarray", from_op, -1, bool(value.flags.c_contiguous), dtype=str(value.dtype)
+            )
+        base = value._base if value._is_view() else None
+        return OpInput(
+            role,
+            expr,
+            name,
+            "tensor",
+            from_op,
+            _version(value),
+            bool(value.is_contiguous()),
+            base is not None,
+            self.names(base) if base is not None and self.names is not None else None,
+            bool(value.requires_grad),
+            _dtype(value),
+            str(value.device),
+        )
+
+    def end(self, p: Pending | None, result: Any) -> None:
+        """The operation returned ``result``."""
+        if p is None or not self._stack:
+            return
+        items = _result_items(result)
+        if not items and not p.inputs and p.kind not in ("setattr", "rebind"):
+            return
+        step = self._stack[-1]
+        index = len(step.ops)
+        if p.kind == "setattr" and p.target is not None:
+            after = _attr_facts(p.target)
+            p.detail["replaced"] = [k for k in ("storage", "grad", "requires_grad") if p.before[k] != after[k]]
+            p.detail["before"] = {k: v for k, v in p.before.items() if k not in ("storage", "grad")}
+            p.detail["after"] = {k: v for k, v in after.items() if k not in ("storage", "grad")}
+        elif p.kind == "rebind" and self.holders is not None and p.target is not None:
+            p.detail["still_held_by"] = self.holders(p.target)
+        results = [self._result(p, item, obj, step) for item, obj in items]
+        bumped = [
+            i
+            for i, inp in enumerate(p.inputs)
+            if inp.record.kind == "tensor" and inp.record.version >= 0 and _version(inp.obj) != inp.record.version
+        ]
+        for j, (_, obj) in enumerate(items):
+            step.results.append((index, j, _weak(obj)))
+            step.produced[id(obj)] = (index, _weak(obj))
+        step.held[index] = [(i.record, i.obj if i.record.name is not None else _weak(i.obj)) for i in p.inputs]
+        step.ops.append(
+            OpRecord(
+                index=index,
+                kind=p.kind,
+                call=p.call,
+                function=p.function,
+                line=p.line,
+                inputs=[i.record for i in p.inputs],
+                results=results,
+                bumped=bumped,
+                detail=p.detail,
+            )
+        )
+
+    def fail(self, p: Pending | None, exc: BaseException) -> None:
+        """The operation raised ``exc``: recorded with its inputs (error explanations use it)."""
+        if p is None or not self._stack:
+            return
+        step = self._stack[-1]
+        step.ops.append(
+            OpRecord(
+                index=len(step.ops),
+                kind=p.kind,
+                call=p.call,
+                function=p.function,
+                line=p.line,
+                inputs=[i.record for i in p.inputs],
+                detail=p.detail,
+                error=type(exc).__name__,
+            )
+        )
+
+    def _result(self, p: Pending, item: str, obj: Any, step: _Step) -> OpResult:
+        rels = []
+        for i, inp in enumerate(p.inputs):
+            if isinstance(obj, _ARRAY) and isinstance(inp.obj, _ARRAY):
+                continue
+            kind, graph = relation(obj, inp.obj)
+            rels.append(OpRelation(i, kind, graph))
+            if inp.record.from_op is not None:
+                rels += self._through(obj, inp.record.from_op, step, MAX_CHAIN)
+        if isinstance(obj, _ARRAY):
+            return OpResult(None, "ndarray", item, rels, dtype=str(obj.dtype), contiguous=bool(obj.flags.c_contiguous))
+        fn = safe_grad_fn(obj)
+        return OpResult(
+            None,
+            "tensor",
+            item,
+            rels,
+            _version(obj),
+            type(fn).__name__ if fn is not None else None,
+            bool(obj.requires_grad),
+            bool(obj.is_contiguous()),
+            _dtype(obj),
+            str(obj.device),
+        )
+
+    def _through(self, obj: Any, op: int, step: _Step, depth: int) -> list[OpRelation]:
+        """Relations of ``obj`` to the inputs of the earlier operation ``op`` (and theirs, for temporaries)."""
+        out: list[OpRelation] = []
+        for j, (rec, held) in enumerate(step.held.get(op, [])):
+            src = _alive(held)
+            if rec.name is not None:
+                if src is None or (isinstance(obj, _ARRAY) and isinstance(src, _ARRAY)):
+                    continue
+                kind, graph = relation(obj, src)
+                out.append(OpRelation(j, kind, graph, op))
+            elif rec.from_op is not None and depth > 1:
+                out += self._through(obj, rec.from_op, step, depth - 1)
+        return out
+
+
+def _traceable(x: Any) -> bool:
+    """A tensor or array the record can describe (a lazy module's parameter has no data yet)."""
+    return isinstance(x, _ARRAY) or (isinstance(x, torch.Tensor) and not torch.nn.parameter.is_lazy(x))
+
+
+def _alive(ref: Any) -> Any:
+    return ref() if isinstance(ref, weakref.ref) else ref
+
+
+def _result_items(result: Any) -> list[tuple[str, Any]]:
+    if isinstance(result, (torch.Tensor, _ARRAY)):
+        return [("", result)] if _traceable(result) else []
+    if isinstance(result, (list, tuple)) and not isinstance(result, torch.Size):
+        return [(f"[{i}]", x) for i, x in enumerate(result[:MAX_RESULT_ITEMS]) if _traceable(x)]
+    if isinstance(result, torch.nn.Module):
+        out = []
+        for pname, param in list(torch.nn.Module.named_parameters(result))[:MAX_RESULT_ITEMS]:
+            if _traceable(param):
+                out.append((f".{pname}", param))
+        return out
+    return []
+
+
+def _with_names(op: OpRecord, names: dict[int, list[str]]) -> OpRecord:
+    results = [replace(r, name=names[j][0], names=names[j]) if j in names else r for j, r in enumerate(op.results)]
+    return replace(op, results=results)
+
+
+def _shifted(op: OpRecord, shift: int) -> OpRecord:
+    inputs = [i if i.from_op is None else replace(i, from_op=i.from_op + shift) for i in op.inputs]
+    results = [
+        replace(r, relations=[x if x.op is None else replace(x, op=x.op + shift) for x in r.relations])
+        for r in op.results
+    ]
+    return replace(op, index=op.index + shift, inputs=inputs, results=results)

@@ -1,0 +1,76 @@
+"""The operation record: each step lists its operations, as plain data that crosses the wire."""
+
+from __future__ import annotations
+
+import json
+
+from tcopy_cli.trace import run_source
+from tcopy_cli.trace.records import OpRecord
+from tcopy_cli.trace.wire import dumps, loads
+
+
+def ops_of(src: str, step: int = -1) -> list[OpRecord]:
+    return run_source("import torch\nimport numpy as np\n" + src, keep_going=True).steps[step].ops
+
+
+def test_call_records_inputs_results_and_relation() -> None:
+    op, bind = ops_of("w = torch.ones(3)\ny = w.to(torch.float32)")
+    assert bind.kind == "bind" and bind.results[0].name == "y"
+    assert (op.kind, op.call, op.function) == ("call", "w.to(torch.float32)", "to")
+    assert [(i.role, i.name) for i in op.inputs] == [("self", "w")]
+    (res,) = op.results
+    assert res.name == "y" and sorted(res.names) == ["w", "y"]
+    assert [(r.input, r.relation) for r in res.relations] == [(0, "same-object")]
+
+
+def test_nested_calls_link_temporaries_by_op_index() -> None:
+    ops = ops_of("u = torch.arange(6.0).reshape(2, 3).t()")
+    assert [o.function for o in ops] == ["arange", "reshape", "t", "u"]
+    assert ops[3].kind == "bind" and ops[3].inputs[0].from_op == 2
+    assert ops[2].inputs[0].from_op == 1 and ops[2].inputs[0].name is None
+    assert ops[2].results[0].name == "u"
+
+
+def test_indexing_kinds() -> None:
+    assert ops_of("s = torch.arange(5.0)\np = s[1:3]")[0].detail["index"] == "basic"
+    assert ops_of("s = torch.arange(5.0)\np = s[[0, 2]]")[0].detail["index"] == "advanced"
+    assert ops_of("s = torch.arange(5.0)\np = s[s > 1]")[1].detail["index"] == "boolean"
+
+
+def test_in_place_bumps_and_rebinding() -> None:
+    (op,) = ops_of("a = torch.ones(2)\na += 1")
+    assert op.kind == "augassign" and op.bumped == [0]
+    ops = ops_of("a = torch.ones(2)\nb = a\na = a + 1")
+    assert ops[-1].kind == "rebind" and ops[-1].detail["still_held_by"] == ["b"]
+
+
+def test_attribute_write_says_what_was_replaced() -> None:
+    ops = ops_of("q = torch.ones(3, requires_grad=True)\nq.data = torch.zeros(5)")
+    op = ops[-1]
+    assert op.kind == "setattr" and op.detail["replaced"] == ["storage"]
+    assert op.detail["before"]["shape"] == [3] and op.detail["after"]["shape"] == [5]
+
+
+def test_failed_operation_is_recorded_with_its_error() -> None:
+    ops = ops_of("a = torch.ones(2)\nb = a.view(3)")
+    assert ops[-1].error == "RuntimeError" and ops[-1].function == "view"
+
+
+def test_ops_cross_the_wire_and_are_json() -> None:
+    trace = run_source("import torch\na = torch.ones(2, requires_grad=True)\nb = a[0:1]\nb.data = torch.zeros(3)")
+    for step in trace.steps:
+        assert loads(dumps(step)) == step
+        json.loads(json.dumps(step.to_json(), allow_nan=False))
+    assert trace.steps[-1].to_json()["ops"][-1]["detail"]["replaced"] == ["storage"]
+
+
+def test_version_counter_labels_tell_detach_from_data() -> None:
+    steps = run_source(
+        "import torch\na = torch.ones(3, requires_grad=True)\nb = a.detach()\nc = a.data\nd = a.clone()"
+    ).steps
+    t = steps[-1].tensors
+    assert t["a"].version_counter == t["b"].version_counter  # detach() shares the counter
+    assert t["c"].version_counter not in (t["a"].version_counter, t["d"].version_counter)  # .data has its own
+    assert t["a"].storage == t["c"].storage  # ... on the same memory
+    # Labels are stable from step to step.
+    assert steps[2].tensors["a"].version_counter == t["a"].version_counter
