@@ -52,6 +52,10 @@ class Frame:
     """Its statements run without being reported as steps (hooks, map/sorted keys)."""
     returned: Any = NOTHING
     """The value of a ``return`` that ran in this frame's last step."""
+    line: int = 0
+    """The line of the statement (or block header) running in this frame."""
+    called_from: int = 0
+    """The line in the calling frame that made this call (0 for the module)."""
 
 
 class ScriptCallable(Sealed):
