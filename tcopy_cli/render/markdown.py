@@ -6,6 +6,7 @@ from typing import TextIO
 
 from tcopy_cli.render import ViewOptions
 from tcopy_cli.render.cells import COLUMNS, removed_names, step_rows
+from tcopy_cli.render.where import where_parts
 from tcopy_cli.trace.records import RunInfo, RunSummary, Step
 
 
@@ -40,7 +41,7 @@ class MarkdownRenderer:
             return
         w = self.out.write
         status = " · **error**" if step.status == "error" else ""
-        where = f" · in `{step.function}` (depth {step.depth})" if step.function else ""
+        where = "".join(" · " + part for part in where_parts(step))
         w(f"### Step {step.index} · line {step.line}{where}{status}\n\n")
         for line in step.narration:
             w(f"*{line}*\n\n")

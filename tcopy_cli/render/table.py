@@ -17,6 +17,7 @@ from tcopy_cli.render.layout import plan
 from tcopy_cli.render.memory import memory_map, memory_signature
 from tcopy_cli.render.trim import Trimmed
 from tcopy_cli.render.values import value_lines
+from tcopy_cli.render.where import where_parts
 from tcopy_cli.trace.records import RunInfo, RunSummary, Step, TensorRecord
 
 NOTE_STYLES = {"info": "cyan", "warning": "bold yellow"}
@@ -82,7 +83,7 @@ class TableRenderer:
         for line in step.narration:
             parts.append(Text(line, style="italic cyan"))
         status = Text(" error", style="bold red") if step.status == "error" else Text("")
-        where = Text(f" · in {step.function} (depth {step.depth})", style="magenta") if step.function else Text("")
+        where = Text("".join(" · " + part for part in where_parts(step)), style="magenta")
         parts.append(
             Rule(
                 Text.assemble((f"Step {step.index}", "bold"), f" · line {step.line}", where, status),
