@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, Protocol
 
 if TYPE_CHECKING:
-    from tcopy_cli.trace.records import RunInfo, RunSummary, Step
+    from tcopy_cli.render.folding import FoldedTurn, StepFlow
+    from tcopy_cli.render.loops import LoopSummary
+    from tcopy_cli.trace.records import Note, RunInfo, RunSummary, Step
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,18 @@ class ViewOptions:
     """Show steps up to this index (--step/--to)."""
     depth: Optional[int] = None
     """Hide steps inside script functions nested deeper than this."""
+    fold: bool = True
+    """Tables and Markdown: later turns of a loop in one line each (--all-steps: False)."""
+
+    def notes_of(self, step: Step) -> list[Note]:
+        """The step's notes a view shows: with --watch, only those about a watched name (or no name)."""
+        if not self.watch:
+            return step.explanations
+        return [n for n in step.explanations if not n.tensors or any(self.watches(t) for t in n.tensors)]
+
+    def watches(self, name: str) -> bool:
+        """Whether --watch names ``name`` (or the list, dict or module it is part of)."""
+        return any(name == w or name.startswith((w + "[", w + ".")) for w in self.watch or ())
 
     def shows(self, step: Step) -> bool:
         """Whether a step is in the --step/--from/--to range and within --depth."""
@@ -50,8 +64,14 @@ class Renderer(Protocol):
     def step(self, step: Step, shown: bool = True) -> None:
         """After each step; ``shown`` is False for steps outside --step/--from/--to."""
 
-    def end(self, summary: RunSummary) -> None:
-        """After the last step."""
+    def folded(self, turn: FoldedTurn) -> None:
+        """A later turn of a loop, in one line (tables and Markdown)."""
+
+    def loop(self, summary: LoopSummary) -> None:
+        """A loop ended."""
+
+    def end(self, summary: RunSummary, flow: StepFlow | None = None) -> None:
+        """After the last step (``flow`` says what folding and --watch left out)."""
 
     def rejected(self, info: RunInfo, line: int, column: int, message: str) -> None:
         """Instead of start, steps and end: the script was refused before it ran."""

@@ -12,12 +12,14 @@ from rich.text import Text
 
 from tcopy_cli.render import ViewOptions
 from tcopy_cli.render.cells import Row, removed_names, step_rows
+from tcopy_cli.render.folding import FoldedTurn, StepFlow, turn_parts
 from tcopy_cli.render.graph import graph_tree
 from tcopy_cli.render.layout import plan
+from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading
 from tcopy_cli.render.memory import memory_map, memory_signature
 from tcopy_cli.render.trim import Trimmed
 from tcopy_cli.render.values import value_lines
-from tcopy_cli.render.where import where_parts
+from tcopy_cli.render.where import iteration_text, where_parts
 from tcopy_cli.trace.records import RunInfo, RunSummary, Step, TensorRecord
 
 NOTE_STYLES = {"info": "cyan", "warning": "bold yellow"}
@@ -110,7 +112,7 @@ class TableRenderer:
         for w in step.warnings:
             parts.append(Padding(Text("⚠ warning: " + w, style="yellow"), (0, 0, 0, 2)))
         if self.options.explain:
-            for note in step.explanations:
+            for note in self.options.notes_of(step):
                 style = NOTE_STYLES[note.severity]
                 parts.append(Padding(Text("• " + note.line, style=style), (0, 0, 0, 2)))
         if self.options.memory:
@@ -134,6 +136,30 @@ class TableRenderer:
                 parts.append(Padding(Text("why: " + err.explanation, style="magenta"), (0, 0, 0, 4)))
         parts.append(Text(""))
         return Trimmed(Group(*parts))
+
+    def folded(self, turn: FoldedTurn) -> None:
+        """A later turn of a loop in one line (what it printed under it)."""
+        text = Text.assemble(("↻ ", "dim"), (iteration_text(turn.loops), "magenta"))
+        for part in turn_parts(turn):
+            text.append(" · ", style="dim")
+            text.append(part)
+        self.console.print(Padding(text, (0, 0, 0, 2)))
+        for line in turn.printed.rstrip("\n").split("\n") if turn.printed else ():
+            self.console.print(Trimmed(Text("    │ " + line, style="dim")))
+
+    def loop(self, summary: LoopSummary) -> None:
+        """When a loop ends: its turns, and how each tensor it changed evolved."""
+        changed = summary.changed()
+        out: list[RenderableType] = [Text.assemble(("  ⟲ ", "dim"), (loop_heading(summary), "bold"))]
+        width = max((len(n) for n in changed), default=0)
+        spark = max(8, min(50, self.console.width - width - 45))
+        for name, ev in changed.items():
+            parts = evolution_parts(ev, spark)
+            if parts:
+                rest = [(" " if ev.scalar and i == 1 else " · ") + p for i, p in enumerate(parts) if i]
+                out.append(Text.assemble(f"    {name:<{width}}  ", (parts[0], "cyan"), *rest))
+        out.append(Text(""))
+        self.console.print(Trimmed(Group(*out)))
 
     def _table(self, rows: list[Row]) -> Table:
         show_device = {r.cells["device"] for r in rows} != {self.device}
@@ -159,8 +185,8 @@ class TableRenderer:
     def rejected(self, info: RunInfo, line: int, column: int, message: str) -> None:
         """Nothing on stdout: the command line shows the refused line with a caret on stderr."""
 
-    def end(self, summary: RunSummary) -> None:
-        """The closing line."""
+    def end(self, summary: RunSummary, flow: StepFlow | None = None) -> None:
+        """The closing line, and what folding and --watch left out."""
         style = "green" if summary.errors == 0 else "red"
         o = self.options
         hidden = self.shown < summary.steps and (o.first, o.last, o.depth) != (None, None, None)
@@ -172,6 +198,8 @@ class TableRenderer:
                 style=style,
             )
         )
+        for line in flow.footnotes() if flow is not None else ():
+            self.console.print(Text(line, style="dim"))
 
 
 # Columns whose text may wrap onto more lines; the rest stay on one line and end in "…".

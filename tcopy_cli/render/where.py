@@ -1,4 +1,7 @@
-"""Where a step is, in words, for step headers: ``iteration 7/50 · inside no_grad · in forward() called from line 23``."""
+"""Where a step is, in words, for step headers.
+
+For example ``iteration 7/50 · inside no_grad · in forward() called from line 23``.
+"""
 
 from __future__ import annotations
 

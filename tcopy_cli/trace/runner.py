@@ -441,7 +441,6 @@ class Runner:
             return False
         return True
 
-
     def _narration(self, node: ast.stmt) -> list[str]:
         """Comments above the statement, after those above the blocks it is the first statement of
         (each block's shown once, on the first step it runs)."""
@@ -462,12 +461,14 @@ def lead_comments(program: Program) -> dict[int, list[tuple[int, list[str]]]]:
     ``id(statement) -> [(id(block), lines)]``, outermost block first."""
     found: dict[int, list[tuple[int, int, list[str]]]] = {}
     for node in ast.walk(program.tree):
-        blocks = [node] if isinstance(node, BLOCKS) else []
+        blocks: list[ast.For | ast.While | ast.With | ast.If | ast.Try | ast.FunctionDef] = (
+            [node] if isinstance(node, BLOCKS) else []
+        )
         if isinstance(node, ast.ClassDef):
             blocks = [m for m in node.body if isinstance(m, ast.FunctionDef)]
         for block in blocks:
             comments = _narration(program, block)
-            first = _first_statement(block.body)  # type: ignore[attr-defined]
+            first = _first_statement(block.body)
             if comments and first is not None:
                 found.setdefault(id(first), []).append((block.lineno, id(block), comments))
     return {k: [(b, lines) for _, b, lines in sorted(v, key=lambda e: e[0])] for k, v in found.items()}

@@ -16,7 +16,7 @@ from tcopy_cli.trace.wire import dumps, loads
 def _turns_by_python(src: str) -> list[tuple[int, ...]]:
     """Run ``src`` with plain Python, where each ``mark(i, ...)`` call records the loop turns."""
     seen: list[tuple[int, ...]] = []
-    exec(src, {"mark": lambda *turns: seen.append(turns)})  # noqa: S102 - the test's own source
+    exec(src, {"mark": lambda *turns: seen.append(turns)})
     return seen
 
 
@@ -126,6 +126,8 @@ def test_context_travels_on_the_wire() -> None:
     for step in run_source(src).steps:
         assert loads(dumps(step)) == step
     last = run_source(src).steps[-1]
-    assert last.loops and last.contexts == ("no_grad",) and last.to_json()["loops"] == [
-        {"line": 3, "iteration": 2, "total": 2}
-    ]
+    assert (
+        last.loops
+        and last.contexts == ("no_grad",)
+        and last.to_json()["loops"] == [{"line": 3, "iteration": 2, "total": 2}]
+    )
