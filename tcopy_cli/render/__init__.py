@@ -7,12 +7,15 @@ here, and name it in the command line's format table (tcopy_cli/cli/present.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional, Protocol
+from typing import TYPE_CHECKING, Optional, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from tcopy_cli.render.folding import FoldedTurn, StepFlow
     from tcopy_cli.render.loops import LoopSummary
     from tcopy_cli.trace.records import Note, RunInfo, RunSummary, Step
+
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,10 @@ class ViewOptions:
         if not self.watch:
             return step.explanations
         return [n for n in step.explanations if not n.tensors or any(self.watches(t) for t in n.tensors)]
+
+    def watched_only(self, named: dict[str, T]) -> dict[str, T]:
+        """``named`` without the names --watch leaves out."""
+        return {k: v for k, v in named.items() if self.watches(k)} if self.watch else named
 
     def watches(self, name: str) -> bool:
         """Whether --watch names ``name`` (or the list, dict or module it is part of)."""

@@ -263,9 +263,10 @@ class StepFlow:
         ended = self.tracker.close()
         if self.folder is None:
             return [LoopEnd(s) for s in ended]
-        out = self.folder.flush()
-        for summary in ended:
+        out: list[Event] = []
+        for summary in ended:  # a loop that ended in a held turn stays folded with it
             out += self.folder.feed(summary)
+        out += self.folder.flush()
         return [self._visible(e) for e in out]
 
     def footnotes(self) -> list[str]:

@@ -106,7 +106,7 @@ class MarkdownRenderer:
             w("\n")
             self.list_open = False
         w(f"**⟲ {loop_heading(summary)}**\n\n")
-        rows = [(name, evolution_parts(ev, 40)) for name, ev in summary.changed().items()]
+        rows = [(name, evolution_parts(ev, 40)) for name, ev in self.options.watched_only(summary.changed()).items()]
         rows = [(name, parts) for name, parts in rows if parts]
         if rows:
             w("| tensor | how it evolved |\n|---|---|\n")

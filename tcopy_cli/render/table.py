@@ -149,7 +149,7 @@ class TableRenderer:
 
     def loop(self, summary: LoopSummary) -> None:
         """When a loop ends: its turns, and how each tensor it changed evolved."""
-        changed = summary.changed()
+        changed = self.options.watched_only(summary.changed())
         out: list[RenderableType] = [Text.assemble(("  ⟲ ", "dim"), (loop_heading(summary), "bold"))]
         width = max((len(n) for n in changed), default=0)
         spark = max(8, min(50, self.console.width - width - 45))
