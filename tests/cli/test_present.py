@@ -281,3 +281,28 @@ def test_export_png_script_renders_the_svg(tmp_path: Path) -> None:
     width, height = struct.unpack(">II", png[16:24])
     view_box = ET.parse(svg).getroot().attrib["viewBox"].split()
     assert (width, height) == (round(float(view_box[2])), round(float(view_box[3])))  # the SVG's own size
+
+
+LOOP = "a = torch.zeros(1)\nfor i in range(5):\n    a = a + i\nb = a * 2"
+
+
+def test_pause_lets_folded_turns_go_by_and_stops_at_the_loop_summary() -> None:
+    child = _spawn(["run", "-e", LOOP, "--pause"])
+    child.expect(_step(1))
+    child.expect(PROMPT)
+    _press(child, " ", 2)  # the loop's first turn, in full
+    child.send(" ")
+    for turn in (2, 3, 4, 5):  # the later turns, one line each, without a stop between them
+        child.expect(rf"↻ (\x1b\[[0-9;]*m)*iteration {turn}/5")
+    child.expect("loop at line 2: 5 iterations")
+    child.expect(PROMPT)
+    _press(child, " ", 7)
+    child.send("b")  # back: the summary is drawn again with the folded turns above it
+    child.expect(r"↻ (\x1b\[[0-9;]*m)*iteration 2/5")
+    child.expect("loop at line 2")
+    child.expect(PROMPT)
+    child.send("q")
+    child.expect("stopped after step 7")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
