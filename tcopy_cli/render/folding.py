@@ -355,15 +355,26 @@ def grouped_names(names: list[str], most: int = 6) -> str:
     return ", ".join(parts[:most]) + (f" +{len(parts) - most} more" if len(parts) > most else "")
 
 
-def turn_parts(turn: FoldedTurn) -> list[str]:
-    """The pieces of a folded turn's line after its turn number."""
-    parts = [f"line{'s' if len(set(turn.lines)) > 1 else ''} {line_ranges(turn.lines)}"]
+def turn_parts(turn: FoldedTurn, previous: FoldedTurn | None = None) -> list[str]:
+    """The pieces of a folded turn's line after its turn number.
+
+    After a folded turn of the same loop (``previous``), the lines that ran and the
+    tensors updated are left out when they are the same as there.
+    """
+    same_loop = previous is not None and [c.line for c in previous.loops] == [c.line for c in turn.loops]
+    parts = []
+    if not (same_loop and previous is not None and previous.lines == turn.lines):
+        parts.append(f"line{'s' if len(set(turn.lines)) > 1 else ''} {line_ranges(turn.lines)}")
     parts += [f"{name} {number(was)} → {number(now)}" if was is not None else f"{name} = {number(now)}"
               for name, was, now in turn.scalars]  # fmt: skip
-    updated = list(dict.fromkeys(turn.versions + turn.grads))
-    if updated:
+    updated = _updated(turn)
+    if updated and not (same_loop and previous is not None and _updated(previous) == updated):
         parts.append(f"updated: {grouped_names(updated)}")
     return parts
+
+
+def _updated(turn: FoldedTurn) -> list[str]:
+    return list(dict.fromkeys(turn.versions + turn.grads))
 
 
 __all__ = ["Event", "FoldedTurn", "Folder", "LoopEnd", "Show", "StepFlow", "Watch", "folded_turn", "turn_parts"]

@@ -25,6 +25,7 @@ class MarkdownRenderer:
         self.previous: Step | None = None
         self.device = "cpu"
         self.list_open = False  # folded turns are list items: a blank line ends the list
+        self.last_folded: FoldedTurn | None = None
 
     def start(self, info: RunInfo) -> None:
         """Title and run facts."""
@@ -46,6 +47,7 @@ class MarkdownRenderer:
         if self.list_open:
             w("\n")
             self.list_open = False
+        self.last_folded = None
         status = " · **error**" if step.status == "error" else ""
         where = "".join(" · " + part for part in where_parts(step))
         w(f"### Step {step.index} · line {step.line}{where}{status}\n\n")
@@ -93,15 +95,19 @@ class MarkdownRenderer:
 
     def folded(self, turn: FoldedTurn) -> None:
         """A later turn of a loop as one list item (what it printed in a block under it)."""
-        self.out.write(f"- ↻ *{iteration_text(turn.loops)}* · " + _cell(" · ".join(turn_parts(turn))) + "\n")
+        self.out.write(
+            f"- ↻ *{iteration_text(turn.loops)}* · " + _cell(" · ".join(turn_parts(turn, self.last_folded))) + "\n"
+        )
         if turn.printed:
             self.out.write("\n  ```\n" + "".join("  " + ln + "\n" for ln in turn.printed.rstrip("\n").split("\n")))
             self.out.write("  ```\n")
         self.list_open = True
+        self.last_folded = turn
 
     def loop(self, summary: LoopSummary) -> None:
         """When a loop ends: its turns and a row per tensor it changed."""
         w = self.out.write
+        self.last_folded = None
         if self.list_open:
             w("\n")
             self.list_open = False

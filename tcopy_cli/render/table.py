@@ -37,6 +37,7 @@ class TableRenderer:
         self.level = 0  # columns given up so far (see layout.plan)
         self.memory_signature: tuple[object, ...] | None = None
         self.shown = 0  # steps drawn (fewer than run under --step/--from/--to/--depth)
+        self.last_folded: FoldedTurn | None = None  # the folded turn drawn last, if nothing came after it
 
     def start(self, info: RunInfo) -> None:
         """The line above the first step."""
@@ -69,6 +70,7 @@ class TableRenderer:
         if shown:
             self.console.print(self.render_step(step))
             self.shown += 1
+            self.last_folded = None
         self.previous = step
 
     def forget(self) -> None:
@@ -140,15 +142,17 @@ class TableRenderer:
     def folded(self, turn: FoldedTurn) -> None:
         """A later turn of a loop in one line (what it printed under it)."""
         text = Text.assemble(("↻ ", "dim"), (iteration_text(turn.loops), "magenta"))
-        for part in turn_parts(turn):
+        for part in turn_parts(turn, self.last_folded):
             text.append(" · ", style="dim")
             text.append(part)
+        self.last_folded = turn
         self.console.print(Padding(text, (0, 0, 0, 2)))
         for line in turn.printed.rstrip("\n").split("\n") if turn.printed else ():
             self.console.print(Trimmed(Text("    │ " + line, style="dim")))
 
     def loop(self, summary: LoopSummary) -> None:
         """When a loop ends: its turns, and how each tensor it changed evolved."""
+        self.last_folded = None
         changed = self.options.watched_only(summary.changed())
         out: list[RenderableType] = [Text.assemble(("  ⟲ ", "dim"), (loop_heading(summary), "bold"))]
         width = max((len(n) for n in changed), default=0)

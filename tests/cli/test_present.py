@@ -155,6 +155,15 @@ def _press(child, key: str, step: int) -> None:  # type: ignore[no-untyped-def]
     child.expect(PROMPT)
 
 
+def _quit(child, step: int) -> None:  # type: ignore[no-untyped-def]
+    """Press q: the run stops cleanly after the step it was at."""
+    child.send("q")
+    child.expect(f"stopped after step {step}")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
 EIGHT_STEPS = "; ".join(["a = torch.ones(2)", *(f"a = a + {i}" for i in range(1, 8))])
 
 
@@ -174,11 +183,7 @@ def test_pause_next_back_and_quit_keys() -> None:
     _press(child, HOME, 1)
     _press(child, END, 6)
     _press(child, " ", 7)  # ... and past the last one shown runs the next one
-    child.send("q")
-    child.expect("stopped after step 7")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+    _quit(child, 7)
 
 
 def test_pause_ignores_other_keys_and_erases_its_prompt() -> None:
@@ -301,8 +306,4 @@ def test_pause_lets_folded_turns_go_by_and_stops_at_the_loop_summary() -> None:
     child.expect(r"↻ (\x1b\[[0-9;]*m)*iteration 2/5")
     child.expect("loop at line 2")
     child.expect(PROMPT)
-    child.send("q")
-    child.expect("stopped after step 7")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+    _quit(child, 7)
