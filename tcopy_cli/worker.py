@@ -106,6 +106,13 @@ def main() -> int:
 
         _fix_tempdir()
         confinement = confine.confine(request.get("device", "cpu")).describe()
+        # No directory is writable now. Creating an optimizer imports torch._dynamo, which
+        # asks for a cache directory and creates it: name one that exists, and keep
+        # tempfile from probing for a writable one.
+        import tempfile
+
+        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.sep)
+        tempfile.tempdir = os.sep
     try:
         if request.get("mode") == "session":
             return _serve_session(request, channel, confinement)

@@ -18,6 +18,7 @@ from tcopy_cli.errors import ScriptRejected, UsageError
 
 if TYPE_CHECKING:
     from tcopy_cli.render import Renderer
+    from tcopy_cli.render.folding import Event
     from tcopy_cli.trace.records import RunSummary, Step
 
 EXPORT_SUFFIXES = (".svg", ".html", ".htm", ".txt", ".cast")
@@ -217,6 +218,8 @@ class Presenter:
         self.errors: list[Step] = []
         self.history: list[str] = []
         """Each step shown under --pause, as drawn (to draw it again on the way back)."""
+        self.carried = ""
+        """Folded loop turns drawn under --pause since the last stop (drawn again with the next)."""
         self.shown = 0
         """How many steps were shown."""
         self.cast = Cast(console, delay) if export_to is not None and export_to.suffix.lower() == ".cast" else None
@@ -227,13 +230,52 @@ class Presenter:
         if self.pause and not self.interactive:
             say("--pause needs a terminal (and --format table); running without pausing")
 
+    def event(self, renderer: Renderer, event: Event) -> None:
+        """Draw what the step flow says: a step, a folded loop turn, or a loop's summary.
+
+        --pause stops after each step and loop summary, not after each folded turn: the
+        folded lines of a loop go by together and the summary under them waits for a key.
+        """
+        from tcopy_cli.render.folding import FoldedTurn, Show
+
+        if isinstance(event, Show):
+            self.step(renderer, event.step, event.shown)
+            return
+        if isinstance(event, FoldedTurn):
+            if self.interactive:
+                with self.console.capture() as capture:
+                    renderer.folded(event)
+                self.carried += capture.get()
+                self.console.file.write(capture.get())
+            else:
+                renderer.folded(event)
+            return
+        if not event.shown and self.fmt is not OutputFormat.json:
+            return
+        if self.interactive:
+            with self.console.capture() as capture:
+                renderer.loop(event.summary)
+            self.history.append(self.carried + capture.get())
+            self.carried = ""
+            self.console.file.write(capture.get())
+        else:
+            renderer.loop(event.summary)
+        if self.cast is not None:
+            self.cast.take()
+        if self.fmt is not OutputFormat.json:
+            if self.interactive:
+                self._wait_for_key()
+            elif self.delay:
+                time.sleep(self.delay)
+
     def step(self, renderer: Renderer, step: Step, shown: bool) -> None:
         """Render a step, then wait (--pause) or sleep (--delay) if it was shown."""
         shown = shown or self.fmt is OutputFormat.json
         if self.interactive and shown:
             with self.console.capture() as capture:  # still recorded for --export
                 renderer.step(step, shown)
-            self.history.append(capture.get())
+            self.history.append(self.carried + capture.get())
+            self.carried = ""
             self.console.file.write(self.history[-1])
         else:
             renderer.step(step, shown)

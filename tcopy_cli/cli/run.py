@@ -111,13 +111,17 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
         graph=view.graph,
         trust=request.trust,
     )
+    from tcopy_cli.render.folding import StepFlow
+
     presenter.begin()
     renderer = make_renderer(fmt, view, presenter.console)
+    flow = StepFlow(view, fold=view.fold and fmt is not OutputFormat.json)
     seen: list[Step] = []
 
     def emit(step: Step) -> None:
         seen.append(step)
-        presenter.step(renderer, step, view.shows(step))
+        for event in flow.feed(step):
+            presenter.event(renderer, event)
 
     try:
         summary = run_in_worker(source, origin, options, emit, renderer.start)
@@ -127,7 +131,13 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
         summary = RunSummary(len(seen), errors, stopped_by="quit", expected=expected, missing=missing)
     except ScriptRejected as exc:
         _reject(exc, source, origin, fmt, request.device)
-    renderer.end(summary)
+    if summary.stopped_by != "quit":
+        try:
+            for event in flow.close():  # turns held back and loops still open when the run ended
+                presenter.event(renderer, event)
+        except Quit:
+            pass
+    renderer.end(summary, flow)
     presenter.finish(summary, program.title or origin)
     _check_range(view, summary)
 
@@ -155,8 +165,20 @@ def run(
     ] = False,
     watch: Annotated[
         Optional[str],
-        typer.Option("--watch", "-w", help="Comma-separated names: show only these tensors (a,b).", show_default=False),
+        typer.Option(
+            "--watch",
+            "-w",
+            help="Comma-separated names (a,b): show only these tensors, the steps that touch them and the notes "
+            "about them.",
+            show_default=False,
+        ),
     ] = None,
+    all_steps: Annotated[
+        bool,
+        typer.Option(
+            "--all-steps", help="Show every step in full (by default later turns of a loop are one line each)."
+        ),
+    ] = False,
     max_values: MaxValuesOpt = MAX_VALUES,
     explain: Annotated[
         bool,
@@ -222,6 +244,7 @@ def run(
         first=step if step is not None else from_step,
         last=step if step is not None else to_step,
         depth=depth,
+        fold=not all_steps,
     )
     console = make_console(no_color, width, record=export is not None, color=color.value)
     presenter = Presenter(console, fmt, pause=pause, delay=delay, export_to=export, title=title)

@@ -7,10 +7,15 @@ here, and name it in the command line's format table (tcopy_cli/cli/present.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional, Protocol
+from typing import TYPE_CHECKING, Optional, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from tcopy_cli.trace.records import RunInfo, RunSummary, Step
+    from tcopy_cli.render.folding import FoldedTurn, StepFlow
+    from tcopy_cli.render.loops import LoopSummary
+    from tcopy_cli.trace.records import Note, RunInfo, RunSummary, Step
+
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,22 @@ class ViewOptions:
     """Hide steps inside script functions nested deeper than this."""
     json_refs: bool = False
     """JSON: a tensor record identical to the last one written for its name as ``{"unchanged_since": step}``."""
+    fold: bool = True
+    """Tables and Markdown: later turns of a loop in one line each (--all-steps: False)."""
+
+    def notes_of(self, step: Step) -> list[Note]:
+        """The step's notes a view shows: with --watch, only those about a watched name (or no name)."""
+        if not self.watch:
+            return step.explanations
+        return [n for n in step.explanations if not n.tensors or any(self.watches(t) for t in n.tensors)]
+
+    def watched_only(self, named: dict[str, T]) -> dict[str, T]:
+        """``named`` without the names --watch leaves out."""
+        return {k: v for k, v in named.items() if self.watches(k)} if self.watch else named
+
+    def watches(self, name: str) -> bool:
+        """Whether --watch names ``name`` (or the list, dict or module it is part of)."""
+        return any(name == w or name.startswith((w + "[", w + ".")) for w in self.watch or ())
 
     def shows(self, step: Step) -> bool:
         """Whether a step is in the --step/--from/--to range and within --depth."""
@@ -68,8 +89,14 @@ class Renderer(Protocol):
     def step(self, step: Step, shown: bool = True) -> None:
         """After each step; ``shown`` is False for steps outside --step/--from/--to."""
 
-    def end(self, summary: RunSummary) -> None:
-        """After the last step."""
+    def folded(self, turn: FoldedTurn) -> None:
+        """A later turn of a loop, in one line (tables and Markdown)."""
+
+    def loop(self, summary: LoopSummary) -> None:
+        """A loop ended."""
+
+    def end(self, summary: RunSummary, flow: StepFlow | None = None) -> None:
+        """After the last step (``flow`` says what folding and --watch left out)."""
 
     def rejected(self, info: RunInfo, line: int, column: int, message: str) -> None:
         """Instead of start, steps and end: the script was refused before it ran."""

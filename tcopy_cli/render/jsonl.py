@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from tcopy_cli.render import ViewOptions
 from tcopy_cli.trace.records import RunInfo, RunSummary, Step
+
+if TYPE_CHECKING:
+    from tcopy_cli.render.folding import FoldedTurn, StepFlow
+    from tcopy_cli.render.loops import LoopSummary
 
 
 def dumps(obj: dict[str, Any]) -> str:
@@ -53,12 +57,19 @@ class JsonRenderer:
             else:
                 self.written[name] = (record, index)
 
+    def folded(self, turn: FoldedTurn) -> None:
+        """JSON folds nothing: every step was written."""
+
+    def loop(self, summary: LoopSummary) -> None:
+        """A ``loop`` event: the loop's turns and how each tensor it changed evolved."""
+        self._write(summary.to_json())
+
     def rejected(self, info: RunInfo, line: int, column: int, message: str) -> None:
         """``start``, ``rejected`` and ``end`` for a script refused before running."""
         self.start(info)
         self._write({"event": "rejected", "line": line, "column": column, "message": message})
         self.end(RunSummary(steps=0, errors=0, rejected=True))
 
-    def end(self, summary: RunSummary) -> None:
+    def end(self, summary: RunSummary, flow: StepFlow | None = None) -> None:
         """The ``end`` event."""
         self._write(summary.to_json())

@@ -6,6 +6,9 @@ from typing import TextIO
 
 from tcopy_cli.render import ViewOptions, error_counts
 from tcopy_cli.render.cells import COLUMNS, removed_names, step_rows
+from tcopy_cli.render.folding import FoldedTurn, StepFlow, turn_parts
+from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading
+from tcopy_cli.render.where import iteration_text, where_parts
 from tcopy_cli.trace.records import TRUSTED_HEADER, RunInfo, RunSummary, Step
 
 
@@ -21,6 +24,8 @@ class MarkdownRenderer:
         self.options = options or ViewOptions()
         self.previous: Step | None = None
         self.device = "cpu"
+        self.list_open = False  # folded turns are list items: a blank line ends the list
+        self.last_folded: FoldedTurn | None = None
 
     def start(self, info: RunInfo) -> None:
         """Title and run facts."""
@@ -41,10 +46,14 @@ class MarkdownRenderer:
             self.previous = step
             return
         w = self.out.write
+        if self.list_open:
+            w("\n")
+            self.list_open = False
+        self.last_folded = None
         status = " · **error**" if step.status == "error" else ""
         if step.expected:
             status = " · expected error"
-        where = f" · in `{step.function}` (depth {step.depth})" if step.function else ""
+        where = "".join(" · " + part for part in where_parts(step))
         w(f"### Step {step.index} · line {step.line}{where}{status}\n\n")
         for line in step.narration:
             w(f"*{line}*\n\n")
@@ -77,10 +86,11 @@ class MarkdownRenderer:
         for warning in step.warnings:
             w(f"> ⚠ **warning:** {_cell(warning)}\n\n")
         if self.options.explain:
-            for note in step.explanations:
+            notes = self.options.notes_of(step)
+            for note in notes:
                 text = f"**{note.line}**" if note.severity == "warning" else note.line
                 w(f"- {text}\n")
-            if step.explanations:
+            if notes:
                 w("\n")
         if step.error is not None:
             label = f"expected {step.error.type}" if step.expected else step.error.type
@@ -90,11 +100,41 @@ class MarkdownRenderer:
             w("\n")
         self.previous = step
 
+    def folded(self, turn: FoldedTurn) -> None:
+        """A later turn of a loop as one list item (what it printed in a block under it)."""
+        self.out.write(
+            f"- ↻ *{iteration_text(turn.loops)}* · " + _cell(" · ".join(turn_parts(turn, self.last_folded))) + "\n"
+        )
+        if turn.printed:
+            self.out.write("\n  ```\n" + "".join("  " + ln + "\n" for ln in turn.printed.rstrip("\n").split("\n")))
+            self.out.write("  ```\n")
+        self.list_open = True
+        self.last_folded = turn
+
+    def loop(self, summary: LoopSummary) -> None:
+        """When a loop ends: its turns and a row per tensor it changed."""
+        w = self.out.write
+        self.last_folded = None
+        if self.list_open:
+            w("\n")
+            self.list_open = False
+        w(f"**⟲ {loop_heading(summary)}**\n\n")
+        rows = [(name, evolution_parts(ev, 40)) for name, ev in self.options.watched_only(summary.changed()).items()]
+        rows = [(name, parts) for name, parts in rows if parts]
+        if rows:
+            w("| tensor | how it evolved |\n|---|---|\n")
+            for name, parts in rows:
+                w(f"| `{_cell(name)}` | " + _cell(" · ".join(parts)) + " |\n")
+            w("\n")
+
     def rejected(self, info: RunInfo, line: int, column: int, message: str) -> None:
         """Refusal notice (no heading: nothing ran)."""
         self.out.write(f"**Refused** at line {line}, column {column}: {_cell(message)}\n")
 
-    def end(self, summary: RunSummary) -> None:
-        """Closing line."""
+    def end(self, summary: RunSummary, flow: StepFlow | None = None) -> None:
+        """Closing line, and what folding and --watch left out."""
         steps = f"{summary.steps} step{'s' if summary.steps != 1 else ''}"
-        self.out.write(f"---\n\n{steps}, {error_counts(summary)}\n")
+        self.out.write(("\n" if self.list_open else "") + "---\n\n")
+        self.out.write(f"{steps}, {error_counts(summary)}\n")
+        for line in flow.footnotes() if flow is not None else ():
+            self.out.write(f"\n{line}\n")

@@ -14,12 +14,15 @@ from rich.text import Text
 
 from tcopy_cli.render import ViewOptions, error_counts
 from tcopy_cli.render.cells import Row, removed_names, step_rows
+from tcopy_cli.render.folding import FoldedTurn, StepFlow, turn_parts
 from tcopy_cli.render.graph import graph_tree
 from tcopy_cli.render.grid import BOX, HEADER_STYLE, StepGrid
 from tcopy_cli.render.layout import plan
+from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading
 from tcopy_cli.render.memory import memory_map, memory_signature
 from tcopy_cli.render.trim import Trimmed
 from tcopy_cli.render.values import value_lines
+from tcopy_cli.render.where import iteration_text, where_parts
 from tcopy_cli.trace.records import TRUSTED_HEADER, RunInfo, RunSummary, Step, TensorRecord
 
 NOTE_STYLES = {"info": "cyan", "warning": "bold yellow"}
@@ -37,6 +40,7 @@ class TableRenderer:
         self.level = 0  # columns given up so far (see layout.plan)
         self.memory_signature: tuple[object, ...] | None = None
         self.shown = 0  # steps drawn (fewer than run under --step/--from/--to/--depth)
+        self.last_folded: FoldedTurn | None = None  # the folded turn drawn last, if nothing came after it
 
     def start(self, info: RunInfo) -> None:
         """The line above the first step."""
@@ -71,6 +75,7 @@ class TableRenderer:
         if shown:
             self.console.print(self.render_step(step))
             self.shown += 1
+            self.last_folded = None
         self.previous = step
 
     def forget(self) -> None:
@@ -89,7 +94,7 @@ class TableRenderer:
         status = Text(" error", style="bold red") if step.status == "error" else Text("")
         if step.expected:
             status = Text(" expected error", style="bold bright_blue")
-        where = Text(f" · in {step.function} (depth {step.depth})", style="magenta") if step.function else Text("")
+        where = Text("".join(" · " + part for part in where_parts(step)), style="magenta")
         rows = step_rows(step, previous, self.options.watch, self.options.only_changed)
         gone = removed_names(step, previous)
         # Nothing the table shows changed: the step is told without redrawing the table.
@@ -150,7 +155,7 @@ class TableRenderer:
         for w in step.warnings:
             parts.append(Padding(Text("⚠ warning: " + w, style="yellow"), (0, 0, 0, 2)))
         if self.options.explain:
-            for note in step.explanations:
+            for note in self.options.notes_of(step):
                 style = NOTE_STYLES[note.severity]
                 parts.append(Padding(Text("• " + note.line, style=style), (0, 0, 0, 2)))
 
@@ -160,6 +165,32 @@ class TableRenderer:
         if not rows:
             return Text("(no tensors)", style="dim")
         return Trimmed(Group(Text(f"after step {step.index} · line {step.line}", style="dim"), self._table(rows)))
+
+    def folded(self, turn: FoldedTurn) -> None:
+        """A later turn of a loop in one line (what it printed under it)."""
+        text = Text.assemble(("↻ ", "dim"), (iteration_text(turn.loops), "magenta"))
+        for part in turn_parts(turn, self.last_folded):
+            text.append(" · ", style="dim")
+            text.append(part)
+        self.last_folded = turn
+        self.console.print(Padding(text, (0, 0, 0, 2)))
+        for line in turn.printed.rstrip("\n").split("\n") if turn.printed else ():
+            self.console.print(Trimmed(Text("    │ " + line, style="dim")))
+
+    def loop(self, summary: LoopSummary) -> None:
+        """When a loop ends: its turns, and how each tensor it changed evolved."""
+        self.last_folded = None
+        changed = self.options.watched_only(summary.changed())
+        out: list[RenderableType] = [Text.assemble(("  ⟲ ", "dim"), (loop_heading(summary), "bold"))]
+        width = max((len(n) for n in changed), default=0)
+        spark = max(8, min(50, self.console.width - width - 45))
+        for name, ev in changed.items():
+            parts = evolution_parts(ev, spark)
+            if parts:
+                rest = [(" " if ev.scalar and i == 1 else " · ") + p for i, p in enumerate(parts) if i]
+                out.append(Text.assemble(f"    {name:<{width}}  ", (parts[0], "cyan"), *rest))
+        out.append(Text(""))
+        self.console.print(Trimmed(Group(*out)))
 
     def _table(self, rows: list[Row]) -> StepGrid:
         show_device = {r.cells["device"] for r in rows} != {self.device}
@@ -195,8 +226,8 @@ class TableRenderer:
     def rejected(self, info: RunInfo, line: int, column: int, message: str) -> None:
         """Nothing on stdout: the command line shows the refused line with a caret on stderr."""
 
-    def end(self, summary: RunSummary) -> None:
-        """The closing line."""
+    def end(self, summary: RunSummary, flow: StepFlow | None = None) -> None:
+        """The closing line, and what folding and --watch left out."""
         style = "green" if summary.status == "ok" else "red"
         o = self.options
         hidden = self.shown < summary.steps and (o.first, o.last, o.depth) != (None, None, None)
@@ -208,6 +239,8 @@ class TableRenderer:
                 style=style,
             )
         )
+        for line in flow.footnotes() if flow is not None else ():
+            self.console.print(Text(line, style="dim"))
 
 
 RULE: dict[str, Any] = {"align": "left", "style": "dim"}

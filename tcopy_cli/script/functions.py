@@ -59,6 +59,10 @@ class Frame:
     """The value of a ``return`` that ran in this frame's last step."""
     global_names: frozenset[str] = frozenset()
     """Names declared ``global`` in the function: read and bound in the module's names."""
+    line: int = 0
+    """The line of the statement (or block header) running in this frame."""
+    called_from: int = 0
+    """The line in the calling frame that made this call (0 for the module)."""
 
 
 class ScriptCallable(Sealed):

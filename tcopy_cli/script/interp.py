@@ -133,6 +133,11 @@ class Interpreter(Sealed):
         self.quiet_calls = 0
         self.ops: OpSink | None = None
         """Set by the step runner: receives every operation (calls, indexing, operators, writes)."""
+        # The loops running, outermost first: [line, turn, total or None, entry number].
+        self.loops: list[list[Any]] = []
+        self.loop_entries = 0
+        # Grad-mode blocks (``with torch.no_grad():``) running, outermost first.
+        self.contexts: list[str] = []
 
     # --- the API the step runner uses ------------------------------------------------
 
@@ -170,6 +175,10 @@ class Interpreter(Sealed):
     def current_function(self) -> str | None:
         """The script function whose statement is running, None at module level."""
         return self.frames[-1].function
+
+    def call_chain(self) -> list[tuple[str, int]]:
+        """Each running script-function call, outermost first: (function, line that called it)."""
+        return [(f.function or "", f.called_from) for f in self.frames[1:]]
 
     @property
     def depth(self) -> int:
@@ -236,7 +245,9 @@ class Interpreter(Sealed):
             )
         local = bind_arguments(fn, args, kwargs)
         silent = silent or self.frame.silent or self.quiet_calls > 0
-        frame = Frame(fn.name, [*fn.env, local], local, silent, global_names=fn.global_names)
+        frame = Frame(
+            fn.name, [*fn.env, local], local, silent, global_names=fn.global_names, called_from=self.frame.line
+        )
         self.frames.append(frame)
         try:
             if fn.grad_modes:
@@ -320,6 +331,7 @@ class Interpreter(Sealed):
 
     def _step(self, stmt: ast.stmt, action: Callable[[], None]) -> bool:
         frame = self.frame
+        frame.line = stmt.lineno
         if frame.silent:
             action()
             ok = True
@@ -331,6 +343,7 @@ class Interpreter(Sealed):
         return ok
 
     def _header(self, stmt: ast.stmt, action: Callable[[], Any]) -> tuple[bool, Any]:
+        self.frame.line = stmt.lineno
         if self.frame.silent:
             return True, action()
         return self.hook.header(stmt, action)
@@ -385,46 +398,64 @@ class Interpreter(Sealed):
     def on_continue(self, stmt: ast.Continue) -> None:
         raise _Continue()
 
+    def _enter_loop(self, stmt: ast.stmt, total: int | None) -> list[Any]:
+        """Push a loop onto ``loops`` (steps record where they are in it); pop it with ``loops.pop()``."""
+        self.loop_entries += 1
+        loop = [stmt.lineno, 0, total, self.loop_entries]
+        self.loops.append(loop)
+        return loop
+
     def on_while(self, stmt: ast.While) -> None:
         count = 0
-        while True:
-            ok, test = self._header(stmt, lambda: bool(self.eval(stmt.test)))
-            if not ok:
-                return
-            if not test:
-                break
-            count += 1
-            if self._loop_limit_hit(stmt, count) or not self._loop_body(stmt.body):
-                return
+        loop = self._enter_loop(stmt, None)
+        try:
+            while True:
+                ok, test = self._header(stmt, lambda: bool(self.eval(stmt.test)))
+                if not ok:
+                    return
+                if not test:
+                    break
+                count += 1
+                loop[1] = count
+                if self._loop_limit_hit(stmt, count) or not self._loop_body(stmt.body):
+                    return
+        finally:
+            self.loops.pop()
         self._exec_block(stmt.orelse)
 
     def on_for(self, stmt: ast.For) -> None:
         source: list[Any] = []
 
-        def start() -> Any:
-            value = self.iterable(self.eval(stmt.iter))
-            source.append(value)
-            return iter(value)
+        def start() -> tuple[Any, int | None]:
+            iterable = self.iterable(self.eval(stmt.iter))
+            source.append(iterable)
+            return iter(iterable), _known_length(iterable)
 
-        ok, iterator = self._header(stmt, start)
+        ok, started = self._header(stmt, start)
         if not ok:
             return
+        iterator, total = started
         over = source[0] if self.ops is not None and isinstance(source[0], torch.Tensor) else None
         call = f"for {ast.unparse(stmt.target)} in {ast.unparse(stmt.iter)}" if over is not None else ""
         count = 0
-        while True:
-            ok, item = self._header(stmt, lambda: next(iterator, _END))
-            if not ok or item is _END:
-                break
-            count += 1
-            if self._loop_limit_hit(stmt, count):
-                return
-            bind = functools.partial(statements.assign, self, stmt.target, item)
-            if over is not None:  # each item of a tensor is a view of it: recorded as an operation
-                bind = functools.partial(self._iterate, stmt, over, item, bind, call)
-            ok, _ = self._header(stmt, bind)
-            if not ok or not self._loop_body(stmt.body):
-                return
+        loop = self._enter_loop(stmt, total)
+        try:
+            while True:
+                ok, item = self._header(stmt, lambda: next(iterator, _END))
+                if not ok or item is _END:
+                    break
+                count += 1
+                loop[1] = count
+                if self._loop_limit_hit(stmt, count):
+                    return
+                bind = functools.partial(statements.assign, self, stmt.target, item)
+                if over is not None:  # each item of a tensor is a view of it: recorded as an operation
+                    bind = functools.partial(self._iterate, stmt, over, item, bind, call)
+                ok, _ = self._header(stmt, bind)
+                if not ok or not self._loop_body(stmt.body):
+                    return
+        finally:
+            self.loops.pop()
         if ok:
             self._exec_block(stmt.orelse)
 
@@ -455,11 +486,13 @@ class Interpreter(Sealed):
         if not ok:
             return
         cm, entered = pair
+        self.contexts.append(_context_name(cm))
         try:
             if item.optional_vars is not None:
                 statements.assign(self, item.optional_vars, entered)
             self.on_with(stmt, index + 1)
         finally:
+            self.contexts.pop()
             cm.__exit__(None, None, None)
 
     def _exception_types(self, node: ast.expr | None) -> tuple[type, ...]:
@@ -524,6 +557,24 @@ class Interpreter(Sealed):
         if isinstance(value, (ModuleProxy, SafeFunction, ClassProxy)):
             raise TypeError(f"'{type_name(value)}' object is not iterable")
         return value  # type: ignore[no-any-return]
+
+
+_SIZED = (range, list, tuple, dict, str, set, frozenset)
+
+
+def _known_length(value: Any) -> int | None:
+    """How many turns a ``for`` over ``value`` makes, where that is known without iterating."""
+    return len(value) if isinstance(value, _SIZED) else None
+
+
+def _context_name(cm: Any) -> str:
+    """``no_grad``, ``enable_grad``, ``inference_mode`` or ``set_grad_enabled(False)``."""
+    name = type(cm).__name__
+    if name == "set_grad_enabled":
+        return f"set_grad_enabled({getattr(cm, 'mode', '?')})"
+    if name == "inference_mode" and getattr(cm, "mode", True) is False:
+        return "inference_mode(False)"
+    return name
 
 
 def _matching_handler(

@@ -351,6 +351,34 @@ class OpRecord:
         }
 
 
+@dataclass(frozen=True)
+class LoopContext:
+    """One loop around a step: where it is, which turn this is, and how many turns it has.
+
+    ``entry`` numbers the times any loop was entered in the run (1, 2, ...), so turns of
+    one run of a loop can be told from turns of the same loop entered again (a loop
+    inside another loop, or inside a function called twice).
+    """
+
+    line: int
+    iteration: int
+    total: int | None = None
+    """Turns the loop will make when known (``len`` of what a ``for`` walks); None for ``while``."""
+    entry: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON object."""
+        return {"line": self.line, "iteration": self.iteration, "total": self.total}
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """A running call of a script function and the line that called it."""
+
+    function: str
+    line: int
+
+
 Severity = Literal["info", "warning"]
 WARNING_MARK = "⚠ "
 
@@ -423,6 +451,13 @@ class Step:
     ops: list[OpRecord] = field(default_factory=list)
     """The operations the statement performed, in the order they finished."""
 
+    loops: tuple[LoopContext, ...] = ()
+    """Enclosing loops, outermost first (loops of calling code included)."""
+    contexts: tuple[str, ...] = ()
+    """Grad-mode blocks around the step, outermost first: ``no_grad``, ``inference_mode`` ..."""
+    calls: tuple[CallSite, ...] = ()
+    """Script-function calls running, outermost first (``function`` is the innermost's name)."""
+
     @property
     def expected(self) -> bool:
         """The step raised the error its ``# expect:`` comment names (the intended outcome)."""
@@ -457,6 +492,7 @@ class Step:
             "function": self.function,
             "depth": self.depth,
             **({"hooks": self.hooks} if self.hooks else {}),
+            "loops": [loop.to_json() for loop in self.loops],
         }
         if self.expect is not None:
             out["expect"] = self.expect

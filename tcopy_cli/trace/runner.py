@@ -22,7 +22,16 @@ from tcopy_cli.script.parse import Program
 from tcopy_cli.trace.compat import degraded
 from tcopy_cli.trace.observe import Observer, Snapshot, iter_named
 from tcopy_cli.trace.ops import OpRecorder
-from tcopy_cli.trace.records import CaughtInfo, ErrorInfo, OpRecord, RunInfo, RunSummary, Step
+from tcopy_cli.trace.records import (
+    CallSite,
+    CaughtInfo,
+    ErrorInfo,
+    LoopContext,
+    OpRecord,
+    RunInfo,
+    RunSummary,
+    Step,
+)
 
 # Seconds the hard watchdog waits past --timeout for a single C operation to return
 # before it ends the process (Python cannot interrupt code running inside torch).
@@ -54,6 +63,13 @@ class Engine(Protocol):
 
     echoed: str | None
     """The repr of the last top-level expression's value, for the REPL to echo."""
+    loops: list[list[Any]]
+    """The loops running, outermost first: [line, turn, total or None, entry number]."""
+    contexts: list[str]
+    """Grad-mode blocks running, outermost first."""
+
+    def call_chain(self) -> list[tuple[str, int]]:
+        """Each running script-function call, outermost first: (function, line that called it)."""
 
     def run(self) -> None:
         """Execute the whole program, reporting steps to the runner."""
@@ -222,6 +238,8 @@ class Runner:
         self.deadline: float | None = None
         self.interrupted = False
         self.pending: tuple[ast.stmt | None, str, list[str]] = (None, "", [])
+        self.block_comments = lead_comments(program)
+        self.narrated: set[int] = set()
 
     def _engine(self) -> Engine:
         """What executes the script: the sandbox's interpreter (``--trust`` has its own)."""
@@ -295,6 +313,7 @@ class Runner:
         """
         errors = self.errors
         self.program = program
+        self.block_comments = lead_comments(program)
         self.interp.load(program)
         self.stopped_by = None
         self._run_body()
@@ -514,7 +533,7 @@ class Runner:
             warnings=warned,
             tensors=tensors,
             arrays=arrays,
-            narration=_narration(self.program, node),
+            narration=self._narration(node),
             grad_enabled=self.grad_enabled,
             saved_events=snap.saved_events,
             graph=snap.graph,
@@ -525,6 +544,9 @@ class Runner:
             value=self._echoed(node),
             hooks=hooks or [],
             ops=ops or [],
+            loops=tuple(LoopContext(line, turn, total, entry) for line, turn, total, entry in self.interp.loops),
+            contexts=tuple(self.interp.contexts),
+            calls=tuple(CallSite(fn, line) for fn, line in self.interp.call_chain()),
         )
         self.emit(record)
         if record.missed:
@@ -539,6 +561,46 @@ class Runner:
                 raise StopRun()
             return False
         return True
+
+    def _narration(self, node: ast.stmt) -> list[str]:
+        """Comments above the statement, after those above the blocks it is the first statement of
+        (each block's shown once, on the first step it runs)."""
+        lines: list[str] = []
+        for block, comments in self.block_comments.get(id(node), ()):
+            if block not in self.narrated:
+                self.narrated.add(block)
+                lines += comments
+        return lines + _narration(self.program, node)
+
+
+BLOCKS = (ast.For, ast.While, ast.With, ast.If, ast.Try)
+"""Blocks whose comments narrate their first step (and a method's ``def`` inside a class)."""
+
+
+def lead_comments(program: Program) -> dict[int, list[tuple[int, list[str]]]]:
+    """For the first statement of each commented block, the block's comments:
+    ``id(statement) -> [(id(block), lines)]``, outermost block first."""
+    found: dict[int, list[tuple[int, int, list[str]]]] = {}
+    for node in ast.walk(program.tree):
+        blocks: list[ast.For | ast.While | ast.With | ast.If | ast.Try | ast.FunctionDef] = (
+            [node] if isinstance(node, BLOCKS) else []
+        )
+        if isinstance(node, ast.ClassDef):
+            blocks = [m for m in node.body if isinstance(m, ast.FunctionDef)]
+        for block in blocks:
+            comments = _narration(program, block)
+            first = _first_statement(block.body)
+            if comments and first is not None:
+                found.setdefault(id(first), []).append((block.lineno, id(block), comments))
+    return {k: [(b, lines) for _, b, lines in sorted(v, key=lambda e: e[0])] for k, v in found.items()}
+
+
+def _first_statement(body: list[ast.stmt]) -> ast.stmt | None:
+    """The first statement that is a step of its own (descending into nested blocks)."""
+    stmt = body[0] if body else None
+    while isinstance(stmt, BLOCKS):
+        stmt = stmt.body[0] if stmt.body else None
+    return stmt
 
 
 def _raises(error: BaseException, name: str) -> bool:

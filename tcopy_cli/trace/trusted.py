@@ -223,6 +223,10 @@ class TrustedScript:
             self.namespace["__file__"] = program.origin
         self.output = _Printed(self)
         self.echoed: str | None = None  # the REPL's echo; trusted runs have no REPL
+        # Loop and grad-mode context is recorded by the sandbox's interpreter only (for now):
+        # trusted steps carry none, so their loops are not folded.
+        self.loops: list[list[Any]] = []
+        self.contexts: list[str] = []
         self.running: dict[FrameType, _Running] = {}
         self.stack: list[_Running] = []
         self.frame: FrameType | None = None
@@ -323,6 +327,10 @@ class TrustedScript:
                 finally:
                     self.running.clear()
                     self.stack.clear()
+
+    def call_chain(self) -> list[tuple[str, int]]:
+        """Not recorded under --trust (see ``loops``)."""
+        return []
 
     # --- execution -------------------------------------------------------------------
 

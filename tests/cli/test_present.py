@@ -157,6 +157,15 @@ def _press(child, key: str, step: int) -> None:  # type: ignore[no-untyped-def]
     child.expect(PROMPT)
 
 
+def _quit(child, step: int) -> None:  # type: ignore[no-untyped-def]
+    """Press q: the run stops cleanly after the step it was at."""
+    child.send("q")
+    child.expect(f"stopped after step {step}")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
 EIGHT_STEPS = "; ".join(["a = torch.ones(2)", *(f"a = a + {i}" for i in range(1, 8))])
 
 
@@ -176,11 +185,7 @@ def test_pause_next_back_and_quit_keys() -> None:
     _press(child, HOME, 1)
     _press(child, END, 6)
     _press(child, " ", 7)  # ... and past the last one shown runs the next one
-    child.send("q")
-    child.expect("stopped after step 7")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+    _quit(child, 7)
 
 
 def test_pause_ignores_other_keys_and_erases_its_prompt() -> None:
@@ -324,3 +329,24 @@ def test_repl_answers_expressions_shows_vars_unmarked_and_clears_on_ctrl_l() -> 
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+LOOP = "a = torch.zeros(1)\nfor i in range(5):\n    a = a + i\nb = a * 2"
+
+
+def test_pause_lets_folded_turns_go_by_and_stops_at_the_loop_summary() -> None:
+    child = _spawn(["run", "-e", LOOP, "--pause"])
+    child.expect(_step(1))
+    child.expect(PROMPT)
+    _press(child, " ", 2)  # the loop's first turn, in full
+    child.send(" ")
+    for turn in (2, 3, 4, 5):  # the later turns, one line each, without a stop between them
+        child.expect(rf"↻ (\x1b\[[0-9;]*m)*iteration {turn}/5")
+    child.expect("loop at line 2: 5 iterations")
+    child.expect(PROMPT)
+    _press(child, " ", 7)
+    child.send("b")  # back: the summary is drawn again with the folded turns above it
+    child.expect(r"↻ (\x1b\[[0-9;]*m)*iteration 2/5")
+    child.expect("loop at line 2")
+    child.expect(PROMPT)
+    _quit(child, 7)

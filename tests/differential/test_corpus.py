@@ -171,8 +171,8 @@ def _collect_cli(proc: subprocess.Popen[str]) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         return {"crash": f"stdout is not JSON Lines ({exc}); stderr:\n{err}"}
     kinds = [e.get("event") for e in events]
-    if kinds[:1] != ["start"] or kinds[-1:] != ["end"] or set(kinds[1:-1]) - {"step"}:
-        return {"crash": f"events {kinds} are not start, step..., end; exit {proc.returncode}; stderr:\n{err}"}
+    if kinds[:1] != ["start"] or kinds[-1:] != ["end"] or set(kinds[1:-1]) - {"step", "loop"}:
+        return {"crash": f"events {kinds} are not start, step/loop..., end; exit {proc.returncode}; stderr:\n{err}"}
     steps = [e for e in events if e["event"] == "step"]
     return {"crash": None, "steps": steps, "end": events[-1], "exit_code": proc.returncode, "stderr": err}
 

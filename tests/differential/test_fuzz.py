@@ -130,7 +130,7 @@ def _check_cli(args: list[str], fmt: str, input: bytes | None = None) -> None:
             raise AssertionError(f"stdout is not JSON Lines: {err}\n{shown}") from None
         kinds = [e.get("event") for e in events]
         assert kinds[:1] == ["start"] and kinds[-1:] == ["end"], f"events {kinds}\n{shown}"
-        assert set(kinds[1:-1]) <= {"step", "rejected"}, f"events {kinds}\n{shown}"
+        assert set(kinds[1:-1]) <= {"step", "loop", "rejected"}, f"events {kinds}\n{shown}"
         assert events[-1]["status"] == ("ok" if result.exit_code == 0 else "error"), shown
 
 

@@ -60,7 +60,7 @@ def _events(source: str, origin: str, trust: bool) -> list[Any]:
     for step in steps:
         assert trust or "hooks" not in step
         assert not trust or step["ops"] == []
-        for key in ("hooks", "ops", "notes", "explanations"):
+        for key in ("hooks", "ops", "notes", "explanations", "loops"):
             step.pop(key, None)
     return _normalised([start, *steps, trace.summary.to_json()])
 

@@ -30,6 +30,7 @@ SCRIPTS = [
     "c = torch.tensor([1+2j])\n"
     "q = [1][3]\n",
     "try:\n    r = [1][3]\nexcept IndexError:\n    r = 0\n",
+    "for i in range(2):\n    with torch.no_grad():\n        s = torch.ones(1) * i\n",
 ]
 
 

@@ -1,0 +1,297 @@
+"""What a loop did, summarised when it ends: turns run, and how each named tensor evolved.
+
+``LoopTracker`` reads steps as they arrive (their ``loops`` say which turn of which loop
+each belongs to) and hands back a ``LoopSummary`` for every loop that has ended. It reads
+records only: scalars are a tensor's listed value, a ``.grad`` norm is computed from the
+listed gradient values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tcopy_cli.trace.records import LoopContext, Step, TensorRecord
+
+SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: Sequence[float], width: int | None = None) -> str:
+    """One block character per value, low to high (``▁``..``█``); a blank for NaN.
+
+    More values than ``width`` are sampled at evenly spaced turns (the first and last kept).
+    """
+    if width is not None and 1 < width < len(values):
+        n = len(values)
+        values = [values[round(i * (n - 1) / (width - 1))] for i in range(width)]
+    finite = [v for v in values if math.isfinite(v)]
+    if not finite:
+        return " " * len(values)
+    lo, hi = min(finite), max(finite)
+    span = hi - lo
+    out = []
+    for v in values:
+        if not math.isfinite(v):
+            out.append(" ")
+        elif span == 0:
+            out.append(SPARKS[len(SPARKS) // 2])
+        else:
+            out.append(SPARKS[round((v - lo) / span * (len(SPARKS) - 1))])
+    return "".join(out)
+
+
+def scalar_of(record: TensorRecord) -> float | None:
+    """The value of a one-element tensor (None for larger ones or unlisted values)."""
+    if math.prod(record.shape) != 1 or record.values is None:
+        return None
+    value: Any = record.values
+    while isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    if isinstance(value, (bool, int, float)):
+        return float(value)
+    if value in ("nan", "inf", "-inf"):
+        return float(value)
+    return None  # complex numbers and the like
+
+
+def _flat(values: Any) -> list[float] | None:
+    out: list[float] = []
+    stack = [values]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, (int, float)) or v in ("nan", "inf", "-inf"):
+            out.append(float(v))
+        else:
+            return None
+    return out
+
+
+def grad_norm(record: TensorRecord) -> float | None:
+    """The 2-norm of a tensor's ``.grad`` from its listed values (None when there is no grad or no list)."""
+    grad = record.grad
+    if grad is None or grad.values is None:
+        return None
+    flat = _flat(grad.values)
+    return None if flat is None else math.sqrt(sum(x * x for x in flat))
+
+
+def _json_number(v: float | None) -> float | str | None:
+    if v is None or math.isfinite(v):
+        return v
+    return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+
+
+@dataclass
+class Evolution:
+    """How one named tensor changed over a loop's turns (one entry per turn, at its end)."""
+
+    values: list[float] = field(default_factory=list)
+    """The value at the end of each turn, for a one-element tensor; empty otherwise."""
+    version_before: int | None = None
+    """The version counter before the loop (None: the name was bound inside it)."""
+    versions: list[int] = field(default_factory=list)
+    grad_norms: list[float | None] = field(default_factory=list)
+    storages: list[str] = field(default_factory=list)
+    """Storage labels the name held, in order of first appearance (the one before the loop first)."""
+    storage_before: str | None = None
+    storages_freed: int = 0
+
+    @property
+    def scalar(self) -> bool:
+        """Whether every turn left a one-element tensor with a listed value."""
+        return bool(self.values) and len(self.values) == len(self.versions)
+
+    @property
+    def storages_made(self) -> int:
+        """Storages the name got inside the loop."""
+        return sum(1 for s in self.storages if s != self.storage_before)
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry of a ``loop`` event's ``tensors``."""
+        out: dict[str, Any] = {}
+        if self.scalar:
+            finite = [v for v in self.values if math.isfinite(v)]
+            out["values"] = [_json_number(v) for v in self.values]
+            out["first"] = _json_number(self.values[0])
+            out["last"] = _json_number(self.values[-1])
+            out["min"] = min(finite) if finite else None
+            out["max"] = max(finite) if finite else None
+        out["version_before"] = self.version_before
+        out["version_after"] = self.versions[-1] if self.versions else None
+        norms = [n for n in self.grad_norms if n is not None]
+        if norms:
+            out["grad_norms"] = [_json_number(n) for n in self.grad_norms]
+        out["storages_made"] = self.storages_made
+        out["storages_freed"] = self.storages_freed
+        return out
+
+
+@dataclass
+class LoopSummary:
+    """One run of a loop, once it ended."""
+
+    line: int
+    entry: int
+    total: int | None
+    enclosing: tuple[LoopContext, ...]
+    """The loops around this one (their turn when this one ran), outermost first."""
+    first_step: int
+    last_step: int = 0
+    iterations: int = 0
+    tensors: dict[str, Evolution] = field(default_factory=dict)
+
+    @property
+    def level(self) -> int:
+        """How many loops are around this one."""
+        return len(self.enclosing)
+
+    def changed(self) -> dict[str, Evolution]:
+        """The names whose tensor changed during the loop (value, version, grad or storage)."""
+        out = {}
+        for name, ev in self.tensors.items():
+            if not ev.versions:  # unbound inside the loop
+                continue
+            moved = (
+                ev.version_before is None
+                or len(set(ev.versions)) > 1
+                or ev.versions[-1] != ev.version_before
+                or len(set(ev.values)) > 1
+                or len(set(ev.grad_norms)) > 1
+                or ev.storages_made > 0
+            )
+            if moved:
+                out[name] = ev
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``loop`` event."""
+        return {
+            "event": "loop",
+            "line": self.line,
+            "iterations": self.iterations,
+            "total": self.total,
+            "first_step": self.first_step,
+            "last_step": self.last_step,
+            "enclosing": [c.to_json() for c in self.enclosing],
+            "tensors": {name: ev.to_json() for name, ev in self.changed().items()},
+        }
+
+
+@dataclass
+class _Running:
+    summary: LoopSummary
+    turn: int
+    last: Step | None = None
+    """The last step of the turn being run (sampled when the turn ends)."""
+
+
+class LoopTracker:
+    """Follows the loops of a run step by step; reports each loop when it ends."""
+
+    def __init__(self) -> None:
+        self.running: list[_Running] = []
+        self.previous: Step | None = None
+
+    def feed(self, step: Step) -> list[LoopSummary]:
+        """Loops that ended before ``step`` (innermost first); then ``step`` is taken in."""
+        entries = [loop.entry for loop in step.loops]
+        ended: list[LoopSummary] = []
+        keep = 0
+        while keep < len(self.running) and keep < len(entries) and self.running[keep].summary.entry == entries[keep]:
+            keep += 1
+        while len(self.running) > keep:
+            ended.append(self._end(self.running.pop()))
+        for level, loop in enumerate(step.loops):
+            if level >= len(self.running):
+                summary = LoopSummary(loop.line, loop.entry, loop.total, step.loops[:level], step.index)
+                self._before(summary, self.previous)
+                self.running.append(_Running(summary, loop.iteration))
+            running = self.running[level]
+            if loop.iteration != running.turn and running.last is not None:
+                self._sample(running.summary, running.last)
+                running.turn = loop.iteration
+            running.last = step
+            running.summary.last_step = step.index
+            running.summary.iterations = max(running.summary.iterations, loop.iteration)
+        self.previous = step
+        return ended
+
+    def close(self) -> list[LoopSummary]:
+        """The loops still running when the run ended (innermost first)."""
+        ended = []
+        while self.running:
+            ended.append(self._end(self.running.pop()))
+        return ended
+
+    def _end(self, running: _Running) -> LoopSummary:
+        summary = running.summary
+        if running.last is not None:
+            self._sample(summary, running.last)
+        alive = {r.storage for r in running.last.tensors.values()} if running.last is not None else set()
+        for ev in summary.tensors.values():
+            ev.storages_freed = sum(1 for s in dict.fromkeys([ev.storage_before, *ev.storages]) if s and s not in alive)
+        return summary
+
+    @staticmethod
+    def _before(summary: LoopSummary, step: Step | None) -> None:
+        if step is None:
+            return
+        for name, r in step.tensors.items():
+            if ":" not in name:
+                summary.tensors[name] = Evolution(version_before=r.version, storage_before=r.storage)
+
+    @staticmethod
+    def _sample(summary: LoopSummary, step: Step) -> None:
+        """The state at the end of a turn: one entry per named tensor."""
+        for name, r in step.tensors.items():
+            if ":" in name:  # a running function's locals come and go with each call
+                continue
+            ev = summary.tensors.get(name)
+            if ev is None:
+                ev = summary.tensors[name] = Evolution()
+            value = scalar_of(r)
+            if value is not None:
+                ev.values.append(value)
+            ev.versions.append(r.version)
+            ev.grad_norms.append(grad_norm(r))
+            if r.storage not in ev.storages and r.storage != ev.storage_before:
+                ev.storages.append(r.storage)
+
+
+def number(v: float) -> str:
+    """A value in a summary: four significant digits."""
+    return f"{v:.4g}"
+
+
+def evolution_parts(ev: Evolution, spark_width: int) -> list[str]:
+    """How one tensor evolved, in words (a sparkline first for a one-element tensor)."""
+    parts: list[str] = []
+    if ev.scalar:
+        finite = [v for v in ev.values if math.isfinite(v)]
+        span = f"{number(ev.values[0])} → {number(ev.values[-1])}"
+        if finite:
+            span += f" (min {number(min(finite))}, max {number(max(finite))})"
+        parts += [sparkline(ev.values, spark_width), span]
+    else:
+        first = ev.version_before if ev.version_before is not None else ev.versions[0]
+        if ev.versions[-1] != first:
+            parts.append(f"version {first} → {ev.versions[-1]}")
+        norms = [n for n in ev.grad_norms if n is not None]
+        if norms:
+            parts.append(f"grad norm {number(norms[0])} → {number(norms[-1])}")
+    made, freed = ev.storages_made, ev.storages_freed
+    if (made or freed) and not ev.scalar:
+        parts.append(f"{made} storage{'s' if made != 1 else ''} made, {freed} freed")
+    return parts
+
+
+def loop_heading(summary: LoopSummary) -> str:
+    """``loop at line 19: 50 iterations (steps 10–358)``."""
+    turns = f"{summary.iterations} iteration{'s' if summary.iterations != 1 else ''}"
+    if summary.total is not None and summary.total != summary.iterations:
+        turns += f" of {summary.total}"
+    return f"loop at line {summary.line}: {turns} (steps {summary.first_step}–{summary.last_step})"
