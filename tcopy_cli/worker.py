@@ -89,6 +89,11 @@ def _fix_tempdir() -> None:
 
     if tempfile.tempdir is None:
         tempfile.tempdir = os.environ.get("TMPDIR") or "/tmp"
+    # The confined worker can start no program, so a search path is of no use to it, and
+    # with one, ``ctypes.util.find_library`` (which CUDA builds of torch call while being
+    # imported, through cuda.pathfinder) finds gcc and makes a temporary file to run it,
+    # which fails. With no search path it finds no compiler and gives up quietly.
+    os.environ["PATH"] = ""
 
 
 def main() -> int:

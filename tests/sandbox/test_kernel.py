@@ -201,6 +201,16 @@ report("threads", torch.get_num_threads())
     assert results["numpy"] == float((a @ a.T).sum())
 
 
+def test_find_library_works_after_confinement() -> None:
+    """CUDA builds of torch call ctypes.util.find_library while being imported (cuda.pathfinder);
+    in the confined worker it must give up quietly, not fail making a temporary file for gcc."""
+    results = in_worker('''
+import ctypes.util
+attempt("find_library", lambda: ctypes.util.find_library("dl"))
+''')
+    assert results["find_library"].startswith("ALLOWED"), results
+
+
 def test_optimizers_and_lazy_torch_imports_work_after_confinement() -> None:
     """torch imports some modules lazily (``torch.optim`` pulls in ``torch._dynamo``, which
     asks ``tempfile`` for a directory); that must still work once no file can be written."""
