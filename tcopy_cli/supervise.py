@@ -34,8 +34,9 @@ from tcopy_cli.trace.records import ErrorInfo, Note, RunInfo, RunSummary, Step
 
 TIMEOUT_GRACE = 1.0
 """Seconds past --timeout the worker gets to report the timeout itself before it is killed."""
-ADDRESS_SPACE_HEADROOM = 3 * 1024**3
-"""RLIMIT_AS on CPU: --max-bytes plus this much for Python, torch, NumPy and temporaries."""
+ADDRESS_SPACE_HEADROOM = 8 * 1024**3
+"""RLIMIT_AS on CPU: --max-bytes plus this much for Python, torch, NumPy and temporaries
+(a CUDA build of torch maps about 3.5 GB of libraries just by being imported, even on the CPU)."""
 DEFAULT_MAX_WIRE_BYTES = 512 * 1024**2
 """Everything the worker may send (records, notes, values, stderr) in one run."""
 STDERR_KEPT = 16 * 1024

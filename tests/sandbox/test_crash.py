@@ -150,7 +150,7 @@ def test_memory_past_rlimit_as_is_a_clean_error() -> None:
     limits = Limits(max_bytes=64 * 1024**2, max_elements=10**11)
     steps: list[Step] = []
     summary = run_in_worker(
-        "a = torch.empty(8 * 1024**3, dtype=torch.uint8)\n",
+        "a = torch.empty(16 * 1024**3, dtype=torch.uint8)\n",
         "<t>",
         WorkerOptions(limits=limits),
         steps.append,

@@ -18,7 +18,7 @@ import pytest
 
 from tcopy_cli import confine
 from tcopy_cli.limits import Limits
-from tcopy_cli.supervise import WorkerOptions, run_hook, run_in_worker
+from tcopy_cli.supervise import ADDRESS_SPACE_HEADROOM, WorkerOptions, run_hook, run_in_worker
 from tcopy_cli.worker import TEST_HOOK_ENV
 
 LINUX = sys.platform.startswith("linux")
@@ -269,7 +269,7 @@ report("as", resource.getrlimit(resource.RLIMIT_AS)[0])
 report("cpu", resource.getrlimit(resource.RLIMIT_CPU)[0])
 """)
     assert results["fsize"] == 0 and results["core"] == 0
-    assert results["as"] == Limits().max_bytes + 3 * 1024**3
+    assert results["as"] == Limits().max_bytes + ADDRESS_SPACE_HEADROOM
     assert results["cpu"] > Limits().timeout
 
 
