@@ -10,12 +10,13 @@
 # torch build is a few GB. Logs stay in that directory.
 #
 # Environment: PYTEST_WORKERS (default 2; 0 runs the suite without pytest-xdist),
+# PYTEST_ARGS (more pytest arguments, e.g. test paths to run part of the suite),
 # PYTHON (the interpreter to build the venv from, default python3),
 # KEEP_VENV=1 (keep the venv; a kept venv with the right torch is reused next time).
 set -uo pipefail
 
 if [[ $# -ne 1 || $1 == -h || $1 == --help ]]; then
-  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 version=$1
@@ -63,7 +64,8 @@ summary=()
 xdist=()
 [[ $workers != 0 ]] && xdist=(-n "$workers")
 echo "== test suite (log: $logs/pytest.log)"
-(cd "$repo" && "$py" -m pytest -q -p no:cacheprovider "${xdist[@]}" >"$logs/pytest.log" 2>&1)
+# shellcheck disable=SC2086  # PYTEST_ARGS is a list of words on purpose
+(cd "$repo" && "$py" -m pytest -q -p no:cacheprovider "${xdist[@]}" ${PYTEST_ARGS:-} >"$logs/pytest.log" 2>&1)
 rc=$?
 line=$(grep -E '^(=+ )?[0-9]+ (passed|failed|error)|^=+ .*(passed|failed|error).* =+$' "$logs/pytest.log" | tail -1)
 summary+=("tests: rc=$rc ${line:-no summary line (crashed?)}")
