@@ -851,8 +851,8 @@ def test_cli_step_limit_and_timeout(guard: Path) -> None:
     assert time.perf_counter() - start < 30.0
     assert result.exit_code == 1
     assert "Traceback" not in result.output
-    last = json.loads(result.stdout.splitlines()[-2])
-    assert last["event"] == "step" and last["error"]["type"] == "TimeoutExceeded"
+    last = [e for e in map(json.loads, result.stdout.splitlines()) if e["event"] == "step"][-1]
+    assert last["error"]["type"] == "TimeoutExceeded"
 
 
 def test_cli_subprocess_refuses_escapes(tmp_path: Path) -> None:
