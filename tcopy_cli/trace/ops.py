@@ -181,6 +181,30 @@ def _equal_values(result: Any, source: Any) -> bool:
     return False
 
 
+COPYING_NODES = frozenset(
+    {
+        "CloneBackward0",
+        "ToCopyBackward0",
+        "CopyBackwards",
+        "UnsafeViewBackward0",
+        "IndexBackward0",
+        "IndexSelectBackward0",
+        "GatherBackward0",
+        "MaskedSelectBackward0",
+        "CatBackward0",
+        "StackBackward0",
+        "RepeatBackward0",
+        "NarrowCopyBackward0",
+    }
+)
+"""Autograd nodes of operations that move values without computing new ones (a copy)."""
+
+
+def _copying_node(t: torch.Tensor) -> bool:
+    name = type(t.grad_fn).__name__
+    return name in COPYING_NODES or name.endswith("_copy")
+
+
 def relation(result: Any, source: Any) -> tuple[str, bool]:
     """(relation, graph) of one result to one input, measured now."""
     if result is source:
@@ -192,7 +216,10 @@ def relation(result: Any, source: Any) -> tuple[str, bool]:
             kind = "view" if "s" in shared.get("r", []) else "alias"
             return kind, reaches(result, source)
         graph = reaches(result, source)
-        return ("copy" if _equal_values(result, source) else "new"), graph
+        # Equal values alone don't make a copy: relu(w * x) can equal w (and x). Where
+        # autograd recorded the operation, its node must be one that moves values unchanged.
+        copied = _equal_values(result, source) and (result.grad_fn is None or _copying_node(result))
+        return ("copy" if copied else "new"), graph
     if _same_bytes(result, source):
         return "shares-memory", False
     return ("copy" if _equal_values(result, source) else "new"), False

@@ -26,11 +26,14 @@ import torch
 from tcopy_cli.explain.ops import step_input_names
 from tcopy_cli.pipeline import run_source
 from tcopy_cli.trace.graph import node_key, version_groups
+from tcopy_cli.trace.ops import COPYING_NODES
 from tcopy_cli.trace.records import OpInput, OpRecord, Step
 
 HEAD = "import torch\nimport numpy as np\nimport copy\n"
 
 SCRIPTS: dict[str, str] = {
+    # equal values computed, not copied: relu(w * 1) equals w but is no copy of it
+    "computed_equal_values": "w = torch.ones(3, requires_grad=True)\nx = torch.ones(3)\nh = torch.relu(w * x)",
     # calls that may return their own input
     "to_same_dtype": "w = torch.ones(3)\ny = w.to(torch.float32)",
     "to_other_dtype": "w = torch.ones(3)\ny = w.to(torch.float64)",
@@ -206,6 +209,8 @@ def _check(relation: str, graph: bool, result: Any, source: Any, where: str) -> 
             assert not same, where
             if relation == "copy":
                 assert _equal(result, source), where
+                # a copy autograd recorded was made by a node that moves values unchanged
+                assert result.grad_fn is None or type(result.grad_fn).__name__ in COPYING_NODES, where
         assert graph == _full_reach(result, source), where
         return
     tensor, array = (result, source) if isinstance(result, torch.Tensor) else (source, result)
@@ -342,3 +347,13 @@ def test_no_value_equality_provenance() -> None:
 
 def test_deepcopy_reference_is_version_one() -> None:
     assert copy.deepcopy(torch.ones(1, requires_grad=True))._version == 1
+
+
+def test_equal_values_computed_in_the_graph_are_not_called_a_copy() -> None:
+    trace = run_source(HEAD + SCRIPTS["computed_equal_values"], origin="<t>")
+    (relu,) = [o for s in trace.steps for o in s.ops if o.call == "torch.relu(w * x)"]
+    assert [r.relation for r in relu.results[0].relations if r.op is None] == ["new"]
+    mul = next(o for s in trace.steps for o in s.ops if o.call == "w * x")
+    assert [r.relation for r in mul.results[0].relations] == ["new", "new"]  # w * 1 equals w and x
+    texts = " ".join(n.text for s in trace.steps for n in s.explanations)
+    assert "copy of w" not in texts and "computed from" in texts
