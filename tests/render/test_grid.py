@@ -36,7 +36,10 @@ def _rich(headers: list[str], widths: list[int], folding: list[bool], rows: list
 
 
 def _segments(console: Console, renderable: object) -> list[list[Segment]]:
-    return console.render_lines(Trimmed(renderable), console.options, pad=False)  # type: ignore[arg-type]
+    """The lines as drawn; neighbouring segments of one style merged (Rich may split a
+    cell's text, e.g. at an expanded tab, where the grid keeps it whole: same output)."""
+    lines = console.render_lines(Trimmed(renderable), console.options, pad=False)  # type: ignore[arg-type]
+    return [list(Segment.simplify(line)) for line in lines]
 
 
 @st.composite
