@@ -76,11 +76,12 @@ def _run_hook(code: str, channel: Channel) -> None:
     channel.send("hook", result=results)
 
 
-def _fix_tempdir() -> None:
-    """Name the temporary directory before confinement, without probing it.
+def _prepare_for_confinement() -> None:
+    """Settle, before confinement, what torch's imports would otherwise probe by writing.
 
-    ``tempfile.gettempdir()`` proves a directory usable by writing a file in it, which
-    the confined worker can't do anywhere, so it raises. torch computes a cache path
+    The temporary directory is named without probing it: ``tempfile.gettempdir()``
+    proves a directory usable by writing a file in it, which the confined worker can't
+    do anywhere, so it raises. torch computes a cache path
     from it when ``torch.optim`` first imports ``torch._dynamo`` (at the first
     optimizer); naming the directory here lets that import work. Nothing is written
     there: the kernel still refuses every write.
@@ -109,7 +110,7 @@ def main() -> int:
     else:
         from tcopy_cli import confine
 
-        _fix_tempdir()
+        _prepare_for_confinement()
         confinement = confine.confine(request.get("device", "cpu")).describe()
         # No directory is writable now. Creating an optimizer imports torch._dynamo, which
         # asks for a cache directory and creates it: name one that exists, and keep
