@@ -104,8 +104,8 @@ def _alias_write(f: StepFacts, name: str) -> tuple[str, str] | None:
             made = ops[source]
             for res in made.results:
                 for rel in res.relations:
-                    given = made.inputs[rel.input] if rel.input < len(made.inputs) else None
-                    if rel.relation == "alias" and given is not None and given.name == name:
+                    src = made.inputs[rel.input] if rel.input < len(made.inputs) else None
+                    if rel.relation == "alias" and src is not None and src.name == name:
                         return op.call, f"`{made.call}`, an alias with its own version counter"
     return None
 
