@@ -19,6 +19,7 @@ from tcopy_cli.script.guards import check_argument
 from tcopy_cli.script.sandbox import (
     ClassProxy,
     FunctionApply,
+    PassableBuiltin,
     SafeFunction,
     ScriptClass,
     ScriptFunction,
@@ -85,13 +86,28 @@ class ScriptCallable(Sealed):
         return repr(self.fn)
 
 
+class BuiltinCallable(Sealed):
+    """``print``, ``len`` or ``abs`` handed to torch or a builtin (``c.register_hook(print)``)."""
+
+    def __init__(self, builtin: PassableBuiltin) -> None:
+        self.builtin = builtin
+
+    def __call__(self, *args: Any) -> Any:
+        return self.builtin.fn(*args)  # positional only: print(file=...) can't be reached this way
+
+    def __repr__(self) -> str:
+        return repr(self.builtin)
+
+
 def wrap_callable(interp: Interpreter, value: Any, silent: bool = True) -> Any:
-    """A script function (or ``Function.apply``) handed to torch or a builtin becomes a
-    callable that runs it in ``interp``."""
+    """A script function (or ``Function.apply``, or ``print``/``len``/``abs``) handed to torch
+    or a builtin becomes a callable that runs it in ``interp``."""
     if isinstance(value, ScriptFunction):
         return ScriptCallable(interp, value, silent)
     if isinstance(value, FunctionApply):
         return ApplyCallable(interp, value)
+    if isinstance(value, PassableBuiltin):
+        return BuiltinCallable(value)
     return value
 
 
@@ -281,7 +297,8 @@ def on_call(interp: Interpreter, node: ast.Call) -> Any:
             isinstance(target, torch.nn.Module) and func.id not in interp.builtins
         ):
             return recorded_call_value(interp, node, func.id, target)
-        builtin = interp.builtins.get(func.id) is target
+        # A builtin also under another name (p = print, t = type([])): its guards apply all the same.
+        builtin = interp.builtins.get(getattr(target, "qualname", func.id)) is target
         if isinstance(target, SafeFunction):
             fn, name = target.fn, target.qualname.rsplit(".", 1)[-1]
         elif isinstance(target, ClassProxy):
@@ -310,15 +327,18 @@ def on_call(interp: Interpreter, node: ast.Call) -> Any:
         # where no step can be reported, so their statements run without steps.
         silent = name not in ("map", "sorted", "min", "max") and name not in policy.FORWARD_HOOK_TAKERS
         for value in list(args) + list(kwargs.values()):
-            if callable(value) and not isinstance(value, (torch.Tensor, np.ndarray)):
+            handed = isinstance(value, (ScriptFunction, FunctionApply, PassableBuiltin))
+            foreign = isinstance(value, Sealed) and not handed
+            if foreign or (callable(value) and not isinstance(value, (torch.Tensor, np.ndarray))):
                 raise NotAllowedError(
-                    f"{name}() takes only functions the script defined (def or lambda), not {type_name(value)}"
+                    f"{name}() takes only functions the script defined (def or lambda), or print, len and abs; "
+                    f"not {type_name(value)}"
                 )
         args = [wrap_callable(interp, a, silent) for a in args]
         kwargs = {k: wrap_callable(interp, v, silent) for k, v in kwargs.items()}
     strict = not (builtin and name in DISPLAY_BUILTINS)
     for value in list(args) + list(kwargs.values()):
-        if not isinstance(value, (ScriptCallable, ApplyCallable)):
+        if not isinstance(value, (ScriptCallable, ApplyCallable, BuiltinCallable)):
             check_argument(value, strict)
     if builtin and name in SIZED_BUILTINS:
         for value in args:

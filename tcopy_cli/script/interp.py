@@ -26,6 +26,7 @@ from tcopy_cli.script.builtins import Capture, Output, make_builtins
 from tcopy_cli.script.formatting import SafeFormatter, make_format
 from tcopy_cli.script.functions import (
     NOTHING,
+    BuiltinCallable,
     Frame,
     ScriptCallable,
     bind_arguments,
@@ -116,10 +117,14 @@ class Interpreter(Sealed):
         self.limits = limits
         self.guards = Guards(limits)
         self.hook = hook
-        self.modules = build_all_modules()
+        self.modules = build_all_modules(limits)
         self.ns: dict[str, Any] = {"torch": self.modules["torch"]}
         self.output = Output(self.guards)
-        self.builtins = make_builtins(self.output, lambda fn: isinstance(fn, ScriptCallable))
+        self.builtins = make_builtins(
+            self.output,
+            lambda fn: isinstance(fn, (ScriptCallable, BuiltinCallable)),
+            [c for c in self.modules["torch"].members.values() if isinstance(c, ClassProxy)],
+        )
         self.formatter = SafeFormatter(self.guards)
         self.builtins["format"] = SafeFunction("format", make_format(self.formatter))
         # The module's frame first, then one per running call of a script function.
