@@ -297,6 +297,7 @@ CALLABLE_TAKERS = frozenset(
         "sorted",
         "min",
         "max",
+        "step",  # optimizer.step(closure)
     }
 )
 

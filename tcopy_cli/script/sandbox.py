@@ -338,6 +338,8 @@ class ScriptFunction(Sealed):
         self.owner = owner
         self.global_names = global_names
         """Names its ``global`` statements declare: they bind in the module, not in the call."""
+        self.nonlocal_names: frozenset[str] = frozenset()
+        """Names its ``nonlocal`` statements declare: they bind in the enclosing function's scope."""
         self.grad_modes: tuple[Any, ...] = ()
         """Grad-mode context managers of its decorators (``@torch.no_grad()``), entered per call."""
 

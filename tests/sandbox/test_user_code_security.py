@@ -266,7 +266,7 @@ MODULE_CALLABLES = [
     MODEL + "m.extra_repr = print",
     MODEL + "m.weight.register_hook(sorted)",
     MODEL + "x = m._call_impl",
-    MODEL + "opt = torch.optim.SGD(m.parameters(), lr=0.1)\nopt.step(print)",
+    MODEL + "opt = torch.optim.SGD(m.parameters(), lr=0.1)\nopt.step(sorted)",
     MODEL + "opt = torch.optim.SGD(m.parameters(), lr=0.1)\nh = opt.register_step_pre_hook(print)",
     MODEL + "opt = torch.optim.SGD(m.parameters(), lr=0.1)\nh = opt.register_step_post_hook(print)",
     MODEL + "opt = torch.optim.SGD(m.parameters(), lr=0.1)\nh = opt.register_state_dict_pre_hook(print)",
