@@ -161,8 +161,8 @@ if hasattr(ast, "TryStar"):
 def _allowed_import_names() -> str:
     return (
         "torch (also as NAME), torch.nn, torch.nn.functional, torch.nn.init, torch.optim, torch.autograd, "
-        "numpy, copy, math, time, timeit, random, pdb; any other module is a placeholder that "
-        "fails where it is first used"
+        "numpy (with numpy.random), copy, math, time, timeit, random, pdb, itertools (count); "
+        "any other module is a placeholder that fails where it is first used"
     )
 
 
