@@ -350,7 +350,7 @@ def on_call(interp: Interpreter, node: ast.Call) -> Any:
     if name in policy.CALLABLE_TAKERS:
         # Only script functions may be handed over; torch runs hooks inside backward,
         # where no step can be reported, so their statements run without steps.
-        silent = name not in ("map", "sorted", "min", "max", "step") and name not in policy.FORWARD_HOOK_TAKERS
+        silent = name not in ("map", "sorted", "min", "max") and name not in policy.FORWARD_HOOK_TAKERS
         for value in list(args) + list(kwargs.values()):
             handed = isinstance(value, (ScriptFunction, FunctionApply, PassableBuiltin))
             foreign = isinstance(value, Sealed) and not handed

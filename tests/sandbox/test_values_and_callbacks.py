@@ -83,6 +83,11 @@ ALLOWED = {
     "itertools.count": "from itertools import count\nfor i in count(1):\n    if i > 3:\n        break\n"
     "print(i, list(zip(count(5, 2), 'abc')))",
     "resize": "t = torch.arange(4.0)\nprint(t.resize(2, 2))",
+    "optimizer closure": "w = torch.tensor([1.0, -2.0], requires_grad=True)\n"
+    "opt = torch.optim.SGD([w], lr=0.25)\n"
+    "def closure():\n    opt.zero_grad()\n    loss = (w ** 2).sum()\n    loss.backward()\n"
+    "    print('in closure', w.grad)\n    return loss\n"
+    "for step in range(3):\n    loss = opt.step(closure)\n    print(step, loss.item())\nprint(w)",
     "storage tolist": "x = torch.tensor([1.0])\ny = x.detach()\nprint(x.untyped_storage().tolist() == "
     "y.untyped_storage().tolist(), len(x.untyped_storage().tolist()))",
 }
