@@ -244,6 +244,12 @@ class Guards:
                 raise lim.exceeded("max_str_len", f"the list would grow to {len(base) + added:,} items")
         elif isinstance(base, np.ndarray) and name == "tolist" and base.size > lim.max_iterations:
             raise lim.exceeded("max_iterations", f"tolist() of {base.size:,} elements")
+        elif (
+            isinstance(base, (torch.UntypedStorage, torch.TypedStorage))
+            and name == "tolist"
+            and base.size() > lim.max_iterations
+        ):
+            raise lim.exceeded("max_iterations", f"tolist() of a storage of {base.size():,} items")
 
     def index(self, base: Any, index: Any) -> None:
         """``base[index]`` of a tensor or array (advanced indexing can grow the result)."""
