@@ -6,6 +6,7 @@ from typing import TextIO
 
 from tcopy_cli.render import ViewOptions, error_counts
 from tcopy_cli.render.cells import COLUMNS, quiet_form, removed_names, step_rows
+from tcopy_cli.render.controls import visible
 from tcopy_cli.render.folding import FoldedTurn, StepFlow, turn_parts
 from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading
 from tcopy_cli.render.where import iteration_text, where_parts
@@ -30,7 +31,7 @@ class MarkdownRenderer:
     def start(self, info: RunInfo) -> None:
         """Title and run facts."""
         self.device = info.device
-        heading = info.title or f"tcopy: `{info.source}`"
+        heading = visible(info.title) if info.title else f"tcopy: `{info.source}`"
         self.out.write(
             f"# {heading}\n\ntcopy {info.tcopy} · torch {info.torch} · device `{info.device}` · `{info.source}`"
             f" · confinement `{info.confinement}`\n\n"

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from tcopy_cli.render import ViewOptions, error_counts
 from tcopy_cli.render.cells import Row, quiet_form, removed_names, step_rows
+from tcopy_cli.render.controls import visible
 from tcopy_cli.render.folding import FoldedTurn, StepFlow, turn_parts
 from tcopy_cli.render.graph import graph_tree
 from tcopy_cli.render.grid import BOX, HEADER_STYLE, StepGrid
@@ -59,7 +60,7 @@ class TableRenderer:
             )
         )
         if info.title:
-            self.console.print(Trimmed(Text(info.title, style="bold")))
+            self.console.print(Trimmed(Text(visible(info.title), style="bold")))
         if info.trusted:
             self.console.print(Trimmed(Text(TRUSTED_HEADER, style="bold yellow")))
         confined = not info.confinement.startswith("none")

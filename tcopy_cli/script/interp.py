@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import torch
 
-from tcopy_cli.errors import NotAllowedError, TcopyError
+from tcopy_cli.errors import NotAllowedError, StopRun, TcopyError
 from tcopy_cli.limits import Limits
 from tcopy_cli.script import expressions, functions, statements
 from tcopy_cli.script.builtins import Capture, Output, make_builtins
@@ -514,6 +514,7 @@ class Interpreter(Sealed):
         handlers = [(self._exception_types(h.type), h) for h in stmt.handlers]
         caught: BaseException | None = None
         leaving: ControlFlow | None = None
+        depth = len(self.try_stack)
         for types, h in handlers:
             self.try_stack.append((types, h.lineno))
         try:
@@ -524,10 +525,17 @@ class Interpreter(Sealed):
             leaving = flow
         except Exception as exc:  # raised where no step reports it (hooks, silent calls)
             if _matching_handler(exc, handlers) is None:
+                del self.try_stack[depth:]
+                self._exec_block(stmt.finalbody)  # as Python does before the error leaves the try
                 raise
             caught = exc
+        except StopRun as stop:  # an uncaught script error ends the run: its finally still runs first
+            del self.try_stack[depth:]
+            if stop.unwinding:
+                self._exec_block(stmt.finalbody)
+            raise
         finally:
-            del self.try_stack[len(self.try_stack) - len(handlers) :]
+            del self.try_stack[depth:]
         if leaving is not None:
             self._exec_block(stmt.finalbody)
             raise leaving
