@@ -147,6 +147,8 @@ class Guards:
     def binop(self, op: ast.operator, left: Any, right: Any, in_place: bool = False) -> Any:
         """``left OP right`` (or ``left OP= right``), checked before and after."""
         entry = BINARY_OPERATORS[type(op)]
+        if in_place and isinstance(left, (list, dict, set)):  # d |= x is d.update(x): data only, at any depth
+            check_argument(right, strict=True)
         for guard in entry.guards:
             guard(self.limits, left, right)
         result = (entry.in_place if in_place else entry.apply)(left, right)

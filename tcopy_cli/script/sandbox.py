@@ -453,8 +453,33 @@ def build_random_proxy() -> ModuleProxy:
     return ModuleProxy("random", _members(generator, policy.RANDOM_NAMES, "random"))
 
 
+_MODULE_GETATTR = torch.nn.Module.__getattr__
+
+
+def _module_getattr(self: torch.nn.Module, name: str) -> Any:
+    """``nn.Module.__getattr__`` that answers no ``__dunder__`` name from the registered entries."""
+    if name.startswith("__") and name.endswith("__"):
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+    return _MODULE_GETATTR(self, name)
+
+
+def guard_module_lookup() -> None:
+    """Make nn.Module's attribute fallback refuse ``__dunder__`` names, for the sandbox's runs.
+
+    A module answers a missing attribute from its parameters, buffers and submodules. Python
+    and NumPy look protocol names up on the instance (``copy.deepcopy`` calls
+    ``x.__deepcopy__(memo)``, ``np.asarray`` trusts ``x.__array_interface__``), so an entry
+    registered under such a name (``add_module``, a ``ModuleDict`` key, a ``Sequential`` of an
+    ``OrderedDict``) would be called with tcopy's objects or read as a raw address. The
+    registering calls refuse these names too; this closes every other way of registering one.
+    No module of torch's own is registered under a dunder name.
+    """
+    torch.nn.Module.__getattr__ = _module_getattr  # type: ignore[method-assign]
+
+
 def build_all_modules(limits: Limits | None = None) -> dict[str, ModuleProxy]:
     """Every importable module, including dotted names (torch.nn.functional ...)."""
+    guard_module_lookup()
     mods = build_modules(limits)
     torch_proxy = mods["torch"]
     nn_proxy = torch_proxy.members["nn"]
@@ -919,6 +944,7 @@ def _foreign_buffer(a: np.ndarray) -> str | None:
 
 
 _SHARING_FROM_NUMPY = frozenset({"from_numpy", "as_tensor", "asarray"})
+_REGISTERING = frozenset({"add_module", "register_module", "register_buffer", "register_parameter"})
 
 
 def guard_call(fn: Any, args: list[Any], kwargs: dict[str, Any], limits: Limits) -> None:
@@ -930,6 +956,21 @@ def guard_call(fn: Any, args: list[Any], kwargs: dict[str, Any], limits: Limits)
     """
     owner = getattr(fn, "__self__", None)
     name = getattr(fn, "__name__", "") or ""
+    if "cdata" in kwargs:  # torch.Tensor(cdata=N), x.new(cdata=N): N is taken as the address of a tensor
+        raise NotAllowedError(f"{name or 'this call'}(cdata=...) is not allowed: it takes a raw memory address")
+    if name in _REGISTERING and isinstance(owner, torch.nn.Module):
+        given = args[0] if args else kwargs.get("name")
+        if isinstance(given, str) and given.startswith("_"):
+            raise NotAllowedError(
+                f"{name}() with a name that starts with '_' ({given!r}) is not allowed: Python and NumPy look up "
+                "such names on the module (__deepcopy__, __array_interface__ ...)"
+            )
+    if _is_numpy_call(fn, owner) or name in _SHARING_FROM_NUMPY or name in ("tensor", "array"):
+        for value in [*args, *kwargs.values()]:
+            if isinstance(value, torch.nn.Module) or (
+                isinstance(value, (list, tuple)) and any(isinstance(v, torch.nn.Module) for v in value)
+            ):
+                raise NotAllowedError(f"a module (nn.Module) can't be passed to {name}(): pass its tensors")
     if _is_numpy_call(fn, owner):
         _check_numpy_call(fn, name, owner, args, kwargs, limits)
         return
