@@ -51,7 +51,8 @@ class StopRun(BaseException):
     the step and the runner) can swallow the end of a run.
 
     ``unwinding``: the run ends because a script error went uncaught, so the script's own
-    ``finally`` blocks still run on the way out, as in Python (not after a limit or Ctrl-C).
+    ``finally`` blocks still run on the way out, as in Python (not after tcopy's own refusals
+    and limits, or Ctrl-C: those end the run where they happen).
     """
 
     def __init__(self, unwinding: bool = False) -> None:

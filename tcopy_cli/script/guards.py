@@ -319,6 +319,13 @@ class Guards:
         elif isinstance(result, np.ndarray):
             if result.dtype.hasobject:
                 raise NotAllowedError("NumPy arrays of Python objects are not allowed (dtype=object)")
+            base: Any = result
+            while isinstance(base, np.ndarray) and not base.flags.owndata:
+                base = base.base
+            if not isinstance(base, (np.ndarray, torch.Tensor)):  # __array_interface__ & co: any address
+                raise NotAllowedError(
+                    f"a NumPy array on memory owned by {type_name(base)} (neither an array nor a tensor) is not allowed"
+                )
             if result.size > lim.max_elements:
                 raise lim.exceeded("max_elements", f"the result has {result.size:,} elements")
         elif isinstance(result, str) and len(result) > lim.max_str_len:

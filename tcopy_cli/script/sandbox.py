@@ -970,7 +970,10 @@ def guard_call(fn: Any, args: list[Any], kwargs: dict[str, Any], limits: Limits)
             if isinstance(value, torch.nn.Module) or (
                 isinstance(value, (list, tuple)) and any(isinstance(v, torch.nn.Module) for v in value)
             ):
-                raise NotAllowedError(f"a module (nn.Module) can't be passed to {name}(): pass its tensors")
+                raise NotAllowedError(
+                    f"a module (nn.Module) is a Python object, not data: it can't be passed to {name}(); "
+                    "pass its tensors"
+                )
     if _is_numpy_call(fn, owner):
         _check_numpy_call(fn, name, owner, args, kwargs, limits)
         return

@@ -558,7 +558,7 @@ class Runner:
                 return False
             fatal = isinstance(error, TimeoutExceeded) or self.stopped_by in ("max_steps", "max_output")
             if stop and (not self.options.keep_going or fatal):
-                raise StopRun(unwinding=not fatal and not isinstance(error, KeyboardInterrupt))
+                raise StopRun(unwinding=not fatal and not isinstance(error, (KeyboardInterrupt, TcopyError)))
             return False
         return True
 

@@ -42,3 +42,10 @@ def test_a_limit_does_not_run_finally() -> None:
     trace = run_source(source, origin="<t>", limits=Limits(max_steps=20))
     assert "".join(s.stdout for s in trace.steps) == ""
     assert trace.steps[-1].error is not None and trace.steps[-1].error.type == "LimitExceeded"
+
+
+def test_a_refusal_does_not_run_finally() -> None:
+    source = 'import torch\ntry:\n    x = torch.ones(10**10)\nfinally:\n    print("finally")\n'
+    trace = run_source(source, origin="<t>")
+    assert "".join(s.stdout for s in trace.steps) == ""
+    assert trace.steps[-1].error is not None and trace.steps[-1].error.type == "LimitExceeded"

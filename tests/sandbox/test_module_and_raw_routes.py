@@ -89,3 +89,19 @@ def test_an_in_place_merge_takes_what_a_method_call_takes(op: str) -> None:
     assert "can't be passed" in str(refused(head + op).error)
     data = run_source(head + op.replace("y.grad_fn", "y.item()"))
     assert data.summary is not None and data.summary.status == "ok"  # merging data still runs
+
+
+def test_a_numpy_result_on_foreign_memory_is_refused() -> None:
+    """Whatever route made it, an array whose memory no array or tensor owns never reaches the script."""
+    import numpy as np
+
+    from tcopy_cli.errors import NotAllowedError
+    from tcopy_cli.limits import Limits
+    from tcopy_cli.script.guards import Guards
+
+    guards = Guards(Limits())
+    foreign = np.asarray(memoryview(bytearray(16))).view(np.float32)  # memory owned by a bytearray
+    with pytest.raises(NotAllowedError, match="owned by"):
+        guards.result(foreign)
+    guards.result(torch.ones(3).numpy()[1:])  # a view of a tensor's memory is fine
+    guards.result(np.ones((2, 3)).T)
