@@ -153,6 +153,14 @@ def _script_line(exc: BaseException) -> int | None:
     return line
 
 
+def fresh_warn_once() -> None:
+    """Let torch's once-per-process warnings (TypedStorage is deprecated ...) fire again, as in
+    a fresh ``python script.py``: every script, on either side, sees them whatever ran before."""
+    import torch.storage
+
+    torch.storage._warn_typed_storage_removal.__dict__.pop("has_warned", None)
+
+
 def run_one(source: str) -> dict[str, Any]:
     """Run one script statement by statement; its output, error, step count and final state."""
     import builtins
@@ -167,6 +175,7 @@ def run_one(source: str) -> dict[str, Any]:
     torch.set_grad_enabled(True)
     torch.set_default_dtype(torch.float32)
     tree = ast.parse(source, filename=SCRIPT_FILENAME)
+    fresh_warn_once()
     original = ast.parse(source, filename=SCRIPT_FILENAME)
     step_lines: list[int] = []
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins, STEP_HOOK: step_lines.append}
@@ -293,6 +302,7 @@ def run_snippet(source: str) -> dict[str, Any]:
     torch.set_grad_enabled(True)
     torch.set_default_dtype(torch.float32)
     tree = ast.parse(source, filename=SCRIPT_FILENAME)
+    fresh_warn_once()
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
     stdout = io.StringIO()
     warned: list[str] = []

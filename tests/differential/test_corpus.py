@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reference import collect_reference, start_reference
+from reference import collect_reference, fresh_warn_once, start_reference
 
 CORPUS_ROOT = Path(__file__).resolve().parent.parent / "corpus"
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "tcopy_cli" / "examples"
@@ -136,6 +136,7 @@ def _tcopy_in_process(source: str, name: str) -> dict[str, Any]:
     from tcopy_cli.errors import ScriptRejected
     from tcopy_cli.trace import run_source
 
+    fresh_warn_once()
     try:
         trace = run_source(source, origin=name)
     except ScriptRejected as exc:
