@@ -61,6 +61,13 @@ class Channel:
         self.out.write(json.dumps(frame, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n")
         self.out.flush()
 
+    def running(self, line: int, col: int, end_line: int, end_col: int) -> None:
+        """The ``running`` frame of a statement about to run (sent before every statement: written directly)."""
+        self.out.write(
+            b'{"kind":"running","line":%d,"col":%d,"end_line":%d,"end_col":%d}\n' % (line, col, end_line, end_col)
+        )
+        self.out.flush()
+
 
 def _test_hook(request: dict[str, Any]) -> dict[str, Any] | None:
     hook = request.get("test_hook")
@@ -285,13 +292,7 @@ def _worker_runner(
     from tcopy_cli.trace.trusted import TrustedRunner
 
     def announce(node: Any) -> None:
-        channel.send(
-            "running",
-            line=node.lineno,
-            col=node.col_offset,
-            end_line=node.end_lineno or node.lineno,
-            end_col=node.end_col_offset or 0,
-        )
+        channel.running(node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0)
         if hook is not None and hook.get("line") == node.lineno:
             _run_hook(hook["code"], channel)
 

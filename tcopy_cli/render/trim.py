@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.padding import Padding
 from rich.segment import Segment
+from rich.text import Text
 
 
 class Trimmed:
@@ -19,7 +22,11 @@ class Trimmed:
         # table that has its lines ready skips Rich's splitting and cropping.
         parts = self.inner.renderables if isinstance(self.inner, Group) else [self.inner]
         for part in parts:
-            lines = part.segment_lines(console, options) if isinstance(part, StepGrid) else None
+            lines = (
+                part.segment_lines(console, options)
+                if isinstance(part, StepGrid)
+                else text_lines(part, console, options)
+            )
             if lines is None:
                 lines = console.render_lines(part, options, pad=False, new_lines=False)
             for line in lines:
@@ -40,3 +47,36 @@ def trim_line(line: list[Segment]) -> list[Segment]:
             break
         segments.pop()
     return segments
+
+
+def text_lines(part: RenderableType, console: Console, options: ConsoleOptions) -> list[list[Segment]] | None:
+    """The lines of a ``Text``, or of a ``Text`` padded on the left only, as Rich draws them; None for anything else.
+
+    A step's notes, warnings and printed lines are such parts. Rich would wrap the text,
+    join the lines, render them and split them again, cropping and padding each (through
+    ``Padding`` twice); here the split lines are used as they are. Where a line would need
+    cropping (text that must not wrap), Rich draws the part instead.
+    """
+    left = 0
+    text = part
+    if isinstance(part, Padding):
+        if (part.top, part.right, part.bottom) != (0, 0, 0) or not part.expand or part.style != "none":
+            return None
+        left, text = part.left, part.renderable
+    if type(text) is not Text or options.height is not None or text.no_wrap or options.no_wrap:
+        return None
+    overflow = text.overflow or options.overflow or "fold"
+    if overflow == "ignore":
+        return None
+    width = options.max_width - left
+    tab_size = console.tab_size if text.tab_size is None else text.tab_size
+    wrapped = text.wrap(
+        console, width, justify=text.justify or options.justify or "default", overflow=overflow, tab_size=tab_size or 8
+    )
+    margin = [Segment(" " * left, console.get_style("none"))] if left else []  # Padding's own style
+    out: list[list[Segment]] = []
+    for line in Segment.split_lines(Text("\n").join(wrapped).render(console, end=text.end)):
+        if sum(cell_len(s.text) for s in line) > width:
+            return None
+        out.append(margin + line)
+    return out

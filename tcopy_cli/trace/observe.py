@@ -11,7 +11,7 @@ from __future__ import annotations
 import warnings
 import weakref
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -462,13 +462,15 @@ class Observer:
             grad_rec = None
             if name in grads:
                 grad_rec = self._record(grads[name], storage_of[f"{name}.grad"], sharing(f"{name}.grad"), None)
-            rec = self._record(t, storage_of[name], sharing(name), grad_rec)
             # In the order of the names, not of the set of node ids (which changes from run to run).
             reached = {n for nid in reach[name] for n in names_of_node.get(nid, []) if n != name}
-            records[name] = replace(
-                rec,
+            records[name] = self._record(
+                t,
+                storage_of[name],
+                sharing(name),
+                grad_rec,
                 shares_version_with=shares_version.get(name, []),
-                version_counter=counters[name] if rec.version >= 0 else "-",
+                version_counter=counters[name],
                 reaches=sorted(reached, key=position.__getitem__),
                 node_id=node_id(t),
                 reach_ids=reach[name],
@@ -538,7 +540,10 @@ class Observer:
             return f"no-storage:{id(t)}", 0, 0
         return self.labels.label(st, t, grad), int(st.nbytes()), int(st.data_ptr())
 
-    def _record(self, t: torch.Tensor, storage: str, shares: list[str], grad: TensorRecord | None) -> TensorRecord:
+    def _record(
+        self, t: torch.Tensor, storage: str, shares: list[str], grad: TensorRecord | None, **graph: Any
+    ) -> TensorRecord:
+        """The record of one tensor; ``graph``: the facts that relate it to the others (names only)."""
         valid = _sizes_valid(t)
         # Aliases of one view (a, a.detach(), a.data ...) are summarised once per step.
         key = (
@@ -576,6 +581,8 @@ class Observer:
             nbytes = int(t.untyped_storage().nbytes())
         except (RuntimeError, NotImplementedError):
             nbytes = 0
+        if version < 0 and "version_counter" in graph:
+            graph["version_counter"] = "-"
         return TensorRecord(
             shape=list(t.shape),
             dtype=str(t.dtype).removeprefix("torch."),
@@ -595,6 +602,7 @@ class Observer:
             element_size=int(t.element_size()),
             storage_nbytes=nbytes,
             object_id=id(t),
+            **graph,
         )
 
 

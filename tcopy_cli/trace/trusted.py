@@ -26,6 +26,11 @@ the sandbox: what they print lands in the step that ran them, whose ``hooks`` na
 them. Decorators, calling an ``nn.Module`` and ``Function.apply`` are not calls back.
 ``sys.exit()`` (status 0 or None) ends the run after an ok step; any other exit status
 is an error step ``SystemExit``.
+
+Each step says where it is, as the sandbox's do (so views fold loops and sum them up
+the same way): the loops around it with their turns (CPython traces a loop's header line
+before every turn), a ``for``'s length where its line shows it without calling anything,
+the grad- and anomaly-mode ``with`` blocks, and the script-function calls running.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ from typing import Any
 import torch
 
 from tcopy_cli.errors import StopRun, TcopyError, TimeoutExceeded
-from tcopy_cli.script.interp import BLOCK_STATEMENTS
+from tcopy_cli.script.interp import _SIZED, BLOCK_STATEMENTS, _context_name
 from tcopy_cli.script.parse import Program
 from tcopy_cli.trace.records import RunInfo
 from tcopy_cli.trace.runner import Runner
@@ -68,6 +73,11 @@ _PASS_THROUGH = (
 _POSITIONS = hasattr(CodeType, "co_positions")
 # Ends of iteration, not errors: Python consumes them in the loop that asked.
 _ITERATION_ENDS = (StopIteration, StopAsyncIteration, GeneratorExit)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+# The context managers the sandbox allows in ``with`` (grad and anomaly modes), by class name.
+_CONTEXTS = frozenset(
+    {"no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "detect_anomaly", "set_detect_anomaly"}
+)
 
 
 def trusted_filename(origin: str) -> str:
@@ -96,6 +106,10 @@ class StatementIndex:
         self.functions: dict[tuple[int, str], ast.AST] = {}
         self.owners: dict[int, ast.AST | None] = {}
         self.spans: dict[int, list[ast.stmt]] = {}
+        self.loops: dict[int, tuple[ast.stmt, ...]] = {}
+        """The loops whose body holds a statement (in its own function), outermost first."""
+        self.withs: dict[int, tuple[ast.stmt, ...]] = {}
+        """The ``with`` blocks whose body holds a statement (in its own function), outermost first."""
         self._all: list[ast.stmt] = []
         self._add_block(tree.body, None, 0)
         starts: dict[int, int] = {}
@@ -109,13 +123,29 @@ class StatementIndex:
                 if line in self.shared:
                     self.spans.setdefault(line, []).append(stmt)
 
-    def _add_block(self, body: list[ast.stmt], owner: ast.AST | None, depth: int) -> None:
+    def _add_block(
+        self,
+        body: list[ast.stmt],
+        owner: ast.AST | None,
+        depth: int,
+        loops: tuple[ast.stmt, ...] = (),
+        withs: tuple[ast.stmt, ...] = (),
+    ) -> None:
         for stmt in body:
-            self._add(stmt, owner, depth)
+            self._add(stmt, owner, depth, loops, withs)
 
-    def _add(self, stmt: ast.stmt, owner: ast.AST | None, depth: int) -> None:
+    def _add(
+        self,
+        stmt: ast.stmt,
+        owner: ast.AST | None,
+        depth: int,
+        loops: tuple[ast.stmt, ...],
+        withs: tuple[ast.stmt, ...],
+    ) -> None:
         self._all.append(stmt)
         self.owners[id(stmt)] = owner
+        self.loops[id(stmt)] = loops
+        self.withs[id(stmt)] = withs
         first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
         last = stmt.end_lineno or stmt.lineno
         for line in range(first, last + 1):
@@ -132,10 +162,15 @@ class StatementIndex:
         if isinstance(stmt, ast.Try) and stmt.body:
             handlers = [(h.type, h.lineno) for h in stmt.handlers]
             self.tries.append(_TryBlock(owner, stmt.body[0].lineno, _end(stmt.body), depth, handlers))
-        for name in ("body", "orelse", "finalbody"):
-            self._add_block(getattr(stmt, name, []), owner, depth + 1)
+        # Only a loop's body is inside it (its ``else`` runs after the last turn), and only a
+        # ``with``'s body inside its context.
+        inner_loops = (*loops, stmt) if isinstance(stmt, _LOOPS) else loops
+        inner_withs = (*withs, stmt) if isinstance(stmt, (ast.With, ast.AsyncWith)) else withs
+        self._add_block(getattr(stmt, "body", []), owner, depth + 1, inner_loops, inner_withs)
+        for name in ("orelse", "finalbody"):
+            self._add_block(getattr(stmt, name, []), owner, depth + 1, loops, withs)
         for handler in getattr(stmt, "handlers", []):
-            self._add_block(handler.body, owner, depth + 1)
+            self._add_block(handler.body, owner, depth + 1, loops, withs)
 
     def statement(self, line: int, col: int | None = None) -> ast.stmt | None:
         """The innermost statement at ``line`` (and ``col``, where statements share the line)."""
@@ -171,6 +206,18 @@ def _end(body: list[ast.stmt]) -> int:
 
 
 @dataclass
+class _Turn:
+    """A loop running in a traced frame: which entry into a loop it is, and its turn."""
+
+    node: ast.stmt
+    entry: int
+    total: int | None
+    turn: int = 0
+    between: bool = True
+    """The loop's header ran since then: the next statement in its body starts a turn."""
+
+
+@dataclass
 class _Running:
     """A traced frame of the script and the statement it is running."""
 
@@ -180,6 +227,7 @@ class _Running:
     grad_enabled: bool = True
     order: dict[str, None] = field(default_factory=dict)
     hooks: dict[str, None] = field(default_factory=dict)
+    loops: list[_Turn] = field(default_factory=list)
 
 
 class _Printed(io.TextIOBase):
@@ -223,10 +271,13 @@ class TrustedScript:
             self.namespace["__file__"] = program.origin
         self.output = _Printed(self)
         self.echoed: str | None = None  # the REPL's echo; trusted runs have no REPL
-        # Loop and grad-mode context is recorded by the sandbox's interpreter only (for now):
-        # trusted steps carry none, so their loops are not folded.
+        # Where the statement being reported is, as the sandbox's interpreter records it:
+        # the loops running (outermost first: [line, turn, total or None, entry number]),
+        # the grad-mode blocks, and the script-function calls. Set before each report.
         self.loops: list[list[Any]] = []
         self.contexts: list[str] = []
+        self.calls: list[tuple[str, int]] = []
+        self.loop_entries = 0
         self.running: dict[FrameType, _Running] = {}
         self.stack: list[_Running] = []
         self.frame: FrameType | None = None
@@ -329,8 +380,8 @@ class TrustedScript:
                     self.stack.clear()
 
     def call_chain(self) -> list[tuple[str, int]]:
-        """Not recorded under --trust (see ``loops``)."""
-        return []
+        """Each running script-function call, outermost first: (function, line that called it)."""
+        return self.calls
 
     # --- execution -------------------------------------------------------------------
 
@@ -451,7 +502,7 @@ class TrustedScript:
             node = self._statement(frame)
             if node is not None and node is not state.node:
                 self._end(frame, state)
-                self._begin(state, node)
+                self._begin(frame, state, node)
         elif event == "exception":
             self._on_exception(frame, state, arg[1])
         elif event == "return":
@@ -470,11 +521,7 @@ class TrustedScript:
         """The statement of the script that ``frame`` is running now (one of its own code's)."""
         line, col = frame.f_lineno, None
         if line in self.index.shared and _POSITIONS:
-            code = frame.f_code
-            positions = self.positions.get(code)
-            if positions is None:
-                positions = self.positions[code] = list(code.co_positions())
-            here = positions[frame.f_lasti // 2] if 0 <= frame.f_lasti // 2 < len(positions) else None
+            here = self._position(frame)
             if here is None or here[0] is None or here[2] is None:
                 return None
             line, col = here[0], here[2]
@@ -483,8 +530,27 @@ class TrustedScript:
             return None  # a line of another code object (a def's header inside its own frame)
         return node
 
-    def _begin(self, state: _Running, node: ast.stmt) -> None:
+    def _position(self, frame: FrameType) -> tuple[int | None, int | None, int | None, int | None] | None:
+        """(line, end line, column, end column) of the instruction ``frame`` runs (3.11+)."""
+        code = frame.f_code
+        positions = self.positions.get(code)
+        if positions is None:
+            positions = self.positions[code] = list(code.co_positions())
+        return positions[frame.f_lasti // 2] if 0 <= frame.f_lasti // 2 < len(positions) else None
+
+    def _in_target(self, frame: FrameType, loop: ast.For) -> bool:
+        """Whether ``frame`` runs (or failed in) the assignment to the ``for``'s target, not its iterator."""
+        here = self._position(frame) if _POSITIONS else None
+        if here is None or None in here:
+            return False
+        target = loop.target
+        first, last = (target.lineno, target.col_offset), (target.end_lineno, target.end_col_offset)
+        return first <= (here[0], here[2]) and (here[1], here[3]) <= last  # type: ignore[operator]
+
+    def _begin(self, frame: FrameType, state: _Running, node: ast.stmt) -> None:
         runner = self.runner
+        self._turns(frame, state, node)
+        self._locate(frame, node)
         runner.starting(node, header=self.index.is_header(node))
         state.node = node
         state.out = io.StringIO()
@@ -506,6 +572,7 @@ class TrustedScript:
         printed, warned, hooks = state.out.getvalue(), state.warned, list(state.hooks)
         state.out, state.warned, state.hooks = io.StringIO(), [], {}
         self.frame = frame
+        self._locate(frame, node)
         try:
             self.runner.finish(
                 node, printed, warned, error, caught, state.grad_enabled, self.index.is_header(node), hooks
@@ -542,6 +609,69 @@ class TrustedScript:
             self.reported.add(id(exc))
             self._end(frame, state, error=exc)
 
+    def _turns(self, frame: FrameType, state: _Running, node: ast.stmt) -> None:
+        """Follow the frame's loops as ``node`` starts: entered, left, or in a new turn.
+
+        A loop's header runs before each turn (CPython traces the ``for``/``while`` line
+        every time round, ``while True`` included), so the first statement of its body
+        after the header starts a turn. (Source order can't tell turns apart: the line of
+        a ``with`` is traced again when its block exits.) A loop the frame's statement is
+        no longer inside has ended; the inner loops of a new turn are entered again, with
+        new entry numbers, as in the sandbox.
+        """
+        chain = self.index.loops.get(id(node), ())
+        if isinstance(node, _LOOPS):
+            chain = (*chain, node)
+        stack = state.loops
+        kept = 0
+        while kept < len(stack) and kept < len(chain) and stack[kept].node is chain[kept]:
+            kept += 1
+        del stack[kept:]
+        for level, loop in enumerate(chain):
+            if level == len(stack):
+                self.loop_entries += 1
+                total = _loop_total(loop, frame) if loop is node else None
+                stack.append(_Turn(loop, self.loop_entries, total))
+            turn = stack[level]
+            if loop is node:
+                turn.between = True
+                return
+            if turn.between:
+                turn.turn += 1
+                turn.between = False
+                del stack[level + 1 :]
+
+    def _locate(self, frame: FrameType, node: ast.stmt) -> None:
+        """``loops``, ``contexts`` and ``calls`` for ``node`` running in ``frame`` (and the frames that called it)."""
+        loops: list[list[Any]] = []
+        contexts: list[str] = []
+        calls: list[tuple[str, int]] = []
+        caller = 0
+        frames: list[FrameType] = []
+        f: FrameType | None = frame
+        while f is not None:
+            if self.kind(f.f_code) in ("module", "function"):
+                frames.append(f)
+            f = f.f_back
+        for f in reversed(frames):
+            if self.kind(f.f_code) == "function":
+                calls.append((_display_name(f.f_code), caller))
+            state = self.running.get(f)
+            if state is None:
+                continue
+            for t in state.loops:
+                turn = t.turn
+                if t.node is node and t.between and isinstance(node, ast.For) and self._in_target(f, node):
+                    turn += 1  # the header took its next item; its target failed to take it
+                if turn or not isinstance(t.node, ast.For):  # a for is entered once it has an item
+                    loops.append([t.node.lineno, turn, t.total, t.entry])
+            here = node if f is frame else state.node
+            if here is not None:
+                caller = here.lineno
+                for block in self.index.withs.get(id(here), ()):
+                    contexts += _contexts(block, f)
+        self.loops, self.contexts, self.calls = loops, contexts, calls
+
     def catching_line(self, exc: BaseException, frame: FrameType | None) -> int | None:
         """Line of the first ``except`` of the script, from ``frame`` outwards, that matches ``exc``.
 
@@ -563,6 +693,7 @@ class TrustedScript:
     def _report_top(self, node: ast.stmt, exc: BaseException) -> None:
         """An error no traced statement reported (the tracer was off): a step of the top-level statement."""
         ok = isinstance(exc, SystemExit) and (exc.code is None or exc.code == 0)
+        self.loops, self.contexts, self.calls = [], [], []
         self.runner.finish(node, "", [], None if ok else exc, None, torch.is_grad_enabled(), False)
 
 
@@ -595,6 +726,92 @@ def _read_name(expr: ast.expr, frame: FrameType) -> Any:
         base = _read_name(expr.value, frame)
         return inspect.getattr_static(base, expr.attr, None) if base is not None else None
     return None
+
+
+def _literal(expr: ast.expr, frame: FrameType) -> Any:
+    """A constant, or a (dotted) name's value in ``frame``; None for anything else (nothing is called)."""
+    if isinstance(expr, ast.Constant):
+        return expr.value
+    return _read_name(expr, frame)
+
+
+def _count(expr: ast.expr, frame: FrameType) -> int | None:
+    """An ``int`` written as a constant, a name, ``len(name)`` or arithmetic of those; None otherwise."""
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        inner = _count(expr.operand, frame)
+        return -inner if inner is not None else None
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)):
+        a, b = _count(expr.left, frame), _count(expr.right, frame)
+        if a is None or b is None or (isinstance(expr.op, ast.FloorDiv) and b == 0):
+            return None
+        ops = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__, ast.FloorDiv: int.__floordiv__}
+        return ops[type(expr.op)](a, b)
+    if isinstance(expr, ast.Call) and not expr.keywords and len(expr.args) == 1 and _builtin(expr.func, frame, len):
+        value = _literal(expr.args[0], frame)
+        return len(value) if isinstance(value, _SIZED) else None
+    value = _literal(expr, frame)
+    return value if type(value) is int else None
+
+
+def _builtin(func: ast.expr, frame: FrameType, fn: Any) -> bool:
+    return isinstance(func, ast.Name) and _read_name(func, frame) is fn
+
+
+def _loop_total(loop: ast.stmt, frame: FrameType) -> int | None:
+    """Turns a ``for`` will make, read before it starts where that needs no call of the script's code.
+
+    The sandbox knows the length of what a ``for`` walks (a range, list, tuple, dict,
+    string or set); here the same is read from the ``for`` line as written:
+    ``range(...)`` of constants, names and ``len(name)``, a name bound to such a value,
+    or a list or tuple written out. Anything else (a call, a generator) counts as unknown.
+    """
+    if not isinstance(loop, ast.For):
+        return None
+    it = loop.iter
+    if isinstance(it, (ast.List, ast.Tuple)) and not any(isinstance(e, ast.Starred) for e in it.elts):
+        return len(it.elts)
+    if isinstance(it, ast.Call) and not it.keywords and 1 <= len(it.args) <= 3 and _builtin(it.func, frame, range):
+        args = [_count(a, frame) for a in it.args]
+        if None in args or (len(args) == 3 and args[2] == 0):
+            return None
+        return len(range(*args))  # type: ignore[arg-type]
+    return _length(it, frame)
+
+
+def _length(expr: ast.expr, frame: FrameType) -> int | None:
+    """``len`` of a name bound to a sized value, or of ``enumerate``/``reversed``/``zip`` of such names."""
+    if isinstance(expr, ast.Call) and not expr.keywords and expr.args and isinstance(expr.func, ast.Name):
+        fn = _read_name(expr.func, frame)
+        if (fn in (enumerate, reversed) and len(expr.args) == 1) or fn is zip:
+            lengths = [_length(a, frame) for a in expr.args]
+            return None if None in lengths else min(lengths)  # type: ignore[type-var]
+        return None
+    value = _literal(expr, frame)
+    return len(value) if isinstance(value, _SIZED) else None
+
+
+def _contexts(block: ast.stmt, frame: FrameType) -> list[str]:
+    """The grad- and anomaly-mode blocks a ``with`` statement entered, named as the sandbox names them."""
+    out: list[str] = []
+    for item in getattr(block, "items", []):
+        expr = item.context_expr
+        if not isinstance(expr, ast.Call):  # ``with ctx:``: the object the name holds
+            value = _read_name(expr, frame)
+            if type(value).__name__ in _CONTEXTS:
+                out.append(_context_name(value))
+            continue
+        func = expr.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name not in _CONTEXTS:
+            continue
+        arg = expr.args[0] if expr.args else next((k.value for k in expr.keywords if k.arg == "mode"), None)
+        mode = _literal(arg, frame) if arg is not None else True
+        if name == "set_grad_enabled":
+            name = f"set_grad_enabled({bool(mode)})"
+        elif name == "inference_mode" and mode is False:
+            name = "inference_mode(False)"
+        out.append(name)
+    return out
 
 
 def _display_name(code: CodeType) -> str:

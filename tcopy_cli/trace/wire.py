@@ -60,14 +60,20 @@ def encode(obj: Any) -> Any:
             value = getattr(obj, name)
             out[name] = value if type(value) in _SCALARS else encode(value)
         return out
+    # The common containers first (checked by exact type: this runs for every value of every step).
+    if cls is list:
+        for x in obj:
+            if type(x) not in _SCALARS:
+                return [encode(x) for x in obj]
+        return obj
+    if cls is dict:
+        return _encode_dict(obj)
+    if cls is tuple:
+        return {"__tuple": [encode(x) for x in obj]}
     if isinstance(obj, (bool, int, float, str)):  # subclasses (e.g. IntEnum) travel as their base
         return obj
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         raise WireError(f"{cls.__module__}.{cls.__qualname__} is not a record class")
-    if cls is list:
-        if all(type(x) in _SCALARS for x in obj):
-            return obj
-        return [encode(x) for x in obj]
     if isinstance(obj, list):
         return [encode(x) for x in obj]
     if isinstance(obj, tuple):
@@ -77,10 +83,14 @@ def encode(obj: Any) -> Any:
     if isinstance(obj, set):
         return {"__set": [encode(x) for x in obj]}
     if isinstance(obj, dict):
-        if all(isinstance(k, str) for k in obj) and _TAG not in obj and not any(k in obj for k in _SPECIAL):
-            return {k: encode(v) for k, v in obj.items()}
-        return {"__items": [[encode(k), encode(v)] for k, v in obj.items()]}
+        return _encode_dict(obj)
     raise WireError(f"can't send a {type(obj).__name__} between processes")
+
+
+def _encode_dict(obj: dict[Any, Any]) -> Any:
+    if all(isinstance(k, str) for k in obj) and _TAG not in obj and not any(k in obj for k in _SPECIAL):
+        return {k: v if type(v) in _SCALARS else encode(v) for k, v in obj.items()}
+    return {"__items": [[encode(k), encode(v)] for k, v in obj.items()]}
 
 
 def decode(data: Any) -> Any:

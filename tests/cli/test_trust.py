@@ -143,3 +143,31 @@ def test_an_expected_error_lets_a_trusted_run_go_on_and_exit_0(tmp_path: Path) -
     assert steps[2]["error"]["expected"] is True
     assert steps[-1]["stdout"] == "after\n"
     assert events[-1]["status"] == "ok" and events[-1]["expected_errors"] == 1
+
+
+LOOP = """\
+# sums in a loop, with a local helper module
+import torch
+from helper import double
+total = torch.zeros(1)
+for i in range(5):
+    total = total + double(torch.ones(1))
+print(total.item())
+"""
+
+
+def test_trusted_loops_fold_and_are_summed_up_as_in_the_sandbox(project: Path) -> None:
+    (project / "loop.py").write_text(LOOP)
+    table = _tcopy("loop.py", "--trust", "--width", "100", cwd=project)
+    assert table.returncode == 0, table.stderr
+    out = table.stdout
+    assert "Step 4 · line 6 · iteration 1/5" in out  # the first turn in full
+    folded = [line.strip() for line in out.splitlines() if line.strip().startswith("↻")]
+    assert [line.split(" · ")[0] for line in folded] == [f"↻ iteration {k}/5" for k in range(2, 6)]
+    assert "total 2 → 4" in folded[0].replace(".0", "")  # 2.0 → 4.0: double(1) added each turn
+    assert "loop at line 5: 5 iterations" in out
+    events = [json.loads(line) for line in _tcopy("loop.py", "--trust", "-f", "json", cwd=project).stdout.splitlines()]
+    loops = [e for e in events if e["event"] == "loop"]
+    assert len(loops) == 1 and loops[0]["iterations"] == 5 and loops[0]["total"] == 5
+    turns = [e["loops"] for e in events if e["event"] == "step" and e["line"] == 6]
+    assert turns == [[{"line": 5, "iteration": k, "total": 5}] for k in range(1, 6)]

@@ -5,7 +5,11 @@ example, the sandbox's JSON and ``--trust``'s JSON are equal fact for fact. Only
 absolute addresses are normalised (``data_ptr``, and ``0x...`` in printed text and
 messages), since they differ between any two runs, and a step's ``hooks`` (the script
 functions torch called back during it) is set aside: only ``--trust`` records it
-(``test_hooks_torch_calls_during_backward...`` checks it). The operation record (``ops``)
+(``test_hooks_torch_calls_during_backward...`` checks it). Where each step is (its loops
+and turns, grad-mode blocks and the calls running) is compared too; only a ``for``'s
+total may be unknown under ``--trust`` where the sandbox knows it (``zip`` of
+generators: the sandbox's ``zip`` makes a list, CPython's can't be measured without
+consuming it). The operation record (``ops``)
 and the notes are set aside too: only the sandbox's interpreter records operations, and
 notes are written from that record where there is one, so ``--trust`` gets the notes the
 measured facts alone support (their own test below). torch's once-per-process
@@ -57,12 +61,30 @@ def _events(source: str, origin: str, trust: bool) -> list[Any]:
     start = trace.info.to_json()
     assert start.pop("trusted", False) is trust
     steps = [json.loads(json.dumps(s.to_json(), allow_nan=False)) for s in trace.steps]
-    for step in steps:
+    for step, record in zip(steps, trace.steps):
         assert trust or "hooks" not in step
         assert not trust or step["ops"] == []
-        for key in ("hooks", "ops", "notes", "explanations", "loops"):
+        for key in ("hooks", "ops", "notes", "explanations"):
             step.pop(key, None)
+        step["where"] = [list(record.contexts), [[c.function, c.line] for c in record.calls]]
     return _normalised([start, *steps, trace.summary.to_json()])
+
+
+def _same_where(ours: Any, theirs: Any) -> Any:
+    """``ours`` with a ``for``'s unknown total taken from ``theirs`` (the same loop and turn)."""
+    if not (
+        isinstance(ours, dict)
+        and isinstance(theirs, dict)
+        and len(ours.get("loops", ())) == len(theirs.get("loops", ()))
+    ):
+        return ours
+    loops = [
+        {**a, "total": b["total"]}
+        if a["total"] is None and (a["line"], a["iteration"]) == (b["line"], b["iteration"])
+        else a
+        for a, b in zip(ours.get("loops", ()), theirs.get("loops", ()))
+    ]
+    return {**ours, "loops": loops} if "loops" in ours else ours
 
 
 @pytest.mark.parametrize("path", CORPUS + EXAMPLES, ids=[f"{p.parent.name}/{p.name}" for p in CORPUS + EXAMPLES])
@@ -73,7 +95,7 @@ def test_sandbox_and_trust_report_the_same_facts(path: Path) -> None:
     trusted = _events(source, origin, trust=True)
     assert len(trusted) == len(sandbox)
     for ours, theirs in zip(trusted, sandbox):
-        assert ours == theirs
+        assert _same_where(ours, theirs) == theirs
 
 
 SHARED_LINES = {
@@ -282,9 +304,7 @@ def test_limits_end_the_run_as_in_the_sandbox(source: str, limits: Limits, stopp
     trusted = run_source(source, limits=limits, trust=True)
     assert trusted.summary == sandbox.summary
     assert trusted.summary is not None and trusted.summary.stopped_by == stopped_by
-    # --trust records no loop context (yet): the steps are otherwise the same
-    without_loops = [{**s.to_json(), "loops": None} for s in sandbox.steps]
-    assert _normalised([{**s.to_json(), "loops": None} for s in trusted.steps]) == _normalised(without_loops)
+    assert _normalised([s.to_json() for s in trusted.steps]) == _normalised([s.to_json() for s in sandbox.steps])
 
 
 def test_the_timeout_ends_a_busy_loop(tmp_path: Path) -> None:
@@ -318,3 +338,61 @@ def test_trusted_runs_explain_from_measured_facts() -> None:
     texts = " ".join(n.text for s in trace.steps for n in s.explanations)
     assert trace.steps[2].tensors["b"].data_ptr == trace.steps[2].tensors["a"].data_ptr
     assert kinds and "b" in texts and "c" in texts
+
+
+LOOPS = """\
+import torch
+import torch.nn.functional as F
+torch.manual_seed(0)
+w = torch.randn(3, 1, requires_grad=True)
+x, y = torch.randn(8, 3), torch.randn(8, 1)
+def loss_of(w):
+    out = x @ w
+    for _ in range(2):
+        out = out * 1.0
+    return F.mse_loss(out, y)
+for epoch in range(4):
+    loss = loss_of(w)
+    loss.backward()
+    with torch.no_grad():
+        w -= 0.1 * w.grad
+        w.grad.zero_()
+n = 0
+while True:
+    n += 1
+    if n == 3:
+        break
+pairs = [(w, 1), (w, 2)]
+for t, k in pairs: s = t * k
+"""
+
+
+def test_loops_and_their_summaries_are_the_sandboxes() -> None:
+    """Turns, totals, nesting (a loop in a function called in a loop), grad-mode blocks and calls;
+    then the loop events a view makes from them, value for value."""
+    from tcopy_cli.render.loops import LoopTracker
+
+    def summaries(trust: bool) -> tuple[list[Any], list[Any]]:
+        trace = run_source(LOOPS, trust=trust)
+        tracker = LoopTracker()
+        events = [s.to_json() for step in trace.steps for s in tracker.feed(step)]
+        events += [s.to_json() for s in tracker.close()]
+        where = [(s.line, s.loops, s.contexts, s.calls) for s in trace.steps]
+        return where, events
+
+    (where, events), (trusted_where, trusted_events) = summaries(False), summaries(True)
+    assert trusted_where == where
+    assert trusted_events == events
+    # what the sandbox reports there, against plain Python: 4 epochs, each calling loss_of
+    # (whose own loop turns twice), the update inside no_grad; a while loop of 3 turns
+    epochs = [s for s in where if s[0] == 12]
+    assert [s[1][0].iteration for s in epochs] == [1, 2, 3, 4] and all(s[1][0].total == 4 for s in epochs)
+    inner = [s for s in where if s[0] == 9]
+    assert [(s[1][0].iteration, s[1][1].iteration, s[1][1].total) for s in inner] == [
+        (e, k, 2) for e in range(1, 5) for k in (1, 2)
+    ]
+    assert all(s[3] and s[3][0].function == "loss_of" and s[3][0].line == 12 for s in inner)
+    assert [s[2] for s in where if s[0] in (15, 16)] == [("no_grad",)] * 8
+    assert [s[1][0].iteration for s in where if s[0] == 19] == [1, 2, 3]
+    assert [(s[1][0].iteration, s[1][0].total) for s in where if s[0] == 23] == [(1, 2), (2, 2)]
+    assert len(events) == 4 * 1 + 1 + 1 + 1  # loss_of's loop once per epoch, the epochs, the while, the pairs

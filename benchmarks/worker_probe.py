@@ -1,0 +1,47 @@
+"""What the worker spends per step, in-process: run a case script as the worker does, frames to /dev/null.
+
+No parent, no start-up: the interpreter, observing, explaining, encoding and writing each
+step's frames. Prints CPU milliseconds per step (process time; on a busy machine wall
+time mostly measures waiting for a core). ``--no-send`` leaves out encoding and writing
+the step frames; ``--trust`` runs the script as ``tcopy run --trust`` does.
+
+    python benchmarks/worker_probe.py benchmarks/cases/loop_4000.py
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+from tcopy_cli import worker
+from tcopy_cli.limits import Limits
+from tcopy_cli.script.parse import parse_script
+
+
+class _Channel(worker.Channel):
+    def __init__(self, send: bool) -> None:
+        super().__init__(open(os.devnull, "wb"))  # noqa: SIM115 - lives as long as the probe
+        self.sending = send
+
+    def send(self, kind: str, **fields: Any) -> None:
+        if self.sending:
+            super().send(kind, **fields)
+
+
+def main() -> None:
+    path = next(a for a in sys.argv[1:] if not a.startswith("--"))
+    trusted = "--trust" in sys.argv
+    limits = Limits(max_steps=1_000_000)
+    program = parse_script(open(path).read(), path, limits, validate=not trusted)  # noqa: SIM115
+    options = worker._run_options({}, "cpu", limits, False, False)
+    runner = worker._worker_runner(program, options, _Channel("--no-send" not in sys.argv), None, trusted)
+    cpu = time.process_time()
+    summary = runner.run()
+    cpu = time.process_time() - cpu
+    print(f"{summary.steps} steps, {cpu:.2f} s CPU: {cpu / max(summary.steps, 1) * 1000:.3f} ms/step")
+
+
+if __name__ == "__main__":
+    main()
