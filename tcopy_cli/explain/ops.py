@@ -326,6 +326,22 @@ def _copy_text(op: OpRecord, name: str, b: TensorRecord, src: Source, a: TensorR
     )
 
 
+JOINERS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack"})
+"""Calls that always put their inputs' values into new memory (never a view)."""
+
+
+def _few(names: list[str], most: int = 4) -> str:
+    """``a, b and c``, or the first ``most`` and how many more."""
+    if len(names) <= most:
+        return names_text(names)
+    return f"{', '.join(names[:most])} and {len(names) - most} more"
+
+
+def _is_param(inp: OpInput) -> bool:
+    """A called module's parameter, recorded as an input of the call (role ``fc1.weight``)."""
+    return not inp.role.startswith(("self", "arg", "value", "old")) and not inp.role.endswith("=")
+
+
 def _new_note(f: StepFacts, op: OpRecord, name: str, b: TensorRecord, srcs: list[Source]) -> Note | None:
     linked = list(dict.fromkeys(s.name for s in srcs if s.graph))
     src = srcs[0]
@@ -334,12 +350,25 @@ def _new_note(f: StepFacts, op: OpRecord, name: str, b: TensorRecord, srcs: list
     if linked and b.grad_fn is not None:
         # The leaves its backward reaches (measured graph reach of the new tensor).
         leaves = [n for n in b.reaches if (r := f.tensors.get(n)) is not None and r.is_leaf and r.requires_grad]
-        reach = f"; backward through it sends gradients to {names_text(leaves)}" if leaves else ""
+        reach = f"; backward through it sends gradients to {_few(leaves)}" if leaves else ""
+        # Named arguments the call was given that take no gradient (they need none).
+        plain = [
+            s.name
+            for s in srcs
+            if s.direct and not s.graph and not _is_param(s.input) and not s.input.requires_grad
+        ]
+        plain = list(dict.fromkeys(n for n in plain if n not in linked))
+        tail = (
+            f" {names_text(plain)} {'does' if len(plain) == 1 else 'do'} not require grad, so no gradient "
+            f"flows back to {'it' if len(plain) == 1 else 'them'}."
+            if plain
+            else ""
+        )
         return note(
             "relation.computed",
             f"{reason or _call(op) + ': '}{name} is a new tensor in the graph ({b.grad_fn}), computed from "
-            f"{names_text(linked)}{reach}.",
-            [name, *linked],
+            f"{_few(linked)}{reach}.{tail}",
+            [name, *linked, *plain],
             op=op.index,
         )
     if not f.step.grad_enabled and not b.requires_grad and any(s.input.requires_grad for s in srcs):
@@ -357,6 +386,16 @@ def _new_note(f: StepFacts, op: OpRecord, name: str, b: TensorRecord, srcs: list
             [name, src.name],
             op=op.index,
         )
+    joined = list(dict.fromkeys(s.name for s in srcs if s.direct and s.relation == "new"))
+    if op.function in JOINERS and joined and len(joined) == len({s.name for s in srcs if s.direct}):
+        return note(
+            "relation.joined-copy",
+            f"{_call(op)}: {name} is new memory ({storage_text(b)}), not a view: {op.function} always copies, "
+            f"so {name} shares no memory with {_few(joined)} and later changes to "
+            f"{'it' if len(joined) == 1 else 'them'} don't show in {name}.",
+            [name, *joined],
+            op=op.index,
+        )
     return None
 
 
@@ -367,6 +406,8 @@ def _born_note(op: OpRecord, res: OpResult, name: str, b: TensorRecord) -> list[
         return []
     if op.function == "deepcopy":
         why = "deepcopy makes an empty tensor and then copies the values into it in place"
+    elif res.item.startswith(".") and "." in res.item[1:]:
+        why = "each layer initialises its parameters in place (its reset_parameters)"
     elif res.item.startswith("."):
         why = f"the layer initialises its parameters in place (for example {op.function}'s reset_parameters)"
     else:
