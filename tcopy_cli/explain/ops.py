@@ -353,9 +353,7 @@ def _new_note(f: StepFacts, op: OpRecord, name: str, b: TensorRecord, srcs: list
         reach = f"; backward through it sends gradients to {_few(leaves)}" if leaves else ""
         # Named arguments the call was given that take no gradient (they need none).
         plain = [
-            s.name
-            for s in srcs
-            if s.direct and not s.graph and not _is_param(s.input) and not s.input.requires_grad
+            s.name for s in srcs if s.direct and not s.graph and not _is_param(s.input) and not s.input.requires_grad
         ]
         plain = list(dict.fromkeys(n for n in plain if n not in linked))
         tail = (
