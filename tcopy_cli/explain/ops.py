@@ -453,6 +453,8 @@ def _effect_notes(f: StepFacts, op: OpRecord, explained: set[str]) -> Iterator[N
     """What an operation did to tensors that already existed: attribute writes, rebinding, in-place views."""
     if op.kind == "setattr":
         yield from _setattr_notes(f, op, explained)
+    if "before" in op.detail and "requires_grad" in op.detail["before"]:
+        yield from _flag_notes(f, op, explained)
     elif op.kind == "rebind":
         yield from _rebind_notes(op)
     if op.kind == "augassign" and op.bumped:
@@ -509,6 +511,46 @@ def _setattr_notes(f: StepFacts, op: OpRecord, explained: set[str]) -> Iterator[
         else:
             text = f"{_call(op)} set {t}.grad directly: the next backward adds its gradient to this tensor."
         yield note("change.grad-replaced", text, [t], op=op.index)
+
+
+def _flag_notes(f: StepFacts, op: OpRecord, explained: set[str]) -> Iterator[Note]:
+    """``x.requires_grad = ...`` or ``x.requires_grad_(...)``: the flag before and after, measured."""
+    target = op.inputs[0] if op.inputs and op.inputs[0].role == "self" else None
+    if target is None or target.name is None or target.name not in f.tensors:
+        return
+    t, r = target.name, f.tensors[target.name]
+    was, now = bool(op.detail["before"]["requires_grad"]), bool(op.detail["after"]["requires_grad"])
+    leaf = bool(op.detail.get("is_leaf"))
+    explained.add(t)
+    if now and not was:
+        sharing = [n for n in r.shares_memory_with if n in f.tensors and f.tensors[n].requires_grad]
+        tail = (
+            f" It shares memory with {names_text(sharing)}, but gradients into {t} won't reach {names_text(sharing)}."
+            if sharing
+            else ""
+        )
+        text = (
+            f"{_call(op)} made {t} a leaf that requires grad: operations on {t} from here on are recorded in "
+            f"the graph, and backward fills {t}.grad. Results computed from {t} before this line stay "
+            f"unlinked to it.{tail}"
+        )
+        yield note("change.requires-grad-on", text, [t, *sharing], op=op.index)
+    elif was and not now:
+        grad = " (the .grad it already has stays)" if op.detail["after"].get("has_grad") else ""
+        text = (
+            f"{_call(op)}: {t} no longer requires grad: operations on it are no longer recorded, and backward "
+            f"will not fill {t}.grad{grad}. It is still a leaf; results computed from it earlier keep their graph."
+        )
+        yield note("change.requires-grad-off", text, [t], op=op.index)
+    elif now and not leaf:
+        text = (
+            f"{_call(op)} changed nothing: {t} already requires grad, as a non-leaf computed in the graph "
+            f"({r.grad_fn}). Backward won't fill {t}.grad; call {t}.retain_grad() before backward to keep it."
+        )
+        yield note("change.requires-grad-unchanged", text, [t], op=op.index)
+    elif now == was:
+        text = f"{_call(op)} changed nothing: {t} {'already requires' if now else 'does not require'} grad."
+        yield note("change.requires-grad-unchanged", text, [t], op=op.index)
 
 
 def _rebind_notes(op: OpRecord) -> Iterator[Note]:

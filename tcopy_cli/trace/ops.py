@@ -264,6 +264,10 @@ def _attr_facts(t: torch.Tensor) -> dict[str, Any]:
     }
 
 
+FLAG_CALLS = frozenset({"requires_grad_"})
+"""In-place calls that change a flag of their receiver (recorded like ``x.requires_grad = ...``)."""
+
+
 def _dtype(t: Any) -> str:
     return str(t.dtype).removeprefix("torch.")
 
@@ -369,6 +373,11 @@ class OpRecorder:
         elif kind == "setattr" and isinstance(extra, torch.Tensor):
             p.target = extra
             p.before = _attr_facts(extra)
+        elif kind == "call" and function in FLAG_CALLS and recorded and recorded[0].role == "self":
+            receiver = recorded[0].obj
+            if isinstance(receiver, torch.Tensor):  # x.requires_grad_(): what the flag was before
+                p.target = receiver
+                p.before = _attr_facts(receiver)
         elif kind == "rebind":
             p.target = extra
         return p
@@ -436,8 +445,9 @@ class OpRecorder:
             return
         step = self._stack[-1]
         index = len(step.ops)
-        if p.kind == "setattr" and p.target is not None:
+        if p.kind in ("setattr", "call") and p.target is not None:
             after = _attr_facts(p.target)
+            p.detail["is_leaf"] = bool(p.target.is_leaf)
             p.detail["replaced"] = [k for k in ("storage", "grad", "requires_grad") if p.before[k] != after[k]]
             p.detail["before"] = {k: v for k, v in p.before.items() if k not in ("storage", "grad")}
             p.detail["after"] = {k: v for k, v in after.items() if k not in ("storage", "grad")}
