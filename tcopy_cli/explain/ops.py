@@ -347,6 +347,8 @@ def _new_note(f: StepFacts, op: OpRecord, name: str, b: TensorRecord, srcs: list
     src = srcs[0]
     a = _tensor(f, src.name)
     reason = _copy_reason(op, src, b, a)
+    # The name the statement rebound (x = f(x)) held another tensor when the call ran.
+    linked = [f"the old {n}" if n == name else n for n in linked]
     if linked and b.grad_fn is not None:
         # The leaves its backward reaches (measured graph reach of the new tensor).
         leaves = [n for n in b.reaches if (r := f.tensors.get(n)) is not None and r.is_leaf and r.requires_grad]
@@ -355,10 +357,11 @@ def _new_note(f: StepFacts, op: OpRecord, name: str, b: TensorRecord, srcs: list
         plain = [
             s.name for s in srcs if s.direct and not s.graph and not _is_param(s.input) and not s.input.requires_grad
         ]
-        plain = list(dict.fromkeys(n for n in plain if n not in linked))
+        plain = list(dict.fromkeys(f"the old {n}" if n == name else n for n in plain))
+        plain = [n for n in plain if n not in linked]
         tail = (
-            f" {names_text(plain)} {'does' if len(plain) == 1 else 'do'} not require grad, so no gradient "
-            f"flows back to {'it' if len(plain) == 1 else 'them'}."
+            f" No gradient flows back to {names_text(plain)}, which {'does' if len(plain) == 1 else 'do'} not "
+            f"require grad."
             if plain
             else ""
         )
@@ -366,7 +369,7 @@ def _new_note(f: StepFacts, op: OpRecord, name: str, b: TensorRecord, srcs: list
             "relation.computed",
             f"{reason or _call(op) + ': '}{name} is a new tensor in the graph ({b.grad_fn}), computed from "
             f"{_few(linked)}{reach}.{tail}",
-            [name, *linked, *plain],
+            [name, *(n for n in linked + plain if n in f.tensors and n != name)],
             op=op.index,
         )
     if not f.step.grad_enabled and not b.requires_grad and any(s.input.requires_grad for s in srcs):
@@ -453,7 +456,7 @@ def _effect_notes(f: StepFacts, op: OpRecord, explained: set[str]) -> Iterator[N
     """What an operation did to tensors that already existed: attribute writes, rebinding, in-place views."""
     if op.kind == "setattr":
         yield from _setattr_notes(f, op, explained)
-    if "before" in op.detail and "requires_grad" in op.detail["before"]:
+    if op.function in ("requires_grad", "requires_grad_") and "requires_grad" in op.detail.get("before", {}):
         yield from _flag_notes(f, op, explained)
     elif op.kind == "rebind":
         yield from _rebind_notes(op)

@@ -82,7 +82,7 @@ def test_view_offsets_and_disjoint_views() -> None:
 
 def test_requires_grad_after_detach_is_a_new_leaf() -> None:
     text = joined(LEAF + "b = a.detach()\nb.requires_grad_()")
-    assert "b now requires grad" in text and "won't reach a" in text
+    assert "`b.requires_grad_()` made b a leaf that requires grad" in text and "won't reach a" in text
 
 
 def test_copy_into_plain_tensor_joins_graph() -> None:
