@@ -507,21 +507,7 @@ class OpRecorder:
                 # Values reach back through a temporary only if this operation kept them.
                 kept = kind in ("same-object", "view", "alias", "copy", "shares-memory")
                 rels += self._through(obj, inp.record.from_op, step, MAX_CHAIN, kept)
-        if isinstance(obj, _ARRAY):
-            return OpResult(None, "ndarray", item, rels, dtype=str(obj.dtype), contiguous=bool(obj.flags.c_contiguous))
-        fn = safe_grad_fn(obj)
-        return OpResult(
-            None,
-            "tensor",
-            item,
-            rels,
-            _version(obj),
-            type(fn).__name__ if fn is not None else None,
-            bool(obj.requires_grad),
-            bool(obj.is_contiguous()),
-            _dtype(obj),
-            str(obj.device),
-        )
+        return result_record(item, obj, rels)
 
     def _through(self, obj: Any, op: int, step: _Step, depth: int, kept: bool) -> list[OpRelation]:
         """Relations of ``obj`` to the inputs of the earlier operation ``op`` (and theirs, for
@@ -540,6 +526,29 @@ class OpRecorder:
             elif rec.from_op is not None and depth > 1:
                 out += self._through(obj, rec.from_op, step, depth - 1, moving)
         return out
+
+
+def result_record(item: str, obj: Any, relations: list[OpRelation], name: str | None = None) -> OpResult:
+    """The record of one tensor or array an operation returned (``name``: known already)."""
+    names = [name] if name is not None else []
+    if isinstance(obj, _ARRAY):
+        return OpResult(
+            name, "ndarray", item, relations, dtype=str(obj.dtype), contiguous=bool(obj.flags.c_contiguous), names=names
+        )
+    fn = safe_grad_fn(obj)
+    return OpResult(
+        name,
+        "tensor",
+        item,
+        relations,
+        _version(obj),
+        type(fn).__name__ if fn is not None else None,
+        bool(obj.requires_grad),
+        bool(obj.is_contiguous()),
+        _dtype(obj),
+        str(obj.device),
+        names,
+    )
 
 
 def _traceable(x: Any) -> bool:
