@@ -56,7 +56,9 @@ def grad_changes(f: StepFacts) -> list[Note]:
             counts[name] = 1
             out.append(note("grad.received", f"backward put a gradient into {name}.grad: {g.preview}.", [name]))
         elif g is not None and og is not None and _changed(g, og):
-            if g.values is not None and _all_zero(g.values) and not _all_zero(og.values):
+            if (g.values is not None and _all_zero(g.values) and not _all_zero(og.values)) or (
+                g.values is None and _zeroed_by_call(f, name)
+            ):
                 out.append(note("grad.zeroed", f"{name}.grad was zeroed in place (same memory, values now 0).", [name]))
                 counts[name] = 0
                 continue
@@ -73,6 +75,14 @@ def grad_changes(f: StepFacts) -> list[Note]:
                 )
             )
     return out
+
+
+def _zeroed_by_call(f: StepFacts, name: str) -> bool:
+    """``x.grad.zero_()`` ran in this step (the record says so where values are too many to compare)."""
+    return any(
+        op.function == "zero_" and op.error is None and op.inputs and op.inputs[0].expr == f"{name}.grad"
+        for op in f.step.ops
+    )
 
 
 def zero_grad_hint(f: StepFacts) -> list[Note]:

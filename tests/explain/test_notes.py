@@ -157,3 +157,14 @@ def test_warning_notes() -> None:
     assert "clone().detach()" in joined(LEAF + "b = torch.tensor(a)")
     text = joined(LEAF + "b = a * 2\ng = b.grad")
     assert "retain_grad()" in text
+
+
+def test_zeroing_a_grad_too_large_to_list_is_not_called_a_backward() -> None:
+    # 10,000 values: the table summarises them, so the record of w.grad.zero_() tells what happened.
+    source = "w = torch.ones(100, 100, requires_grad=True)\n(w * 2).sum().backward()\nw.grad.zero_()"
+    text = " ".join(notes_of("import torch\n" + source))
+    ns: dict[str, object] = {}
+    exec("import torch\n" + source, ns)
+    w = ns["w"]
+    assert isinstance(w, torch.Tensor) and w.grad is not None and not w.grad.any()
+    assert "w.grad was zeroed in place" in text and "backward added into" not in text
