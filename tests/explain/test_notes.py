@@ -168,3 +168,13 @@ def test_zeroing_a_grad_too_large_to_list_is_not_called_a_backward() -> None:
     w = ns["w"]
     assert isinstance(w, torch.Tensor) and w.grad is not None and not w.grad.any()
     assert "w.grad was zeroed in place" in text and "backward added into" not in text
+
+
+def test_a_backward_counts_once_for_a_tensor_under_two_names() -> None:
+    # Inside f, x and f:x are one tensor: its .grad was zeroed, and one backward added to it.
+    source = (
+        "import torch\nx = torch.tensor(2.0, requires_grad=True)\n(x * x).backward()\nx.grad.zero_()\n"
+        "def f(x):\n    (x * 4).backward()\n    return x\ny = f(x)\n"
+    )
+    texts = [n for s in run_source(source, origin="<t>").steps for n in s.notes if "backward added into" in n]
+    assert texts and all("backward #1 " in t for t in texts), texts
