@@ -49,4 +49,11 @@ class StopRun(BaseException):
 
     A BaseException, so no ``except Exception`` in a script (or in torch code between
     the step and the runner) can swallow the end of a run.
+
+    ``unwinding``: the run ends because a script error went uncaught, so the script's own
+    ``finally`` blocks still run on the way out, as in Python (not after a limit or Ctrl-C).
     """
+
+    def __init__(self, unwinding: bool = False) -> None:
+        super().__init__()
+        self.unwinding = unwinding

@@ -585,7 +585,10 @@ def _failure_step(
         culprit = _culprit(bytes(state.stderr))
         inside = "torch" if culprit == "PyTorch" else "NumPy"
         kind = "ProcessCrashed"
-        message = f"the process crashed with {name} inside {inside} {where}; this is a {culprit} bug, not your script's"
+        message = (
+            f"the process crashed with {name} inside {inside} {where}: a failure in {culprit}'s C code, not a Python "
+            "error in your script"
+        )
         if options.trust:  # real Python: the script's own code or any library it called may have done it
             message = f"the process crashed with {name} {where} (--trust: real Python ran the script)"
         explanation = (

@@ -61,16 +61,55 @@ def untracked_write(f: StepFacts, name: str) -> list[Note]:
     if name in explained_names(f):  # e.g. x.data = ...: the record says what replaced the values
         return []
     if r.version == old.version and r.values != old.values and r.values is not None and old.values is not None:
+        through = _alias_write(f, name)
+        how = (
+            f"`{through[0]}` wrote into its memory through {through[1]}"
+            if through is not None
+            else "the write went through an alias with its own counter (.data, or a NumPy array on the same memory)"
+        )
         return [
             note(
                 "change.untracked-write",
-                f"{name}'s values changed but its version counter did not: the write went through an alias "
-                f"with its own counter (.data, or a NumPy array on the same memory), so autograd cannot "
-                f"notice it.",
+                f"{name}'s values changed but its version counter did not: {how}, so autograd cannot notice it.",
                 [name],
             )
         ]
     return []
+
+
+def _alias_write(f: StepFacts, name: str) -> tuple[str, str] | None:
+    """(in-place call, alias) when the operation record shows a write into an alias of ``name``.
+
+    The alias is a NumPy array the step wrote into (``n += 1``, ``n[0] = 5``) that measurably
+    shares ``name``'s memory, or a result of an earlier operation of the step (``w.data``) whose
+    record measured it as an alias of ``name`` with its own version counter.
+    """
+    ops = f.step.ops
+    arrays = f.step.arrays
+    for op in ops:
+        if op.kind in ("augassign", "setitem") and op.inputs and op.inputs[0].kind == "ndarray":
+            array = op.inputs[0].name
+            if array in arrays and name in arrays[array].shares_memory_with:  # measured: same memory
+                return op.call, f"{array}, a NumPy array on the same memory"
+        for i in op.bumped:
+            given = op.inputs[i].name if i < len(op.inputs) else None
+            other = f.tensors.get(given) if given is not None and given != name else None
+            if (
+                other is not None
+                and name in other.shares_memory_with
+                and other.version_counter != f.tensors[name].version_counter
+            ):  # measured: a named tensor on the same memory with another counter
+                return op.call, f"{given}, which shares {name}'s memory but not its version counter"
+            source = op.inputs[i].from_op if i < len(op.inputs) else None
+            if source is None or not 0 <= source < len(ops):
+                continue
+            made = ops[source]
+            for res in made.results:
+                for rel in res.relations:
+                    src = made.inputs[rel.input] if rel.input < len(made.inputs) else None
+                    if rel.relation == "alias" and src is not None and src.name == name:
+                        return op.call, f"`{made.call}`, an alias with its own version counter"
+    return None
 
 
 def in_place_writes(f: StepFacts) -> list[Note]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -227,3 +228,31 @@ def removed_names(step: Step, previous: Step | None) -> list[str]:
 
 def _watched(name: str, watch: str) -> bool:
     return name == watch or name.startswith(watch + "[") or name.startswith(watch + ".")
+
+
+DEFINITION = re.compile(r"(class|def)\s+([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@dataclass(frozen=True)
+class Quiet:
+    """How a step in which no shown tensor changed is told, without redrawing its table."""
+
+    one_line: str | None
+    """A definition or import step in one line (``defines class MLP``), or None."""
+    told: bool
+    """The step only printed or answered: "(no tensor changed)" stands for its table."""
+
+
+def quiet_form(step: Step, rows: Sequence[Row], gone: Sequence[str]) -> Quiet:
+    """Whether (and how) a step is told without its table: only when nothing it shows changed."""
+    unchanged = step.error is None and not gone and not any(r.new or r.changed for r in rows)
+    if not unchanged:
+        return Quiet(None, False)
+    if not step.stdout and step.value is None:
+        m = DEFINITION.match(step.source)
+        if m:
+            return Quiet(f"defines {'class' if m[1] == 'class' else 'function'} {m[2]}", False)
+        if step.source.startswith(("import ", "from ")) and "\n" not in step.source:
+            return Quiet(step.source, False)
+        return Quiet(None, False)
+    return Quiet(None, True)

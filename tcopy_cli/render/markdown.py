@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TextIO
 
 from tcopy_cli.render import ViewOptions, error_counts
-from tcopy_cli.render.cells import COLUMNS, removed_names, step_rows
+from tcopy_cli.render.cells import COLUMNS, quiet_form, removed_names, step_rows
+from tcopy_cli.render.controls import visible
 from tcopy_cli.render.folding import FoldedTurn, StepFlow, turn_parts
 from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading
 from tcopy_cli.render.where import iteration_text, where_parts
@@ -30,7 +31,7 @@ class MarkdownRenderer:
     def start(self, info: RunInfo) -> None:
         """Title and run facts."""
         self.device = info.device
-        heading = info.title or f"tcopy: `{info.source}`"
+        heading = visible(info.title) if info.title else f"tcopy: `{info.source}`"
         self.out.write(
             f"# {heading}\n\ntcopy {info.tcopy} · torch {info.torch} · device `{info.device}` · `{info.source}`"
             f" · confinement `{info.confinement}`\n\n"
@@ -54,13 +55,24 @@ class MarkdownRenderer:
         if step.expected:
             status = " · expected error"
         where = "".join(" · " + part for part in where_parts(step))
+        rows = step_rows(step, self.previous, self.options.watch, self.options.only_changed)
+        gone = removed_names(step, self.previous)
+        quiet = quiet_form(step, rows, gone)
+        if quiet.one_line is not None:  # class/def/import: a heading, no table (JSON keeps the whole step)
+            w(f"### Step {step.index} · line {step.line} · `{quiet.one_line}`{where}\n\n")
+            for line in step.narration:
+                w(f"*{line}*\n\n")
+            self._notes(step)
+            self.previous = step
+            return
         w(f"### Step {step.index} · line {step.line}{where}{status}\n\n")
         for line in step.narration:
             w(f"*{line}*\n\n")
         fence = "````" if "```" in step.source else "```"
         w(f"{fence}python\n{step.source}\n{fence}\n\n")
-        rows = step_rows(step, self.previous, self.options.watch, self.options.only_changed)
-        if rows:
+        if rows and quiet.told:
+            w("*(no tensor changed)*\n\n")
+        elif rows:
             devices = {r.cells["device"] for r in rows}
             cols = [c for c in COLUMNS if c.wide and (c.key != "device" or devices != {self.device})]
             w("| | " + " | ".join(c.header for c in cols) + " |\n")
@@ -76,7 +88,6 @@ class MarkdownRenderer:
                     cells.append(text)
                 w(f"| {row.marker().strip() or ' '} | " + " | ".join(cells) + " |\n")
             w("\n")
-        gone = removed_names(step, self.previous)
         if gone:
             w("Removed: " + ", ".join(f"`{n}`" for n in gone) + "\n\n")
         if step.hooks:
@@ -85,13 +96,7 @@ class MarkdownRenderer:
             w("Printed:\n\n```\n" + step.stdout.rstrip("\n") + "\n```\n\n")
         for warning in step.warnings:
             w(f"> ⚠ **warning:** {_cell(warning)}\n\n")
-        if self.options.explain:
-            notes = self.options.notes_of(step)
-            for note in notes:
-                text = f"**{note.line}**" if note.severity == "warning" else note.line
-                w(f"- {text}\n")
-            if notes:
-                w("\n")
+        self._notes(step)
         if step.error is not None:
             label = f"expected {step.error.type}" if step.expected else step.error.type
             w(f"> **{label}:** {_cell(step.error.message)}\n")
@@ -99,6 +104,17 @@ class MarkdownRenderer:
                 w(">\n> " + _cell(step.error.explanation) + "\n")
             w("\n")
         self.previous = step
+
+    def _notes(self, step: Step) -> None:
+        """The step's notes as a list (warnings in bold)."""
+        if not self.options.explain:
+            return
+        notes = self.options.notes_of(step)
+        for note in notes:
+            text = f"**{note.line}**" if note.severity == "warning" else note.line
+            self.out.write(f"- {text}\n")
+        if notes:
+            self.out.write("\n")
 
     def folded(self, turn: FoldedTurn) -> None:
         """A later turn of a loop as one list item (what it printed in a block under it)."""

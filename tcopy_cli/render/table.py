@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -13,7 +12,8 @@ from rich.table import Table
 from rich.text import Text
 
 from tcopy_cli.render import ViewOptions, error_counts
-from tcopy_cli.render.cells import Row, removed_names, step_rows
+from tcopy_cli.render.cells import Row, quiet_form, removed_names, step_rows
+from tcopy_cli.render.controls import visible
 from tcopy_cli.render.folding import FoldedTurn, StepFlow, turn_parts
 from tcopy_cli.render.graph import graph_tree
 from tcopy_cli.render.grid import BOX, HEADER_STYLE, StepGrid
@@ -60,7 +60,7 @@ class TableRenderer:
             )
         )
         if info.title:
-            self.console.print(Trimmed(Text(info.title, style="bold")))
+            self.console.print(Trimmed(Text(visible(info.title), style="bold")))
         if info.trusted:
             self.console.print(Trimmed(Text(TRUSTED_HEADER, style="bold yellow")))
         confined = not info.confinement.startswith("none")
@@ -97,11 +97,9 @@ class TableRenderer:
         where = Text("".join(" · " + part for part in where_parts(step)), style="magenta")
         rows = step_rows(step, previous, self.options.watch, self.options.only_changed)
         gone = removed_names(step, previous)
-        # Nothing the table shows changed: the step is told without redrawing the table.
-        unchanged = step.error is None and not gone and not any(r.new or r.changed for r in rows)
-        folded = _folded(step.source) if unchanged and not step.stdout and step.value is None else None
-        if folded is not None:  # class/def/import: one line, no table (JSON keeps the whole step)
-            title = Text.assemble((f"Step {step.index}", "bold"), f" · line {step.line} · ", folded, where)
+        quiet = quiet_form(step, rows, gone)
+        if quiet.one_line is not None:  # class/def/import: one line, no table (JSON keeps the whole step)
+            title = Text.assemble((f"Step {step.index}", "bold"), f" · line {step.line} · ", quiet.one_line, where)
             parts.append(Rule(title, **RULE))
             self._notes(parts, step)
             return Trimmed(Group(*parts))
@@ -112,10 +110,9 @@ class TableRenderer:
             parts.append(Text(step.source))
         if step.value is not None:  # tcopy repl: the expression's value, under it as Python's REPL shows it
             parts.append(Text(step.value))
-        told = unchanged and (bool(step.stdout) or step.value is not None)  # it only printed or answered
-        if rows and not told:
+        if rows and not quiet.told:
             parts.append(self._table(rows))
-        elif (self.options.only_changed or told) and (step.tensors or step.arrays):
+        elif (self.options.only_changed or quiet.told) and (step.tensors or step.arrays):
             parts.append(Text("  (no tensor changed)", style="dim"))
         if gone:
             parts.append(Text("  removed: " + ", ".join(gone), style="dim"))
@@ -245,19 +242,6 @@ class TableRenderer:
 
 RULE: dict[str, Any] = {"align": "left", "style": "dim"}
 """How the line that opens a step is drawn."""
-DEFINITION = re.compile(r"(class|def)\s+([A-Za-z_][A-Za-z0-9_]*)")
-
-
-def _folded(source: str) -> str | None:
-    """The one-line form of a definition or import step (``defines class MLP``), or None."""
-    m = DEFINITION.match(source)
-    if m:
-        return f"defines {'class' if m[1] == 'class' else 'function'} {m[2]}"
-    if source.startswith(("import ", "from ")) and "\n" not in source:
-        return source
-    return None
-
-
 # Columns whose text may wrap onto more lines; the rest stay on one line and end in "…".
 FOLDING = ("values", "grad", "shares", "name")
 

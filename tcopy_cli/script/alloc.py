@@ -28,6 +28,8 @@ def _as_int(value: Any) -> int | None:
         return None
     if isinstance(value, int):
         return value
+    if isinstance(value, np.integer):
+        return int(value)
     if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_floating_point():
         return int(value.item())
     return None

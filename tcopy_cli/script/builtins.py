@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import builtins as py
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from tcopy_cli.errors import NotAllowedError
 from tcopy_cli.script import policy
 from tcopy_cli.script.guards import Guards
-from tcopy_cli.script.sandbox import ClassProxy, SafeFunction, TypeView
+from tcopy_cli.script.sandbox import ClassProxy, PassableBuiltin, SafeFunction, TypeView
 
 SIZED_BUILTINS = frozenset(
     {"list", "tuple", "set", "sorted", "sum", "min", "max", "any", "all", "enumerate", "zip", "reversed", "dict", "map"}
@@ -97,11 +97,27 @@ def _breakpoint(*args: Any, **kwargs: Any) -> None:
     """A no-op: tcopy already stops after every statement (--pause steps interactively)."""
 
 
-def make_builtins(output: Output, is_script_callable: Callable[[Any], bool]) -> dict[str, Any]:
-    """The names a script finds when its own and the module's names don't have them."""
+PASSABLE_BUILTINS = frozenset({"print", "len", "abs"})
+"""Builtins a script may also hold as values and hand over as callbacks (hooks, sort keys)."""
 
-    def _type(obj: Any) -> TypeView:
-        return TypeView(type(obj))
+
+def make_builtins(
+    output: Output, is_script_callable: Callable[[Any], bool], classes: Iterable[ClassProxy] = ()
+) -> dict[str, Any]:
+    """The names a script finds when its own and the module's names don't have them.
+
+    ``classes``: more class proxies (torch.Tensor ...) that ``type(x)`` gives back as
+    themselves, so that ``type(x) is torch.Tensor`` holds as in Python.
+    """
+    known: dict[type, ClassProxy | TypeView] = {}
+    views: dict[type, ClassProxy | TypeView] = {}
+
+    def _type(obj: Any) -> ClassProxy | TypeView:
+        cls = type(obj)
+        found = known.get(cls) or views.get(cls)
+        if found is None:
+            found = views[cls] = TypeView(cls)  # one per class: type(a) is type(b) as in Python
+        return found
 
     def _enumerate(it: Any, start: int = 0) -> list[tuple[int, Any]]:
         return list(enumerate(it, start))
@@ -118,14 +134,14 @@ def make_builtins(output: Output, is_script_callable: Callable[[Any], bool]) -> 
         return list(map(fn, *its))
 
     table: dict[str, Any] = {
-        "print": SafeFunction("print", output.print),
+        "print": PassableBuiltin("print", output.print),
         "type": SafeFunction("type", _type),
         "enumerate": SafeFunction("enumerate", _enumerate),
         "zip": SafeFunction("zip", _zip),
         "reversed": SafeFunction("reversed", _reversed),
     }
     for name in ("len", "abs", "min", "max", "sum", "round", "sorted", "any", "all", "isinstance"):
-        table[name] = SafeFunction(name, getattr(py, name))
+        table[name] = (PassableBuiltin if name in PASSABLE_BUILTINS else SafeFunction)(name, getattr(py, name))
     for name in ("range", "float", "int", "bool", "str", "list", "tuple", "dict", "set", "slice"):
         table[name] = ClassProxy(name, getattr(py, name))
     for name in policy.SAFE_EXCEPTIONS:
@@ -135,4 +151,8 @@ def make_builtins(output: Output, is_script_callable: Callable[[Any], bool]) -> 
     table["input"] = SafeFunction("input", _input)
     table["breakpoint"] = SafeFunction("breakpoint", _breakpoint)
     table["super"] = SafeFunction("super", lambda: None)  # the interpreter's call handler answers super()
+    for proxy in [*table.values(), *classes]:
+        # Only where the proxy shows as Python shows the class (not nn.Linear, named by its alias).
+        if isinstance(proxy, ClassProxy) and repr(proxy) == repr(proxy.cls):
+            known.setdefault(proxy.cls, proxy)
     return table

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ from tcopy_cli.script.guards import check_argument
 from tcopy_cli.script.sandbox import (
     ClassProxy,
     FunctionApply,
+    PassableBuiltin,
     SafeFunction,
     ScriptClass,
     ScriptFunction,
@@ -59,6 +60,8 @@ class Frame:
     """The value of a ``return`` that ran in this frame's last step."""
     global_names: frozenset[str] = frozenset()
     """Names declared ``global`` in the function: read and bound in the module's names."""
+    outer: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Names declared ``nonlocal``: the enclosing function's scope each binds in."""
     line: int = 0
     """The line of the statement (or block header) running in this frame."""
     called_from: int = 0
@@ -85,13 +88,28 @@ class ScriptCallable(Sealed):
         return repr(self.fn)
 
 
+class BuiltinCallable(Sealed):
+    """``print``, ``len`` or ``abs`` handed to torch or a builtin (``c.register_hook(print)``)."""
+
+    def __init__(self, builtin: PassableBuiltin) -> None:
+        self.builtin = builtin
+
+    def __call__(self, *args: Any) -> Any:
+        return self.builtin.fn(*args)  # positional only: print(file=...) can't be reached this way
+
+    def __repr__(self) -> str:
+        return repr(self.builtin)
+
+
 def wrap_callable(interp: Interpreter, value: Any, silent: bool = True) -> Any:
-    """A script function (or ``Function.apply``) handed to torch or a builtin becomes a
-    callable that runs it in ``interp``."""
+    """A script function (or ``Function.apply``, or ``print``/``len``/``abs``) handed to torch
+    or a builtin becomes a callable that runs it in ``interp``."""
     if isinstance(value, ScriptFunction):
         return ScriptCallable(interp, value, silent)
     if isinstance(value, FunctionApply):
         return ApplyCallable(interp, value)
+    if isinstance(value, PassableBuiltin):
+        return BuiltinCallable(value)
     return value
 
 
@@ -161,12 +179,35 @@ def make_function(interp: Interpreter, node: ast.FunctionDef | ast.Lambda, owner
     name = node.name if isinstance(node, ast.FunctionDef) else "<lambda>"
     if owner:
         name = f"{owner}.{name}"
-    # Lambdas see the scopes around them; def functions see module names (and their own).
-    env = list(interp.frame.scopes) if isinstance(node, ast.Lambda) else []
-    declared = frozenset(n for sub in ast.walk(node) if isinstance(sub, ast.Global) for n in sub.names)
+    # A function sees the scopes around it where it is defined (an enclosing function's
+    # locals: a closure, read when it runs, as Python's cells are), then the module's names.
+    env = list(interp.frame.scopes)
+    own = list(own_nodes(node))
+    declared = frozenset(n for sub in own if isinstance(sub, ast.Global) for n in sub.names)
     fn = ScriptFunction(name, node, inspect.Signature(params), env, owner, declared)
+    fn.nonlocal_names = frozenset(n for sub in own if isinstance(sub, ast.Nonlocal) for n in sub.names)
     fn.grad_modes = grad_modes
     return fn
+
+
+def own_nodes(node: ast.FunctionDef | ast.Lambda) -> Iterator[ast.AST]:
+    """The nodes of a function's own body: not those of functions, lambdas or classes inside it."""
+    stack: list[ast.AST] = list(node.body) if isinstance(node, ast.FunctionDef) else [node.body]
+    while stack:
+        sub = stack.pop()
+        yield sub
+        if not isinstance(sub, (ast.FunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(sub))
+
+
+def enclosing_scope(fn: ScriptFunction, name: str, module: dict[str, Any]) -> dict[str, Any]:
+    """Where a ``nonlocal`` name of ``fn`` binds: the innermost enclosing scope that has it
+    (else the enclosing function's own, where Python's compiler found it assigned)."""
+    env: list[dict[str, Any]] = fn.env
+    found = [scope for scope in env if name in scope]
+    if found:
+        return found[-1]
+    return env[-1] if env else module
 
 
 def _decorator_kind(node: ast.FunctionDef) -> str:
@@ -281,7 +322,8 @@ def on_call(interp: Interpreter, node: ast.Call) -> Any:
             isinstance(target, torch.nn.Module) and func.id not in interp.builtins
         ):
             return recorded_call_value(interp, node, func.id, target)
-        builtin = interp.builtins.get(func.id) is target
+        # A builtin also under another name (p = print, t = type([])): its guards apply all the same.
+        builtin = interp.builtins.get(getattr(target, "qualname", func.id)) is target
         if isinstance(target, SafeFunction):
             fn, name = target.fn, target.qualname.rsplit(".", 1)[-1]
         elif isinstance(target, ClassProxy):
@@ -310,15 +352,18 @@ def on_call(interp: Interpreter, node: ast.Call) -> Any:
         # where no step can be reported, so their statements run without steps.
         silent = name not in ("map", "sorted", "min", "max") and name not in policy.FORWARD_HOOK_TAKERS
         for value in list(args) + list(kwargs.values()):
-            if callable(value) and not isinstance(value, (torch.Tensor, np.ndarray)):
+            handed = isinstance(value, (ScriptFunction, FunctionApply, PassableBuiltin))
+            foreign = isinstance(value, Sealed) and not handed
+            if foreign or (callable(value) and not isinstance(value, (torch.Tensor, np.ndarray))):
                 raise NotAllowedError(
-                    f"{name}() takes only functions the script defined (def or lambda), not {type_name(value)}"
+                    f"{name}() takes only functions the script defined (def or lambda), or print, len and abs; "
+                    f"not {type_name(value)}"
                 )
         args = [wrap_callable(interp, a, silent) for a in args]
         kwargs = {k: wrap_callable(interp, v, silent) for k, v in kwargs.items()}
     strict = not (builtin and name in DISPLAY_BUILTINS)
     for value in list(args) + list(kwargs.values()):
-        if not isinstance(value, (ScriptCallable, ApplyCallable)):
+        if not isinstance(value, (ScriptCallable, ApplyCallable, BuiltinCallable)):
             check_argument(value, strict)
     if builtin and name in SIZED_BUILTINS:
         for value in args:

@@ -147,6 +147,8 @@ class Guards:
     def binop(self, op: ast.operator, left: Any, right: Any, in_place: bool = False) -> Any:
         """``left OP right`` (or ``left OP= right``), checked before and after."""
         entry = BINARY_OPERATORS[type(op)]
+        if in_place and isinstance(left, (list, dict, set)):  # d |= x is d.update(x): data only, at any depth
+            check_argument(right, strict=True)
         for guard in entry.guards:
             guard(self.limits, left, right)
         result = (entry.in_place if in_place else entry.apply)(left, right)
@@ -244,6 +246,12 @@ class Guards:
                 raise lim.exceeded("max_str_len", f"the list would grow to {len(base) + added:,} items")
         elif isinstance(base, np.ndarray) and name == "tolist" and base.size > lim.max_iterations:
             raise lim.exceeded("max_iterations", f"tolist() of {base.size:,} elements")
+        elif (
+            isinstance(base, (torch.UntypedStorage, torch.TypedStorage))
+            and name == "tolist"
+            and base.size() > lim.max_iterations
+        ):
+            raise lim.exceeded("max_iterations", f"tolist() of a storage of {base.size():,} items")
 
     def index(self, base: Any, index: Any) -> None:
         """``base[index]`` of a tensor or array (advanced indexing can grow the result)."""

@@ -19,16 +19,18 @@ from typing import Any, Protocol
 
 import torch
 
-from tcopy_cli.errors import NotAllowedError, TcopyError
+from tcopy_cli.errors import NotAllowedError, StopRun, TcopyError
 from tcopy_cli.limits import Limits
 from tcopy_cli.script import expressions, functions, statements
 from tcopy_cli.script.builtins import Capture, Output, make_builtins
 from tcopy_cli.script.formatting import SafeFormatter, make_format
 from tcopy_cli.script.functions import (
     NOTHING,
+    BuiltinCallable,
     Frame,
     ScriptCallable,
     bind_arguments,
+    enclosing_scope,
 )
 from tcopy_cli.script.guards import Guards
 from tcopy_cli.script.parse import Program
@@ -116,10 +118,14 @@ class Interpreter(Sealed):
         self.limits = limits
         self.guards = Guards(limits)
         self.hook = hook
-        self.modules = build_all_modules()
+        self.modules = build_all_modules(limits)
         self.ns: dict[str, Any] = {"torch": self.modules["torch"]}
         self.output = Output(self.guards)
-        self.builtins = make_builtins(self.output, lambda fn: isinstance(fn, ScriptCallable))
+        self.builtins = make_builtins(
+            self.output,
+            lambda fn: isinstance(fn, (ScriptCallable, BuiltinCallable)),
+            [c for c in self.modules["torch"].members.values() if isinstance(c, ClassProxy)],
+        )
         self.formatter = SafeFormatter(self.guards)
         self.builtins["format"] = SafeFunction("format", make_format(self.formatter))
         # The module's frame first, then one per running call of a script function.
@@ -207,6 +213,8 @@ class Interpreter(Sealed):
         scopes = frame.scopes
         if not scopes or (name in frame.global_names and scopes[-1] is frame.locals):
             return self.ns
+        if name in frame.outer and scopes[-1] is frame.locals:
+            return frame.outer[name]
         return scopes[-1]
 
     def bind(self, name: str, value: Any) -> None:
@@ -248,6 +256,7 @@ class Interpreter(Sealed):
         frame = Frame(
             fn.name, [*fn.env, local], local, silent, global_names=fn.global_names, called_from=self.frame.line
         )
+        frame.outer = {n: enclosing_scope(fn, n, self.ns) for n in fn.nonlocal_names}
         self.frames.append(frame)
         try:
             if fn.grad_modes:
@@ -391,7 +400,7 @@ class Interpreter(Sealed):
     def on_pass(self, stmt: ast.Pass) -> None:
         return
 
-    def on_global(self, stmt: ast.Global) -> None:
+    def on_global(self, stmt: ast.Global | ast.Nonlocal) -> None:
         return  # a declaration: make_function read it when the function was defined
 
     def on_break(self, stmt: ast.Break) -> None:
@@ -507,6 +516,7 @@ class Interpreter(Sealed):
         handlers = [(self._exception_types(h.type), h) for h in stmt.handlers]
         caught: BaseException | None = None
         leaving: ControlFlow | None = None
+        depth = len(self.try_stack)
         for types, h in handlers:
             self.try_stack.append((types, h.lineno))
         try:
@@ -517,10 +527,17 @@ class Interpreter(Sealed):
             leaving = flow
         except Exception as exc:  # raised where no step reports it (hooks, silent calls)
             if _matching_handler(exc, handlers) is None:
+                del self.try_stack[depth:]
+                self._exec_block(stmt.finalbody)  # as Python does before the error leaves the try
                 raise
             caught = exc
+        except StopRun as stop:  # an uncaught script error ends the run: its finally still runs first
+            del self.try_stack[depth:]
+            if stop.unwinding:
+                self._exec_block(stmt.finalbody)
+            raise
         finally:
-            del self.try_stack[len(self.try_stack) - len(handlers) :]
+            del self.try_stack[depth:]
         if leaving is not None:
             self._exec_block(stmt.finalbody)
             raise leaving
@@ -601,6 +618,7 @@ NODE_HANDLERS: dict[type[ast.AST], Handler] = {
     ast.Continue: Interpreter.on_continue,
     ast.Pass: Interpreter.on_pass,
     ast.Global: Interpreter.on_global,
+    ast.Nonlocal: Interpreter.on_global,
     # ... and simple statements, each one step
     ast.Expr: statements.on_expr,
     ast.Assign: statements.on_assign,
@@ -640,7 +658,7 @@ NODE_HANDLERS: dict[type[ast.AST], Handler] = {
 """Every statement and expression a script may contain, and the method that runs it."""
 
 BLOCK_STATEMENTS = frozenset(
-    {ast.If, ast.For, ast.While, ast.With, ast.Try, ast.Break, ast.Continue, ast.Pass, ast.Global}
+    {ast.If, ast.For, ast.While, ast.With, ast.Try, ast.Break, ast.Continue, ast.Pass, ast.Global, ast.Nonlocal}
 )
 """Statements that are not a step themselves (their bodies' statements are; ``global`` is a declaration)."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import io
 import re
+import symtable
 import tokenize
 from dataclasses import dataclass, field
 
@@ -102,6 +103,7 @@ _STMT_NODES: tuple[type, ...] = (
     ast.While,
     ast.ClassDef,
     ast.Global,
+    ast.Nonlocal,
 )
 _EXPR_NODES: tuple[type, ...] = (
     ast.BoolOp,
@@ -144,7 +146,6 @@ _EXPR_NODES: tuple[type, ...] = (
 
 _REFUSED_WHY: dict[type, str] = {
     ast.AsyncFunctionDef: "async code is not supported",
-    ast.Nonlocal: "nonlocal is not supported",
     ast.AsyncFor: "async code is not supported",
     ast.AsyncWith: "async code is not supported",
     ast.Await: "async code is not supported",
@@ -160,8 +161,8 @@ if hasattr(ast, "TryStar"):
 def _allowed_import_names() -> str:
     return (
         "torch (also as NAME), torch.nn, torch.nn.functional, torch.nn.init, torch.optim, torch.autograd, "
-        "numpy, copy, math, time, timeit, random, pdb; any other module is a placeholder that "
-        "fails where it is first used"
+        "numpy (with numpy.random), copy, math, time, timeit, random, pdb, itertools (count); "
+        "any other module is a placeholder that fails where it is first used"
     )
 
 
@@ -248,7 +249,10 @@ class _Validator(ast.NodeVisitor):
                 raise self.reject(node, f"'from {mod} import {alias.name}' is not allowed")
             self._check_bound_name(node, alias.asname or alias.name)
 
-    def visit_Global(self, node: ast.Global) -> None:
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
+        self.visit_Global(node)
+
+    def visit_Global(self, node: ast.Global | ast.Nonlocal) -> None:
         for name in node.names:
             self._check_bound_name(node, name)
             if name in policy.FORBIDDEN_NAMES:
@@ -336,8 +340,6 @@ class _Validator(ast.NodeVisitor):
             node.decorator_list = decorators
 
     def _visit_function(self, node: ast.FunctionDef) -> None:
-        if self.in_function:
-            raise self.reject(node, "functions can be defined at module level or as methods of a class only")
         if self.in_class:
             if node.name.startswith("_") and node.name not in policy.ALLOWED_DUNDER_METHODS:
                 raise self.reject(
@@ -349,9 +351,11 @@ class _Validator(ast.NodeVisitor):
             raise self.reject(node, f"function names starting with '_' are not allowed: '{node.name}'")
         self._check_arguments(node.args)
         self.in_function += 1
+        # A function's body is not a class body, even inside a method: a def there is a plain function.
         saved_loop, self.in_loop = self.in_loop, 0
+        saved_class, self.in_class = self.in_class, 0
         self.generic_visit(node)
-        self.in_loop = saved_loop
+        self.in_loop, self.in_class = saved_loop, saved_class
         self.in_function -= 1
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
@@ -497,6 +501,17 @@ def _is_module_base(node: ast.expr) -> bool:
     return isinstance(node, (ast.Name, ast.Attribute))
 
 
+def _check_scopes(source: str, origin: str, tree: ast.Module) -> None:
+    """Python's own scope errors (``nonlocal x`` with no enclosing ``x``, and the like),
+    which ast.parse leaves to the compiler: symtable reports them without compiling."""
+    if not any(isinstance(node, ast.Nonlocal) for node in ast.walk(tree)):
+        return
+    try:
+        symtable.symtable(source, origin, "exec")
+    except SyntaxError as exc:
+        raise ScriptRejected(f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1) from None
+
+
 def check_script_size(size: int, limits: Limits) -> None:
     """Refuse a script of ``size`` bytes if it is over --max-script-bytes (before it is parsed)."""
     if size > limits.max_script_bytes:
@@ -530,6 +545,7 @@ def parse_script(source: str, origin: str = "<inline>", limits: Limits | None = 
     try:
         if validate:
             _Validator(limits, _script_attributes(tree), _placeholder_names(tree)).visit(tree)
+            _check_scopes(source, origin, tree)
     except RecursionError:
         raise ScriptRejected(_too_deep(limits), 1, 1) from None
     lines = source.split("\n")

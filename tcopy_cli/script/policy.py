@@ -76,6 +76,8 @@ TORCH_CONSTANTS = frozenset(
 # torch submodules: name -> allowed function names in it.
 TORCH_SUBMODULES: dict[str, frozenset[str]] = {
     "cuda": frozenset(["is_available", "device_count", "current_device", "synchronize", "memory_allocated"]),
+    # torch.accelerator (2.6+): which accelerator this run has, if any.
+    "accelerator": frozenset(["is_available", "current_accelerator", "device_count", "current_device_index"]),
     "autograd": frozenset(
         ["grad", "backward", "Variable", "set_detect_anomaly", "detect_anomaly", "gradcheck", "gradgradcheck"]
     ),
@@ -118,7 +120,7 @@ TENSOR_METHODS = frozenset(
             divide_ logical_not_ logical_and_ logical_or_ nan_to_num_ sgn_ hypot_ atan2_
             pin_memory share_memory is_inference requires_grad
             register_post_accumulate_grad_hook masked_fill index_put diag_embed norm
-            dim_order storage _is_view new
+            dim_order storage _is_view new resize
         """.split()
     )
     | {"register_hook", "register_post_accumulate_grad_hook"} - {"share_memory", "requires_grad", "pin_memory"}
@@ -140,7 +142,7 @@ SIZE_METHODS = frozenset({"numel", "index", "count"})
 DTYPE_ATTRS = frozenset({"is_floating_point", "is_complex", "is_signed", "itemsize"})
 DEVICE_ATTRS = frozenset({"type", "index"})
 # Storages are read-only: sizes and addresses, and items by index (s[0]); never written.
-STORAGE_METHODS = frozenset({"data_ptr", "nbytes", "size", "element_size", "untyped"})
+STORAGE_METHODS = frozenset({"data_ptr", "nbytes", "size", "element_size", "untyped", "tolist"})
 STORAGE_ATTRS = frozenset({"device", "dtype"})
 # Private autograd attributes tutorials read, by exact name: what a graph node saved for
 # backward. ``_raw_saved_*`` (the SavedTensor) can be read, not hooked: tcopy reads every
@@ -243,17 +245,39 @@ MODULE_ATTRS = frozenset(
 )
 OPTIMIZER_METHODS = frozenset({"step", "zero_grad", "state_dict", "add_param_group"})
 OPTIMIZER_ATTRS = frozenset({"param_groups", "defaults"})
-NUMPY_NAMES = frozenset(
+# NumPy ufuncs a script may call (also with out=: an array the script holds, written in
+# place). Their attributes (np.add.reduce, .at ...) are not reachable.
+NUMPY_UFUNCS = frozenset(
     """
+    add subtract multiply divide true_divide floor_divide power negative positive absolute fabs sign
+    sin cos tan arcsin arccos arctan arctan2 sinh cosh tanh exp exp2 expm1 log log2 log10 log1p
+    square sqrt cbrt reciprocal maximum minimum fmax fmin floor ceil trunc rint clip isnan isinf
+    isfinite greater greater_equal less less_equal equal not_equal logical_and logical_or logical_not
+    """.split()
+)
+# numpy.random: the legacy global functions, on a generator of the run's own.
+NUMPY_RANDOM_NAMES = frozenset(
+    """
+    seed rand randn randint random random_sample normal uniform standard_normal choice shuffle
+    permutation
+    """.split()
+)
+NUMPY_NAMES = (
+    frozenset(
+        """
     array asarray zeros ones empty full arange linspace copy shares_memory may_share_memory float32 float64
     float16 int64 int32 int8 uint8 bool_ ndarray sum mean abs sqrt exp log allclose array_equal
+    random
     """.split()
+    )
+    | NUMPY_UFUNCS
 )
 NODE_HOOK_METHODS = frozenset({"register_hook", "register_prehook"})
 # torch.autograd.functional: functions of a script function.
 AUTOGRAD_FUNCTIONAL_NAMES = frozenset("jacobian hessian vjp jvp hvp vhp".split())
 # Process-wide display settings: bounded (see sandbox.set_printoptions).
-TORCH_SETTINGS = frozenset({"set_printoptions"})
+# torch.set_default_device is accepted for the run's own device only (--device chooses it).
+TORCH_SETTINGS = frozenset({"set_printoptions", "set_default_device"})
 # Hooks torch calls while a module runs forward: their statements are steps, as forward's are.
 FORWARD_HOOK_TAKERS = frozenset({"register_forward_hook", "register_forward_pre_hook"})
 # Functions and methods that may be given a script-defined function (hook, key, mapping).
@@ -273,6 +297,7 @@ CALLABLE_TAKERS = frozenset(
         "sorted",
         "min",
         "max",
+        "step",  # optimizer.step(closure)
     }
 )
 
@@ -311,7 +336,6 @@ TORCH_FORBIDDEN: dict[str, str] = {
     "utils": "torch.utils includes code loading and data loading",
     "backends": "torch.backends changes process-wide settings",
     "library": "torch.library registers operators",
-    "set_default_device": "the device is chosen with tcopy's --device option",
 }
 
 ALLOWED_DUNDER_NAMES = frozenset({"__name__"})
@@ -322,7 +346,10 @@ GRAD_MODE_DECORATORS = frozenset({"no_grad", "enable_grad", "inference_mode", "s
 # The only dunder methods a script class may define, and the only dunder attribute a
 # script may touch (as super().__init__()).
 ALLOWED_DUNDER_METHODS = frozenset({"__init__"})
-UNDERSCORE_ATTRS = frozenset({"_version", "_base", "_is_view"}) | NODE_SAVED_ATTRS
+UNDERSCORE_ATTRS = frozenset({"_version", "_base", "_is_view", "__version__"}) | NODE_SAVED_ATTRS
+# Module attributes read as values: torch.__version__ (a str subclass that compares as a
+# version), numpy.__version__ (a str).
+VERSION_ATTRS = frozenset({"__version__"})
 
 
 def all_attribute_names() -> frozenset[str]:
@@ -372,10 +399,13 @@ def all_attribute_names() -> frozenset[str]:
         OPTIMIZER_METHODS,
         OPTIMIZER_ATTRS,
         NUMPY_NAMES,
+        NUMPY_RANDOM_NAMES,
+        ITERTOOLS_NAMES,
         NODE_HOOK_METHODS,
         frozenset({"nn", "optim", "args", "apply", "Function", "function", "functional", "graph", "Node"}),
         AUTOGRAD_FUNCTIONAL_NAMES,
         TORCH_SETTINGS,
+        VERSION_ATTRS,
     ):
         names |= group
     for sub in TORCH_SUBMODULES.values():
@@ -389,9 +419,11 @@ RANDOM_NAMES = frozenset(
     "random randint randrange uniform gauss normalvariate choice choices shuffle sample seed getrandbits".split()
 )
 PDB_NAMES = frozenset({"set_trace"})
+# itertools.count only: an endless counter, bounded by --max-iterations when consumed.
+ITERTOOLS_NAMES = frozenset({"count"})
 # Packages tcopy offers (some of) itself: anything else imported from these is refused
 # up front. Any other module binds an inert placeholder (see sandbox.Placeholder).
-OFFERED_PACKAGES = frozenset({"torch", "numpy", "copy", "math", "time", "timeit", "random", "pdb"})
+OFFERED_PACKAGES = frozenset({"torch", "numpy", "copy", "math", "time", "timeit", "random", "pdb", "itertools"})
 
 ALLOWED_IMPORTS.update(
     {
@@ -401,7 +433,7 @@ ALLOWED_IMPORTS.update(
         | TORCH_CONSTANTS
         | frozenset(TORCH_SUBMODULES)
         | TORCH_SETTINGS
-        | frozenset({"nn", "optim"}),
+        | frozenset({"nn", "optim", "set_default_device"}),
         "torch.nn": NN_NAMES,
         "torch.nn.functional": FUNCTIONAL_NAMES,
         "torch.nn.init": NN_INIT_NAMES,
@@ -411,6 +443,8 @@ ALLOWED_IMPORTS.update(
         "torch.autograd.functional": AUTOGRAD_FUNCTIONAL_NAMES,
         "torch.autograd.graph": frozenset({"Node"}),
         "numpy": NUMPY_NAMES,
+        "numpy.random": NUMPY_RANDOM_NAMES,
+        "itertools": ITERTOOLS_NAMES,
         "copy": frozenset({"copy", "deepcopy"}),
         "math": MATH_NAMES,
         "time": TIME_NAMES,

@@ -108,8 +108,21 @@ class ClassProxy(Sealed):
         return f"<class '{self.qualname}'>"
 
 
+class PassableBuiltin(SafeFunction):
+    """A builtin a script may also hold and hand over as a callback: ``print``, ``len``, ``abs``.
+
+    ``c.register_hook(print)``, ``sorted(xs, key=len)``, ``p = print``. Each only reads
+    its arguments and returns a plain value; what it runs is tcopy's own function
+    (``print`` writes to the step's capture), never a Python builtin that reaches code,
+    names or attributes.
+    """
+
+    def __repr__(self) -> str:
+        return f"<built-in function {self.qualname}>"
+
+
 class TypeView(Sealed):
-    """What ``type(x)`` returns: printable and comparable, not callable."""
+    """What ``type(x)`` returns for a class the script has no name for: printable and comparable, not callable."""
 
     def __init__(self, cls: type) -> None:
         self.cls = cls
@@ -174,6 +187,20 @@ def set_printoptions(
     torch.set_printoptions(precision, threshold, edgeitems, linewidth, profile, sci_mode)  # type: ignore[no-untyped-call]
 
 
+def set_default_device(device: Any) -> None:
+    """``torch.set_default_device``: accepted for the device the run already uses (a no-op)."""
+    current = torch.empty(()).device
+    try:
+        wanted = torch.device(device) if device is not None else torch.device("cpu")
+    except (RuntimeError, TypeError) as exc:
+        raise type(exc)(str(exc)) from None
+    if wanted.type != current.type or (wanted.index is not None and wanted.index != current.index):
+        raise NotAllowedError(
+            f"torch.set_default_device({str(wanted)!r}) is not allowed: this run uses {str(current)!r}; "
+            "choose the device with tcopy's --device option"
+        )
+
+
 def _members(mod: Any, names: frozenset[str], prefix: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in sorted(names):
@@ -215,6 +242,8 @@ def build_torch_proxy() -> ModuleProxy:
             "torch.autograd.graph", {"Node": ClassProxy("torch.autograd.graph.Node", torch.autograd.graph.Node)}
         )
     members["set_printoptions"] = SafeFunction("torch.set_printoptions", set_printoptions)
+    members["set_default_device"] = SafeFunction("torch.set_default_device", set_default_device)
+    members["__version__"] = torch.__version__
     members["nn"] = build_nn_proxy()
     members["optim"] = ModuleProxy("torch.optim", _classes(torch.optim, policy.OPTIM_NAMES, "torch.optim"))
     return ModuleProxy("torch", members)
@@ -242,8 +271,8 @@ def build_nn_proxy() -> ModuleProxy:
 
 def build_numpy_proxy() -> ModuleProxy:
     """``numpy``: array creation and a few read-only helpers; dtypes as np.dtype values."""
-    members: dict[str, Any] = {}
-    for name in sorted(policy.NUMPY_NAMES):
+    members: dict[str, Any] = {"__version__": str(np.__version__)}
+    for name in sorted(policy.NUMPY_NAMES - {"random"}):
         obj = getattr(np, name, None)
         if obj is None:
             continue
@@ -253,7 +282,41 @@ def build_numpy_proxy() -> ModuleProxy:
             members[name] = ClassProxy(f"numpy.{name}", obj)
         elif callable(obj):
             members[name] = SafeFunction(f"numpy.{name}", obj)
+    # The legacy global functions (np.random.seed, randn ...) on a RandomState of this run's
+    # own: seeding it gives NumPy's own sequence and touches no other generator.
+    members["random"] = ModuleProxy(
+        "numpy.random", _members(np.random.RandomState(), policy.NUMPY_RANDOM_NAMES, "numpy.random")
+    )
     return ModuleProxy("numpy", members)
+
+
+class BoundedCount(Sealed):
+    """``itertools.count(start, step)``: endless, so consuming it is bounded by --max-iterations."""
+
+    def __init__(self, limits: Limits, start: Any = 0, step: Any = 1) -> None:
+        for value in (start, step):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError("itertools.count() takes numbers (int or float) here")
+        self.limits = limits
+        self.start, self.step = start, step
+        self.next_value = start
+        self.produced = 0
+
+    def __iter__(self) -> BoundedCount:
+        return self
+
+    def __next__(self) -> Any:
+        self.produced += 1
+        if self.produced > self.limits.max_iterations:
+            raise self.limits.exceeded(
+                "max_iterations", f"itertools.count() was read more than {self.limits.max_iterations:,} times"
+            )
+        value, self.next_value = self.next_value, self.next_value + self.step
+        return value
+
+    def __repr__(self) -> str:
+        rest = f", {self.step!r}" if self.step != 1 else ""
+        return f"count({self.next_value!r}{rest})"
 
 
 class ScriptFunction(Sealed):
@@ -275,6 +338,8 @@ class ScriptFunction(Sealed):
         self.owner = owner
         self.global_names = global_names
         """Names its ``global`` statements declare: they bind in the module, not in the call."""
+        self.nonlocal_names: frozenset[str] = frozenset()
+        """Names its ``nonlocal`` statements declare: they bind in the enclosing function's scope."""
         self.grad_modes: tuple[Any, ...] = ()
         """Grad-mode context managers of its decorators (``@torch.no_grad()``), entered per call."""
 
@@ -348,8 +413,13 @@ class SuperProxy(Sealed):
         return "<super>"
 
 
-def build_modules() -> dict[str, ModuleProxy]:
+def build_modules(limits: Limits | None = None) -> dict[str, ModuleProxy]:
     """Importable modules by name."""
+    bound = limits or Limits()
+
+    def count(start: Any = 0, step: Any = 1) -> BoundedCount:
+        return BoundedCount(bound, start, step)
+
     math_members: dict[str, Any] = {}
     for name in policy.MATH_NAMES:
         obj = getattr(math, name, None)
@@ -369,6 +439,7 @@ def build_modules() -> dict[str, ModuleProxy]:
         "timeit": ModuleProxy("timeit", _members(timeit, policy.TIMEIT_NAMES, "timeit")),
         "random": build_random_proxy(),
         "pdb": ModuleProxy("pdb", {"set_trace": SafeFunction("pdb.set_trace", _no_debugger)}),
+        "itertools": ModuleProxy("itertools", {"count": SafeFunction("itertools.count", count)}),
     }
 
 
@@ -382,9 +453,34 @@ def build_random_proxy() -> ModuleProxy:
     return ModuleProxy("random", _members(generator, policy.RANDOM_NAMES, "random"))
 
 
-def build_all_modules() -> dict[str, ModuleProxy]:
+_MODULE_GETATTR = torch.nn.Module.__getattr__
+
+
+def _module_getattr(self: torch.nn.Module, name: str) -> Any:
+    """``nn.Module.__getattr__`` that answers no ``__dunder__`` name from the registered entries."""
+    if name.startswith("__") and name.endswith("__"):
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+    return _MODULE_GETATTR(self, name)
+
+
+def guard_module_lookup() -> None:
+    """Make nn.Module's attribute fallback refuse ``__dunder__`` names, for the sandbox's runs.
+
+    A module answers a missing attribute from its parameters, buffers and submodules. Python
+    and NumPy look protocol names up on the instance (``copy.deepcopy`` calls
+    ``x.__deepcopy__(memo)``, ``np.asarray`` trusts ``x.__array_interface__``), so an entry
+    registered under such a name (``add_module``, a ``ModuleDict`` key, a ``Sequential`` of an
+    ``OrderedDict``) would be called with tcopy's objects or read as a raw address. The
+    registering calls refuse these names too; this closes every other way of registering one.
+    No module of torch's own is registered under a dunder name.
+    """
+    torch.nn.Module.__getattr__ = _module_getattr  # type: ignore[method-assign]
+
+
+def build_all_modules(limits: Limits | None = None) -> dict[str, ModuleProxy]:
     """Every importable module, including dotted names (torch.nn.functional ...)."""
-    mods = build_modules()
+    guard_module_lookup()
+    mods = build_modules(limits)
     torch_proxy = mods["torch"]
     nn_proxy = torch_proxy.members["nn"]
     mods["torch.nn"] = nn_proxy
@@ -395,6 +491,7 @@ def build_all_modules() -> dict[str, ModuleProxy]:
     for sub in ("function", "functional", "graph"):
         mods[f"torch.autograd.{sub}"] = mods["torch.autograd"].members[sub]
     mods["numpy"] = build_numpy_proxy()
+    mods["numpy.random"] = mods["numpy"].members["random"]
     return mods
 
 
@@ -631,9 +728,13 @@ def is_storable(value: Any) -> bool:
     """True for values a script may hold in a variable or container.
 
     Callables never are, except graph nodes (``b.grad_fn``) and torch's grad-mode
-    context managers, which scripts can only inspect or use in ``with``.
+    context managers, which scripts can only inspect or use in ``with``. Classes
+    (``RuntimeError``, ``torch.Tensor``) and ``print``/``len``/``abs`` are held as
+    tcopy's proxies, which nothing outside the interpreter can call.
     """
-    if isinstance(value, (ModuleProxy, SafeFunction, ClassProxy, SuperProxy)):
+    if isinstance(value, (ClassProxy, PassableBuiltin)):
+        return True  # a class or print/len/abs as a value: printable, comparable, callable by name
+    if isinstance(value, (ModuleProxy, SafeFunction, SuperProxy)):
         return False
     if callable(value) and not isinstance(value, (torch.Tensor, np.ndarray, torch.nn.Module)):
         return _is_node(value) or is_context_manager(value)
@@ -740,7 +841,63 @@ def _is_numpy_call(fn: Any, owner: Any) -> bool:
     return fn is np.ndarray or isinstance(owner, np.ndarray) or str(getattr(fn, "__module__", "")).startswith("numpy")
 
 
+# Keywords a NumPy ufunc call may take (signature=/extobj= pick inner loops; refused).
+_UFUNC_KEYWORDS = frozenset({"out", "where", "dtype", "casting", "order"})
+# numpy.random functions: where their size is given (position among the arguments; None: *dims).
+_RANDOM_SIZE_POSITION: dict[str, int | None] = {
+    "rand": None,
+    "randn": None,
+    "randint": 2,
+    "random": 0,
+    "random_sample": 0,
+    "standard_normal": 0,
+    "normal": 2,
+    "uniform": 2,
+    "choice": 1,
+    "permutation": 0,
+}
+
+
+def _numel_of_shape(value: Any) -> int | None:
+    """Elements of a NumPy ``size=``/shape argument (an int or a tuple of ints)."""
+    dims = alloc._size_from([value])
+    return alloc._prod(dims) if dims is not None else None
+
+
+def _numpy_numel(fn: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> int | None:
+    """Elements a NumPy ufunc or numpy.random call would allocate, when known up front."""
+    if isinstance(fn, np.ufunc):
+        shapes = []
+        for value in args[: fn.nin]:
+            if isinstance(value, (np.ndarray, torch.Tensor)):
+                shapes.append(tuple(value.shape))
+            elif isinstance(value, (list, tuple)):
+                n = alloc.data_numel(value)
+                shapes.append((n,) if n is not None else ())
+        try:
+            return alloc._prod(alloc.broadcast_shapes(*shapes))
+        except RuntimeError:
+            return None
+    if isinstance(getattr(fn, "__self__", None), np.random.RandomState) and name in _RANDOM_SIZE_POSITION:
+        position = _RANDOM_SIZE_POSITION[name]
+        if position is None:
+            return _numel_of_shape(list(args)) if args else 1
+        if name == "permutation":
+            first = args[0] if args else kwargs.get("x")
+            return first if isinstance(first, int) and not isinstance(first, bool) else None
+        size = kwargs.get("size", args[position] if len(args) > position else None)
+        return 1 if size is None else _numel_of_shape(size)
+    return None
+
+
 def _check_numpy_call(fn: Any, name: str, owner: Any, args: list[Any], kwargs: dict[str, Any], limits: Limits) -> None:
+    if isinstance(fn, np.ufunc):
+        unknown = sorted(set(kwargs) - _UFUNC_KEYWORDS)
+        if unknown:
+            raise NotAllowedError(f"numpy.{name}({unknown[0]}=...) is not allowed here")
+    sized = _numpy_numel(fn, name, args, kwargs)
+    if sized is not None and sized > limits.max_elements:
+        raise limits.exceeded("max_elements", f"{name}() would create an array of {sized:,} elements")
     if fn is np.ndarray:
         raw = [k for k in _NDARRAY_RAW_ARGUMENTS if k in kwargs]
         if raw or len(args) > 2:
@@ -787,6 +944,7 @@ def _foreign_buffer(a: np.ndarray) -> str | None:
 
 
 _SHARING_FROM_NUMPY = frozenset({"from_numpy", "as_tensor", "asarray"})
+_REGISTERING = frozenset({"add_module", "register_module", "register_buffer", "register_parameter"})
 
 
 def guard_call(fn: Any, args: list[Any], kwargs: dict[str, Any], limits: Limits) -> None:
@@ -798,6 +956,21 @@ def guard_call(fn: Any, args: list[Any], kwargs: dict[str, Any], limits: Limits)
     """
     owner = getattr(fn, "__self__", None)
     name = getattr(fn, "__name__", "") or ""
+    if "cdata" in kwargs:  # torch.Tensor(cdata=N), x.new(cdata=N): N is taken as the address of a tensor
+        raise NotAllowedError(f"{name or 'this call'}(cdata=...) is not allowed: it takes a raw memory address")
+    if name in _REGISTERING and isinstance(owner, torch.nn.Module):
+        given = args[0] if args else kwargs.get("name")
+        if isinstance(given, str) and given.startswith("_"):
+            raise NotAllowedError(
+                f"{name}() with a name that starts with '_' ({given!r}) is not allowed: Python and NumPy look up "
+                "such names on the module (__deepcopy__, __array_interface__ ...)"
+            )
+    if _is_numpy_call(fn, owner) or name in _SHARING_FROM_NUMPY or name in ("tensor", "array"):
+        for value in [*args, *kwargs.values()]:
+            if isinstance(value, torch.nn.Module) or (
+                isinstance(value, (list, tuple)) and any(isinstance(v, torch.nn.Module) for v in value)
+            ):
+                raise NotAllowedError(f"a module (nn.Module) can't be passed to {name}(): pass its tensors")
     if _is_numpy_call(fn, owner):
         _check_numpy_call(fn, name, owner, args, kwargs, limits)
         return

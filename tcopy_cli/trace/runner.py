@@ -560,7 +560,7 @@ class Runner:
                 return False
             fatal = isinstance(error, TimeoutExceeded) or self.stopped_by in ("max_steps", "max_output")
             if stop and (not self.options.keep_going or fatal):
-                raise StopRun()
+                raise StopRun(unwinding=not fatal and not isinstance(error, KeyboardInterrupt))
             return False
         return True
 

@@ -67,8 +67,8 @@ TEXT_OF_TCOPY_VALUES = [
     "s = '%s' % torch.ones",
     "s = '%r' % (torch,)",
     "import math\ns = f'{math.sqrt}'",
-    "s = f'{print}'",
-    "s = str([len])",
+    "s = f'{sorted}'",
+    "s = str([sorted])",
 ]
 
 
@@ -85,7 +85,7 @@ def test_tcopy_values_never_become_text(src: str, tmp_path: Path) -> None:
     [
         [1, [2, [3, [sandbox.SafeFunction("print", print)]]]],
         {"k": {"j": sandbox.ModuleProxy("torch", {})}},
-        ({sandbox.ClassProxy("int", int): 1},),
+        ({sandbox.SafeFunction("sorted", sorted): 1},),
         frozenset({sandbox.SuperProxy(torch.nn.Module())}),
     ],
 )

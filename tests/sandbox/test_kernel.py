@@ -419,21 +419,3 @@ def test_the_repl_keeps_one_confined_worker_and_replaces_a_stuck_one(monkeypatch
     assert "[0.]" in out
     assert len(started) == 2  # one worker for the first three statements, a fresh one after the kill
 
-
-def test_an_optimizer_works_in_the_confined_worker() -> None:
-    """torch.optim's first use imports torch._dynamo, which asks for a temporary directory."""
-    steps = []
-    source = (
-        "import torch\nimport torch.nn as nn\ntorch.manual_seed(0)\nm = nn.Linear(2, 1)\n"
-        "opt = torch.optim.SGD(m.parameters(), lr=0.1)\nm(torch.ones(1, 2)).sum().backward()\nopt.step()\n"
-    )
-    summary = run_in_worker(source, "<t>", WorkerOptions(), steps.append, lambda _i: None)
-    assert summary.errors == 0, [s.error for s in steps if s.error is not None]
-    import torch
-
-    torch.manual_seed(0)
-    m = torch.nn.Linear(2, 1)
-    opt = torch.optim.SGD(m.parameters(), lr=0.1)
-    m(torch.ones(1, 2)).sum().backward()
-    opt.step()
-    assert steps[-1].tensors["m.weight"].values == m.weight.tolist()

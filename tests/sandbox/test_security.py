@@ -386,10 +386,10 @@ def test_numpy_and_storage_escapes(src: str, guard: Path) -> None:
 
 
 CALLABLES = [
-    "a = torch.ones(1, requires_grad=True)\na.register_hook(print)",
-    "a = torch.ones(1, requires_grad=True)\na.register_post_accumulate_grad_hook(print)",
-    "a = torch.ones(1, requires_grad=True)\nb = a * 2\nb.grad_fn.register_hook(print)",
-    "a = torch.ones(1, requires_grad=True)\nb = a * 2\nb.grad_fn.register_prehook(print)",
+    "a = torch.ones(1, requires_grad=True)\na.register_hook(sorted)",
+    "a = torch.ones(1, requires_grad=True)\na.register_post_accumulate_grad_hook(sorted)",
+    "a = torch.ones(1, requires_grad=True)\nb = a * 2\nb.grad_fn.register_hook(sorted)",
+    "a = torch.ones(1, requires_grad=True)\nb = a * 2\nb.grad_fn.register_prehook(sorted)",
     "a = torch.ones(2)\na.apply_(abs)",
     "a = torch.ones(2)\na.map_(a, max)",
     "a = torch.ones(2)\nx = torch.Tensor.register_hook(a, print)",
@@ -397,16 +397,16 @@ CALLABLES = [
     "x = [torch.ones][0](2)",
     "x = {'f': torch.ones}['f'](2)",
     "x = (torch.ones if True else torch.zeros)(2)",
-    "x = sorted([3, 1], key=abs)",
-    "x = max([1, 2], key=abs)",
+    "x = sorted([3, 1], key=sorted)",
+    "x = max([1, 2], key=sorted)",
     "x = min([1, 2], key=print)",
     "x = [1, 2]\nx.sort(key=abs)",
-    "f = print",
-    "p = [print]",
-    "d = {'k': abs}",
-    "d = {print: 1}",
-    "x = dict(f=print)",
-    "x = {1: 2}.get(3, print)",
+    "f = sorted",
+    "p = [sorted]",
+    "d = {'k': sorted}",
+    "d = {sorted: 1}",
+    "x = dict(f=sorted)",
+    "x = {1: 2}.get(3, sorted)",
     "import copy\nx = copy.deepcopy(print)",
     "import copy\nx = copy.copy(torch)",
     "a = torch.ones(2, requires_grad=True)\nx = torch.autograd.grad(print, a)",
@@ -418,9 +418,9 @@ CALLABLES = [
     "x = torch.no_grad()(print)",
     "a = torch.ones(1, requires_grad=True)\nb = a * 2\nf = b.grad_fn\nx = f(a)",
     "a = torch.ones(1, requires_grad=True)\nb = a * 2\nx = b.grad_fn(a)",
-    "a = torch.ones(1)\nt = type(a)\nx = t(2)",
+    "a = torch.ones(1, requires_grad=True)\nt = type((a * 2).grad_fn)\nx = t(2)",
     "a = torch.ones(1)\nx = type(a)(2)",
-    "x = list(map(abs, [1]))",
+    "x = list(map(sorted, [1]))",
     "x = torch.Tensor(print)",
     "x = (lambda: 1)()",
 ]
@@ -438,8 +438,8 @@ STRING_FORMATTING = [
     'a = torch.ones(1)\nx = f"{a.__class__}"',
     'x = f"{().__class__.__base__}"',
     'x = f"{torch}"',
-    'x = f"{print}"',
-    'x = f"{print!r}"',
+    'x = f"{sorted}"',
+    'x = f"{sorted!r}"',
     'x = f"{torch.ones}"',
     'x = f"{1:{print}}"',
     'x = "%s" % torch',
@@ -462,7 +462,7 @@ def test_refusals_point_at_the_statement(guard: Path) -> None:
     exc = refused("x = 1\ny = 2\nz = torch.load('x.pt')")
     assert isinstance(exc, ScriptRejected)
     assert (exc.line, exc.column) == (3, 5)
-    step = refused("x = 1\nf = print")
+    step = refused("x = 1\nf = sorted")
     assert isinstance(step, Step)
     assert step.line == 2 and step.error is not None
     assert step.error.type == "NotAllowedError"
@@ -807,9 +807,9 @@ CLI_SAMPLES = [
     "import torch as os\nos.system('touch pwned')",
     'T = torch\nT.save(T.ones(1), "pwned.pt")',
     'a = torch.ones(2)\na.numpy().tofile("pwned.bin")',
-    "a = torch.ones(1, requires_grad=True)\na.register_hook(print)",
+    "a = torch.ones(1, requires_grad=True)\na.register_hook(sorted)",
     "f = torch.ones\nf(2)",
-    "x = sorted([3, 1], key=abs)",
+    "x = sorted([3, 1], key=sorted)",
     'x = "{0.__class__}".format(torch.ones(1))',
     'x = "%s" % torch',
     "x = torch.ones(100000, 100000)",
@@ -859,7 +859,7 @@ def test_cli_subprocess_refuses_escapes(tmp_path: Path) -> None:
     # One real process: nothing written, no traceback, exit status 1.
     script = tmp_path / "escape.py"
     script.write_text("import os\nos.system('touch pwned')\n")
-    for args in ([str(script)], ["-e", "f = print\nf('x')"]):
+    for args in ([str(script)], ["-e", "f = sorted\nf('x')"]):
         proc = subprocess.run(
             [sys.executable, "-m", "tcopy_cli", "run", *args, "--no-color"],
             cwd=tmp_path,

@@ -97,7 +97,7 @@ FUNCTION_INTROSPECTION = [
     "def f():\n    return __builtins__\n\n\ny = f()",
     "def f():\n    return dir()\n\n\ny = f()",
     "def f(x, g=globals()):\n    return x",
-    "def f(x, p=print):\n    return x",
+    "def f(x, p=sorted):\n    return x",
     "def f(x, p=torch.load):\n    return x",
     # whatever tcopy represents a script function with, its own attributes stay hidden
     *(
@@ -251,10 +251,10 @@ def test_other_bases_metaclasses_decorators_and_class_attributes_are_refused(src
 
 
 MODULE_CALLABLES = [
-    MODEL + "h = m.register_forward_hook(print)",
-    MODEL + "h = m.register_forward_pre_hook(print)",
-    MODEL + "h = m.register_full_backward_hook(print)",
-    MODEL + "h = m.register_full_backward_pre_hook(print)",
+    MODEL + "h = m.register_forward_hook(sorted)",
+    MODEL + "h = m.register_forward_pre_hook(sorted)",
+    MODEL + "h = m.register_full_backward_hook(sorted)",
+    MODEL + "h = m.register_full_backward_pre_hook(sorted)",
     MODEL + "h = m.register_backward_hook(print)",
     MODEL + "h = m.register_state_dict_pre_hook(print)",
     MODEL + "h = m.register_load_state_dict_post_hook(print)",
@@ -264,18 +264,18 @@ MODULE_CALLABLES = [
     MODEL + "m.add_module('p', print)",
     MODEL + "m.forward = print",
     MODEL + "m.extra_repr = print",
-    MODEL + "m.weight.register_hook(print)",
+    MODEL + "m.weight.register_hook(sorted)",
     MODEL + "x = m._call_impl",
-    MODEL + "opt = torch.optim.SGD(m.parameters(), lr=0.1)\nopt.step(print)",
+    MODEL + "opt = torch.optim.SGD(m.parameters(), lr=0.1)\nopt.step(sorted)",
     MODEL + "opt = torch.optim.SGD(m.parameters(), lr=0.1)\nh = opt.register_step_pre_hook(print)",
     MODEL + "opt = torch.optim.SGD(m.parameters(), lr=0.1)\nh = opt.register_step_post_hook(print)",
     MODEL + "opt = torch.optim.SGD(m.parameters(), lr=0.1)\nh = opt.register_state_dict_pre_hook(print)",
     MODEL + "opt = torch.optim.SGD(m.parameters(), lr=0.1)\ns = torch.optim.lr_scheduler.LambdaLR(opt, print)",
     MODEL + "opt = torch.optim.Adam(m.parameters())\nx = opt._optimizer_step_code",
-    _INIT + "        self.f = print\n\n\nm = M()",
+    _INIT + "        self.f = sorted\n\n\nm = M()",
     _INIT + "        super().__setattr__('f', 1)\n\n\nm = M()",
     _INIT + "        g = super().__getattribute__\n\n\nm = M()",
-    _M + "h = m.register_forward_hook(print)",
+    _M + "h = m.register_forward_hook(sorted)",
     NN + "s = super()",
 ]
 
@@ -363,8 +363,6 @@ def test_torch_and_numpy_classes_and_global_hooks_are_not_writable(src: str, gua
 # --- hooks take lambdas and script functions, nothing else ---------------------------
 
 HOOK_TARGETS = [
-    "print",
-    "abs",
     "torch.zero_",
     "torch.Tensor.zero_",
     "a.zero_",
@@ -399,8 +397,8 @@ def test_hooks_take_no_builtin_or_torch_callables(template: str, target: str, gu
 
 HOOK_TRICKS = [
     LEAF + "h = a.register_hook(lambda g: print)\nb = (a * 2).sum()\nb.backward()",
-    LEAF + "h = a.register_hook(lambda g, p=print: p(g))\nb = (a * 2).sum()\nb.backward()",
-    LEAF + "def hook(g, p=print):\n    return p(g)\n\n\nh = a.register_hook(hook)",
+    LEAF + "h = a.register_hook(lambda g, p=sorted: p(g))\nb = (a * 2).sum()\nb.backward()",
+    LEAF + "def hook(g, p=sorted):\n    return p(g)\n\n\nh = a.register_hook(hook)",
     LEAF + "h = a.register_hook(lambda g: torch.load('x.pt'))\nb = (a * 2).sum()\nb.backward()",
     LEAF + "h = a.register_hook(lambda g: g.__class__)\nb = (a * 2).sum()\nb.backward()",
     LEAF + "h = a.register_hook(lambda g: [].__class__.__mro__)\nb = (a * 2).sum()\nb.backward()",
@@ -410,7 +408,7 @@ HOOK_TRICKS = [
     LEAF + "h = a.register_hook(lambda g: 1 / 0)\nb = (a * 2).sum()\nb.backward()",
     LEAF + "h = a.register_hook(lambda g: g.register_hook(print))\nb = (a * 2).sum()\nb.backward()",
     LEAF + "h = a.register_hook(lambda g: h.remove.__self__)\nb = (a * 2).sum()\nb.backward()",
-    LEAF + "b = a * 2\nh = b.grad_fn.register_prehook(print)",
+    LEAF + "b = a * 2\nh = b.grad_fn.register_prehook(sorted)",
     LEAF + "x = torch.autograd.functional.jacobian(print, a)",
 ]
 
@@ -439,13 +437,13 @@ FUNCTION_SINKS = [
     _G + NP + "y = np.apply_along_axis(f, 0, np.zeros(2))",
     _G + "y = torch.tensor([f])",
     _G + "d = torch.no_grad()\ny = d(f)",
-    "y = list(map(print, [1]))",
-    "y = list(map(abs, [1]))",
+    "y = list(map(sorted, [1]))",
+    "y = list(map(sorted, [1]))",
     "y = list(map(torch.zero_, [torch.ones(1)]))",
     "y = list(map(torch.Tensor.zero_, [torch.ones(1)]))",
     "import torch.nn.functional as F\ny = list(map(F.relu, [torch.ones(1)]))",
     "y = list(map(str, [1]))",
-    "y = map(print, [1])",
+    "y = map(sorted, [1])",
     "y = list(map(torch.load, ['x.pt']))",
 ]
 
@@ -638,7 +636,7 @@ def test_raising_outside_the_allow_list_is_refused_or_an_error_step(src: str, gu
 # tcopy's own refusals and limits are not Python errors the script can handle: an
 # `except Exception` (or RuntimeError, or bare except) around them changes nothing.
 UNCATCHABLE = [
-    "try:\n    f = print\nexcept Exception:\n    pass\nprint('continued')",
+    "try:\n    f = sorted\nexcept Exception:\n    pass\nprint('continued')",
     "try:\n    x = torch.load('x.pt')\nexcept Exception:\n    pass",
     "try:\n    x = torch.ones(10**10)\nexcept Exception:\n    pass\nprint('continued')",
     "try:\n    x = torch.ones(10**10)\nexcept RuntimeError:\n    pass\nprint('continued')",
@@ -646,7 +644,7 @@ UNCATCHABLE = [
     "try:\n    x = 10 ** (10**7)\nexcept Exception:\n    pass\nprint('continued')",
     "try:\n    x = [i for i in range(10**9)]\nexcept Exception:\n    pass\nprint('continued')",
     "try:\n    x = list(range(10**9))\nexcept Exception:\n    pass\nprint('continued')",
-    "def f():\n    g = print\n\n\ntry:\n    f()\nexcept Exception:\n    pass\nprint('continued')",
+    "def f():\n    g = sorted\n\n\ntry:\n    f()\nexcept Exception:\n    pass\nprint('continued')",
     "try:\n    x = torch.ones(10**10)\nexcept Exception as e:\n    print(str(e))\nprint('continued')",
     "try:\n    x = torch.ones(10**10)\nexcept ValueError:\n    pass\nelse:\n    pass\n"
     "finally:\n    y = 1\nprint('continued')",
@@ -1068,11 +1066,11 @@ FUNCTION_ESCAPES = [
     _fn(ctx_line="ctx.to_save = (x,)"),
     _fn(ctx_line="ctx.mark_dirty(print)"),
     _fn(ctx_line="ctx.save_for_backward(print)"),
-    _fn(ctx_line="h = ctx.register_hook(print)"),
+    _fn(ctx_line="h = ctx.register_hook(sorted)"),
     _fn(ctx_line="f = ctx.save_for_backward"),
     _fn(ctx_line="y = ctx.apply(x)"),
     _fn(ctx_line="y = ctx._forward_cls.forward(ctx, x)"),
-    _fn(ctx_line="ctx.fn = print"),
+    _fn(ctx_line="ctx.fn = sorted"),
     _fn(back_line="y = ctx.__class__.__mro__"),
     _fn(back_line="y = ctx.saved_tensors.__class__"),
     _fn(back_line="y = type(ctx)('z', (), {})"),
@@ -1126,7 +1124,7 @@ FORMAT_ESCAPES = [
     'x = "{0._modules}".format(nn.Linear(1, 1))',
     'x = "{0.forward}".format(nn.Linear(1, 1))',
     'x = "{0[0].__dict__}".format([1])',
-    'x = "{0}".format(print)',
+    'x = "{0}".format(sorted)',
     'x = "{0}".format(torch)',
     'x = "{0}".format([torch.ones])',
     'x = "{0.ones}".format(torch)',
@@ -1138,7 +1136,7 @@ FORMAT_ESCAPES = [
     'x = "{0:{1}}".format("a", ">100000000")',
     'x = "{0!r:>99999999}".format("a")',
     'x = format("a", ">100000000")',
-    'x = format(print, "")',
+    'x = format(sorted, "")',
     "x = format(1, print)",
     'x = ("{0}" * 10**6).format(*["a" * 1000])',
     'x = "{:.1000000000f}".format(1.0)',
@@ -1244,7 +1242,7 @@ MISC_MISUSE = [
     "from torch.autograd.graph import register_multi_grad_hook",
     "x = torch.autograd.graph.Node.register_hook",
     "x = torch.autograd.graph.Node()",
-    "lin = nn.Linear(1, 1)\nh = lin.register_forward_hook(print)",
+    "lin = nn.Linear(1, 1)\nh = lin.register_forward_hook(sorted)",
     "lin = nn.Linear(1, 1)\nh = lin.register_forward_hook(torch.relu)",
     "lin = nn.Linear(1, 1)\nh = lin.register_forward_pre_hook(copy.deepcopy)",
     "lin = nn.Linear(1, 1)\nh = lin.register_full_backward_hook(torch.load)",
@@ -1259,7 +1257,7 @@ MISC_MISUSE = [
     "x = globals",
     "s = slice(0, 2)\nx = s.indices(10)",
     "s = slice(0, 2)\nx = s.__reduce__()",
-    "s = slice(print, 2)",
+    "s = slice(sorted, 2)",
     "x = slice.__new__(slice, 1)",
     "import random\nx = random.choices([1], k=10**9)",
     "import random\nx = random.sample(range(10**9), 10**8)",

@@ -1,0 +1,58 @@
+"""Control characters in text a script made, shown as escapes instead of sent to the terminal.
+
+What a script prints, raises or writes in its source reaches the table and Markdown views
+(and stderr) as text. An escape sequence in it (``\\x1b[2J``, an OSC title) would clear the
+screen, forge a closing line or retitle the window; these views show it as ``\\x1b`` the way
+Python's ``repr`` does. JSON needs nothing: its encoder escapes control characters itself.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from tcopy_cli.trace.records import ErrorInfo, Step
+
+# C0 controls but tab and newline, DEL, and the C1 controls (an 8-bit CSI is 0x9b).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """``text`` with each control character as ``\\xNN``."""
+    if _CONTROL.search(text) is None:
+        return text
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", text)
+
+
+def _error(error: ErrorInfo) -> ErrorInfo:
+    return replace(error, message=visible(error.message), explanation=visible(error.explanation))
+
+
+def _has_control(step: Step) -> bool:
+    texts = [step.source, step.stdout, step.value or "", *step.warnings, *step.narration, *step.hooks]
+    texts.extend(n.text for n in step.explanations)
+    for error in (step.error, step.caught.error if step.caught is not None else None):
+        if error is not None:
+            texts += [error.message, error.explanation]
+    return any(_CONTROL.search(t) is not None for t in texts)
+
+
+def visible_step(step: Step) -> Step:
+    """The step with control characters in its script-made text escaped (itself when it has none)."""
+    if not _has_control(step):
+        return step
+    caught = step.caught
+    if caught is not None:
+        caught = replace(caught, error=_error(caught.error))
+    return replace(
+        step,
+        source=visible(step.source),
+        stdout=visible(step.stdout),
+        value=visible(step.value) if step.value is not None else None,
+        warnings=[visible(w) for w in step.warnings],
+        narration=[visible(n) for n in step.narration],
+        hooks=[visible(h) for h in step.hooks],
+        explanations=[replace(n, text=visible(n.text)) for n in step.explanations],
+        error=_error(step.error) if step.error is not None else None,
+        caught=caught,
+    )

@@ -1,0 +1,55 @@
+"""Escape sequences a script prints, raises or writes reach the terminal views as visible text.
+
+A script's own text could otherwise clear the screen, forge tcopy's closing line or set the
+window title. The table and Markdown views (and the stderr line) show each control character
+as ``\\xNN``; JSON keeps the exact text, which its encoder escapes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from tcopy_cli.cli import app
+from tcopy_cli.render.controls import visible
+
+runner = CliRunner()
+
+SCRIPT = (
+    "import torch\n"
+    'print("\\x1b[2J\\x1b[H\\x1b[32m3 steps, 0 errors\\x1b[0m\\x1b]0;tcopy: ok\\x07")\n'
+    "for i in range(3):\n"
+    '    print("\\x9b31m", i)\n'
+    '    x = torch.ones(1) * i\n'
+    'raise ValueError("\\x1b]0;title\\x07")\n'
+)
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_no_control_character_reaches_the_terminal(fmt: str) -> None:
+    r = runner.invoke(app, ["run", "-e", SCRIPT, "--format", fmt, "--no-color"])
+    assert r.exit_code == 1
+    for text in (r.stdout, r.stderr):
+        assert not any((ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F for c in text), repr(text)
+    assert "\\x1b[2J\\x1b[H\\x1b[32m3 steps, 0 errors" in r.stdout  # shown, not obeyed
+    assert "\\x9b31m 2" in r.stdout  # a folded loop turn's printed line too
+    assert "ValueError: \\x1b]0;title\\x07" in r.stderr
+
+
+def test_json_keeps_the_exact_text() -> None:
+    r = runner.invoke(app, ["run", "-e", SCRIPT, "--format", "json"])
+    printed = "".join(e.get("stdout", "") for e in map(json.loads, r.stdout.splitlines()) if e["event"] == "step")
+    plain = io.StringIO()
+    # what plain Python prints for the same statements
+    with contextlib.redirect_stdout(plain), contextlib.suppress(ValueError):
+        exec(SCRIPT, {})
+    assert printed == plain.getvalue()
+
+
+def test_visible_keeps_tabs_newlines_and_unicode() -> None:
+    assert visible("a\tb\nc · ✓") == "a\tb\nc · ✓"
+    assert visible("\x00\x07\r\x1b\x7f\x9b") == "\\x00\\x07\\x0d\\x1b\\x7f\\x9b"
