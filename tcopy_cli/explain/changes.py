@@ -10,6 +10,8 @@ from tcopy_cli.trace.records import Note
 def requires_grad_flip(f: StepFacts, name: str) -> list[Note]:
     """``requires_grad_()`` on a leaf, or a tensor that stopped requiring grad."""
     r, old = f.tensors[name], f.before[name]
+    if name in explained_names(f):  # the operation record says which call flipped it
+        return []
     if r.requires_grad and not old.requires_grad and r.is_leaf:
         sharing = [n for n in r.shares_memory_with if n in f.tensors and f.tensors[n].requires_grad]
         tail = (

@@ -42,6 +42,7 @@ def grad_changes(f: StepFacts) -> list[Note]:
     """Each tensor whose .grad was set, added to, zeroed or reset in this step."""
     out: list[Note] = []
     counts = f.state.backward_counts
+    stepped: dict[int, int] = {}
     for name, r in f.tensors.items():
         old = f.before.get(name)
         if old is None or old.object_id != r.object_id:
@@ -51,17 +52,20 @@ def grad_changes(f: StepFacts) -> list[Note]:
             out.append(
                 note("grad.reset", f"{name}.grad was reset to None: the next backward starts from nothing.", [name])
             )
-            counts[name] = 0
+            counts[r.object_id] = 0
         elif g is not None and og is None:
-            counts[name] = 1
+            counts[r.object_id] = 1
             out.append(note("grad.received", f"backward put a gradient into {name}.grad: {g.preview}.", [name]))
         elif g is not None and og is not None and _changed(g, og):
-            if g.values is not None and _all_zero(g.values) and not _all_zero(og.values):
+            if (g.values is not None and _all_zero(g.values) and not _all_zero(og.values)) or (
+                g.values is None and _zeroed_by_call(f, name)
+            ):
                 out.append(note("grad.zeroed", f"{name}.grad was zeroed in place (same memory, values now 0).", [name]))
-                counts[name] = 0
+                counts[r.object_id] = 0
                 continue
-            n = counts.get(name, 1) + 1
-            counts[name] = n
+            # One tensor under several names (an argument and the caller's name) counts once.
+            n = stepped.get(r.object_id) or counts.get(r.object_id, 1) + 1
+            counts[r.object_id] = stepped[r.object_id] = n
             inc = _subtract(g.values, og.values)
             inc_text = f" (+{format_nested(inc)})" if inc is not None and not _contains_none(inc) else ""
             out.append(
@@ -73,6 +77,14 @@ def grad_changes(f: StepFacts) -> list[Note]:
                 )
             )
     return out
+
+
+def _zeroed_by_call(f: StepFacts, name: str) -> bool:
+    """``x.grad.zero_()`` ran in this step (the record says so where values are too many to compare)."""
+    return any(
+        op.function == "zero_" and op.error is None and op.inputs and op.inputs[0].expr == f"{name}.grad"
+        for op in f.step.ops
+    )
 
 
 def zero_grad_hint(f: StepFacts) -> list[Note]:

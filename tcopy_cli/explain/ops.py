@@ -326,20 +326,50 @@ def _copy_text(op: OpRecord, name: str, b: TensorRecord, src: Source, a: TensorR
     )
 
 
+JOINERS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack"})
+"""Calls that always put their inputs' values into new memory (never a view)."""
+
+
+def _few(names: list[str], most: int = 4) -> str:
+    """``a, b and c``, or the first ``most`` and how many more."""
+    if len(names) <= most:
+        return names_text(names)
+    return f"{', '.join(names[:most])} and {len(names) - most} more"
+
+
+def _is_param(inp: OpInput) -> bool:
+    """A called module's parameter, recorded as an input of the call (role ``fc1.weight``)."""
+    return not inp.role.startswith(("self", "arg", "value", "old")) and not inp.role.endswith("=")
+
+
 def _new_note(f: StepFacts, op: OpRecord, name: str, b: TensorRecord, srcs: list[Source]) -> Note | None:
     linked = list(dict.fromkeys(s.name for s in srcs if s.graph))
     src = srcs[0]
     a = _tensor(f, src.name)
     reason = _copy_reason(op, src, b, a)
+    # The name the statement rebound (x = f(x)) held another tensor when the call ran.
+    linked = [f"the old {n}" if n == name else n for n in linked]
     if linked and b.grad_fn is not None:
         # The leaves its backward reaches (measured graph reach of the new tensor).
         leaves = [n for n in b.reaches if (r := f.tensors.get(n)) is not None and r.is_leaf and r.requires_grad]
-        reach = f"; backward through it sends gradients to {names_text(leaves)}" if leaves else ""
+        reach = f"; backward through it sends gradients to {_few(leaves)}" if leaves else ""
+        # Named arguments the call was given that take no gradient (they need none).
+        plain = [
+            s.name for s in srcs if s.direct and not s.graph and not _is_param(s.input) and not s.input.requires_grad
+        ]
+        plain = list(dict.fromkeys(f"the old {n}" if n == name else n for n in plain))
+        plain = [n for n in plain if n not in linked]
+        tail = (
+            f" No gradient flows back to {names_text(plain)}, which {'does' if len(plain) == 1 else 'do'} not "
+            f"require grad."
+            if plain
+            else ""
+        )
         return note(
             "relation.computed",
             f"{reason or _call(op) + ': '}{name} is a new tensor in the graph ({b.grad_fn}), computed from "
-            f"{names_text(linked)}{reach}.",
-            [name, *linked],
+            f"{_few(linked)}{reach}.{tail}",
+            [name, *(n for n in linked + plain if n in f.tensors and n != name)],
             op=op.index,
         )
     if not f.step.grad_enabled and not b.requires_grad and any(s.input.requires_grad for s in srcs):
@@ -357,6 +387,16 @@ def _new_note(f: StepFacts, op: OpRecord, name: str, b: TensorRecord, srcs: list
             [name, src.name],
             op=op.index,
         )
+    joined = list(dict.fromkeys(s.name for s in srcs if s.direct and s.relation == "new"))
+    if op.function in JOINERS and joined and len(joined) == len({s.name for s in srcs if s.direct}):
+        return note(
+            "relation.joined-copy",
+            f"{_call(op)}: {name} is new memory ({storage_text(b)}), not a view: {op.function} always copies, "
+            f"so {name} shares no memory with {_few(joined)} and later changes to "
+            f"{'it' if len(joined) == 1 else 'them'} don't show in {name}.",
+            [name, *joined],
+            op=op.index,
+        )
     return None
 
 
@@ -367,6 +407,8 @@ def _born_note(op: OpRecord, res: OpResult, name: str, b: TensorRecord) -> list[
         return []
     if op.function == "deepcopy":
         why = "deepcopy makes an empty tensor and then copies the values into it in place"
+    elif res.item.startswith(".") and "." in res.item[1:]:
+        why = "each layer initialises its parameters in place (its reset_parameters)"
     elif res.item.startswith("."):
         why = f"the layer initialises its parameters in place (for example {op.function}'s reset_parameters)"
     else:
@@ -414,6 +456,8 @@ def _effect_notes(f: StepFacts, op: OpRecord, explained: set[str]) -> Iterator[N
     """What an operation did to tensors that already existed: attribute writes, rebinding, in-place views."""
     if op.kind == "setattr":
         yield from _setattr_notes(f, op, explained)
+    if op.function in ("requires_grad", "requires_grad_") and "requires_grad" in op.detail.get("before", {}):
+        yield from _flag_notes(f, op, explained)
     elif op.kind == "rebind":
         yield from _rebind_notes(op)
     if op.kind == "augassign" and op.bumped:
@@ -470,6 +514,46 @@ def _setattr_notes(f: StepFacts, op: OpRecord, explained: set[str]) -> Iterator[
         else:
             text = f"{_call(op)} set {t}.grad directly: the next backward adds its gradient to this tensor."
         yield note("change.grad-replaced", text, [t], op=op.index)
+
+
+def _flag_notes(f: StepFacts, op: OpRecord, explained: set[str]) -> Iterator[Note]:
+    """``x.requires_grad = ...`` or ``x.requires_grad_(...)``: the flag before and after, measured."""
+    target = op.inputs[0] if op.inputs and op.inputs[0].role == "self" else None
+    if target is None or target.name is None or target.name not in f.tensors:
+        return
+    t, r = target.name, f.tensors[target.name]
+    was, now = bool(op.detail["before"]["requires_grad"]), bool(op.detail["after"]["requires_grad"])
+    leaf = bool(op.detail.get("is_leaf"))
+    explained.add(t)
+    if now and not was:
+        sharing = [n for n in r.shares_memory_with if n in f.tensors and f.tensors[n].requires_grad]
+        tail = (
+            f" It shares memory with {names_text(sharing)}, but gradients into {t} won't reach {names_text(sharing)}."
+            if sharing
+            else ""
+        )
+        text = (
+            f"{_call(op)} made {t} a leaf that requires grad: operations on {t} from here on are recorded in "
+            f"the graph, and backward fills {t}.grad. Results computed from {t} before this line stay "
+            f"unlinked to it.{tail}"
+        )
+        yield note("change.requires-grad-on", text, [t, *sharing], op=op.index)
+    elif was and not now:
+        grad = " (the .grad it already has stays)" if op.detail["after"].get("has_grad") else ""
+        text = (
+            f"{_call(op)}: {t} no longer requires grad: operations on it are no longer recorded, and backward "
+            f"will not fill {t}.grad{grad}. It is still a leaf; results computed from it earlier keep their graph."
+        )
+        yield note("change.requires-grad-off", text, [t], op=op.index)
+    elif now and not leaf:
+        text = (
+            f"{_call(op)} changed nothing: {t} already requires grad, as a non-leaf computed in the graph "
+            f"({r.grad_fn}). Backward won't fill {t}.grad; call {t}.retain_grad() before backward to keep it."
+        )
+        yield note("change.requires-grad-unchanged", text, [t], op=op.index)
+    elif now == was:
+        text = f"{_call(op)} changed nothing: {t} {'already requires' if now else 'does not require'} grad."
+        yield note("change.requires-grad-unchanged", text, [t], op=op.index)
 
 
 def _rebind_notes(op: OpRecord) -> Iterator[Note]:

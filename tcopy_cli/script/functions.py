@@ -412,7 +412,26 @@ def recorded_call_value(interp: Interpreter, node: ast.Call, name: str, target: 
     if interp.ops is None:
         return call_value(interp, target, args, kwargs)
     inputs = call_inputs(node, None, args, kwargs)
+    if isinstance(target, torch.nn.Module):
+        inputs += module_inputs(node, target)
     return interp.recorded(node, "call", name, inputs, lambda: call_value(interp, target, args, kwargs))
+
+
+MODULE_INPUTS = 32
+"""Parameters of a called module recorded as inputs of the call (the first ones)."""
+
+
+def module_inputs(node: ast.Call, module: torch.nn.Module) -> list[tuple[str, ast.AST | None, Any]]:
+    """A called module's parameters as inputs of the call, each with the role the table
+    would name it by through the module as written (``fc1.weight``, ``model.0.bias``)."""
+    owner = ast.unparse(node.func)
+    out: list[tuple[str, ast.AST | None, Any]] = []
+    # nn.Module's own method, never a script class's override.
+    for pname, param in torch.nn.Module.named_parameters(module):
+        if len(out) >= MODULE_INPUTS:
+            break
+        out.append((f"{owner}.{pname}", None, param))
+    return out
 
 
 def call_isinstance(interp: Interpreter, node: ast.Call) -> bool:

@@ -287,12 +287,14 @@ class Interpreter(Sealed):
         return None
 
     def name_of(self, obj: Any) -> str | None:
-        """The script name bound to ``obj`` (by identity) in the running scopes, as tables show it."""
+        """The script name bound to ``obj`` (by identity) as tables show it: the running call's
+        locals (``fn:name``), then the module's names. Comprehension variables and a lambda's
+        enclosing scopes are not table names, so they are skipped (the caller looks further)."""
         frame = self.frame
-        for scope in reversed(frame.scopes):
-            for k, v in scope.items():
-                if v is obj:
-                    return f"{frame.function}:{k}" if scope is frame.locals and frame.function else k
+        if frame.function:
+            for k, v in frame.locals.items():
+                if v is obj and k != "self":
+                    return f"{frame.function}:{k}"
         for k, v in self.ns.items():
             if v is obj:
                 return k

@@ -153,9 +153,11 @@ def assign(interp: Interpreter, target: ast.expr, value: Any, value_node: ast.ex
     if isinstance(target, ast.Name):
         if not is_storable(value):
             raise NotAllowedError(f"{type_name(value)} can't be stored in a variable")
-        if interp.ops is not None:
-            scopes = interp.frame.scopes
-            old = (scopes[-1] if scopes else interp.ns).get(target.id)
+        scopes = interp.frame.scopes
+        scope = scopes[-1] if scopes else interp.ns
+        # A comprehension's variable is no table name: binding it is no operation to explain.
+        if interp.ops is not None and (scope is interp.ns or scope is interp.frame.locals):
+            old = scope.get(target.id)
             rebinds = isinstance(old, TENSORS) and old is not value
             if rebinds or isinstance(value, TENSORS):
                 _record_bind(interp, target, value, value_node, old if rebinds else None)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import itertools
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -75,6 +75,8 @@ class _Step:
     # anyway), temporaries by weak reference, so a chain a.clone().detach() can be
     # related back to a without keeping temporaries alive.
     held: dict[int, list[tuple[OpInput, Any]]] = field(default_factory=dict)
+    # id of each tensor and array the table can name → its names (built on first need).
+    table: dict[int, tuple[Any, list[str]]] | None = None
 
 
 def _weak(obj: Any) -> Any:
@@ -205,8 +207,31 @@ def _copying_node(t: torch.Tensor) -> bool:
     return name in COPYING_NODES or name.endswith("_copy")
 
 
-def relation(result: Any, source: Any) -> tuple[str, bool]:
-    """(relation, graph) of one result to one input, measured now."""
+MOVING_CALLS = frozenset(
+    {
+        "clone", "contiguous", "detach", "to", "type", "type_as", "float", "double", "half", "bfloat16",
+        "int", "long", "short", "bool", "byte", "char", "cpu", "cuda", "reshape", "reshape_as", "flatten",
+        "ravel", "view", "view_as", "unflatten", "squeeze", "unsqueeze", "tensor", "as_tensor", "asarray",
+        "array", "from_numpy", "numpy", "copy", "copy_", "deepcopy", "new_tensor", "Parameter", "cat", "concat",
+        "concatenate", "index_select", "gather", "masked_select", "narrow_copy", "repeat", "tile",
+    }
+)  # fmt: skip
+"""Calls that move values without computing new ones. Without a graph node to show it (no
+grad), a result equal to its input is called a copy only when one of these made it: equal
+values alone (``relu`` of positive numbers, ``b * 2`` of zeros) are no provenance."""
+
+MOVING_KINDS = frozenset({"index", "bind", "rebind", "iterate"})
+
+
+def moves_values(kind: str, function: str) -> bool:
+    """Whether an operation of this kind and function only moves values (indexing, a copy call)."""
+    return kind in MOVING_KINDS or function in MOVING_CALLS
+
+
+def relation(result: Any, source: Any, moving: bool = True) -> tuple[str, bool]:
+    """(relation, graph) of one result to one input, measured now. ``moving``: the operation
+    only moves values (see ``moves_values``); otherwise a result with no graph node is never
+    called a copy of the input, whatever its values."""
     if result is source:
         return "same-object", False
     if isinstance(result, torch.Tensor) and isinstance(source, torch.Tensor):
@@ -218,11 +243,12 @@ def relation(result: Any, source: Any) -> tuple[str, bool]:
         graph = reaches(result, source)
         # Equal values alone don't make a copy: relu(w * x) can equal w (and x). Where
         # autograd recorded the operation, its node must be one that moves values unchanged.
-        copied = _equal_values(result, source) and (result.grad_fn is None or _copying_node(result))
+        node = result.grad_fn
+        copied = moving and (node is None or _copying_node(result)) and _equal_values(result, source)
         return ("copy" if copied else "new"), graph
     if _same_bytes(result, source):
         return "shares-memory", False
-    return ("copy" if _equal_values(result, source) else "new"), False
+    return ("copy" if moving and _equal_values(result, source) else "new"), False
 
 
 def _attr_facts(t: torch.Tensor) -> dict[str, Any]:
@@ -236,6 +262,10 @@ def _attr_facts(t: torch.Tensor) -> dict[str, Any]:
         "has_grad": grad is not None,
         "requires_grad": bool(t.requires_grad),
     }
+
+
+FLAG_CALLS = frozenset({"requires_grad_"})
+"""In-place calls that change a flag of their receiver (recorded like ``x.requires_grad = ...``)."""
 
 
 def _dtype(t: Any) -> str:
@@ -253,6 +283,9 @@ class OpRecorder:
         """The script name holding an object now (the interpreter's ``name_of``)."""
         self.holders: Callable[[Any], list[str]] | None = None
         """Every script name holding an object now (the interpreter's ``names_of``)."""
+        self.named: Callable[[], Iterable[tuple[str, Any]]] | None = None
+        """(table name, value) of every tensor and array the table shows now, such as
+        ``fc1.weight`` or ``ts[0]``: names for inputs no plain name holds."""
 
     # --- steps ---------------------------------------------------------------------
 
@@ -340,6 +373,11 @@ class OpRecorder:
         elif kind == "setattr" and isinstance(extra, torch.Tensor):
             p.target = extra
             p.before = _attr_facts(extra)
+        elif kind == "call" and function in FLAG_CALLS and recorded and recorded[0].role == "self":
+            receiver = recorded[0].obj
+            if isinstance(receiver, torch.Tensor):  # x.requires_grad_(): what the flag was before
+                p.target = receiver
+                p.before = _attr_facts(receiver)
         elif kind == "rebind":
             p.target = extra
         return p
@@ -361,6 +399,8 @@ class OpRecorder:
         produced = step.produced.get(id(value))
         from_op = produced[0] if produced is not None and _alive(produced[1]) is value else None
         name = self.names(value) if self.names is not None else None
+        if name is None and from_op is None:
+            name = self._table_name(step, value, role)
         expr = self.text(sub) if sub is not None else (name or role)
         if isinstance(value, _ARRAY):
             return OpInput(
@@ -382,6 +422,20 @@ class OpRecorder:
             str(value.device),
         )
 
+    def _table_name(self, step: _Step, value: Any, hint: str) -> str | None:
+        """The table's name for an input held only inside a module or a container
+        (``fc1.weight``, ``ts[0]``); ``hint`` first where it is one of them."""
+        if self.named is None:
+            return None
+        if step.table is None:
+            step.table = {}
+            for n, v in self.named():
+                step.table.setdefault(id(v), (v, []))[1].append(n)
+        found = step.table.get(id(value))
+        if found is None or found[0] is not value:
+            return None
+        return hint if hint in found[1] else found[1][0]
+
     def end(self, p: Pending | None, result: Any) -> None:
         """The operation returned ``result``."""
         if p is None or not self._stack:
@@ -391,8 +445,9 @@ class OpRecorder:
             return
         step = self._stack[-1]
         index = len(step.ops)
-        if p.kind == "setattr" and p.target is not None:
+        if p.kind in ("setattr", "call") and p.target is not None:
             after = _attr_facts(p.target)
+            p.detail["is_leaf"] = bool(p.target.is_leaf)
             p.detail["replaced"] = [k for k in ("storage", "grad", "requires_grad") if p.before[k] != after[k]]
             p.detail["before"] = {k: v for k, v in p.before.items() if k not in ("storage", "grad")}
             p.detail["after"] = {k: v for k, v in after.items() if k not in ("storage", "grad")}
@@ -442,42 +497,58 @@ class OpRecorder:
 
     def _result(self, p: Pending, item: str, obj: Any, step: _Step) -> OpResult:
         rels = []
+        moving = moves_values(p.kind, p.function)
         for i, inp in enumerate(p.inputs):
             if isinstance(obj, _ARRAY) and isinstance(inp.obj, _ARRAY):
                 continue
-            kind, graph = relation(obj, inp.obj)
+            kind, graph = relation(obj, inp.obj, moving)
             rels.append(OpRelation(i, kind, graph))
             if inp.record.from_op is not None:
-                rels += self._through(obj, inp.record.from_op, step, MAX_CHAIN)
-        if isinstance(obj, _ARRAY):
-            return OpResult(None, "ndarray", item, rels, dtype=str(obj.dtype), contiguous=bool(obj.flags.c_contiguous))
-        fn = safe_grad_fn(obj)
-        return OpResult(
-            None,
-            "tensor",
-            item,
-            rels,
-            _version(obj),
-            type(fn).__name__ if fn is not None else None,
-            bool(obj.requires_grad),
-            bool(obj.is_contiguous()),
-            _dtype(obj),
-            str(obj.device),
-        )
+                # Values reach back through a temporary only if this operation kept them.
+                kept = kind in ("same-object", "view", "alias", "copy", "shares-memory")
+                rels += self._through(obj, inp.record.from_op, step, MAX_CHAIN, kept)
+        return result_record(item, obj, rels)
 
-    def _through(self, obj: Any, op: int, step: _Step, depth: int) -> list[OpRelation]:
-        """Relations of ``obj`` to the inputs of the earlier operation ``op`` (and theirs, for temporaries)."""
+    def _through(self, obj: Any, op: int, step: _Step, depth: int, kept: bool) -> list[OpRelation]:
+        """Relations of ``obj`` to the inputs of the earlier operation ``op`` (and theirs, for
+        temporaries). ``kept``: every later operation of the chain kept the values (a copy of
+        the input is then possible; otherwise only memory and graph relations are)."""
         out: list[OpRelation] = []
+        earlier = step.ops[op] if op < len(step.ops) else None
+        moving = kept and earlier is not None and moves_values(earlier.kind, earlier.function)
         for j, (rec, held) in enumerate(step.held.get(op, [])):
             src = _alive(held)
             if rec.name is not None:
                 if src is None or (isinstance(obj, _ARRAY) and isinstance(src, _ARRAY)):
                     continue
-                kind, graph = relation(obj, src)
+                kind, graph = relation(obj, src, moving)
                 out.append(OpRelation(j, kind, graph, op))
             elif rec.from_op is not None and depth > 1:
-                out += self._through(obj, rec.from_op, step, depth - 1)
+                out += self._through(obj, rec.from_op, step, depth - 1, moving)
         return out
+
+
+def result_record(item: str, obj: Any, relations: list[OpRelation], name: str | None = None) -> OpResult:
+    """The record of one tensor or array an operation returned (``name``: known already)."""
+    names = [name] if name is not None else []
+    if isinstance(obj, _ARRAY):
+        return OpResult(
+            name, "ndarray", item, relations, dtype=str(obj.dtype), contiguous=bool(obj.flags.c_contiguous), names=names
+        )
+    fn = safe_grad_fn(obj)
+    return OpResult(
+        name,
+        "tensor",
+        item,
+        relations,
+        _version(obj),
+        type(fn).__name__ if fn is not None else None,
+        bool(obj.requires_grad),
+        bool(obj.is_contiguous()),
+        _dtype(obj),
+        str(obj.device),
+        names,
+    )
 
 
 def _traceable(x: Any) -> bool:

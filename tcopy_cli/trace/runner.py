@@ -221,6 +221,8 @@ class Runner:
         if isinstance(self.interp, Interpreter):  # --trust runs have no operation record yet
             self.recorder.names = self.interp.name_of
             self.recorder.holders = self.interp.names_of
+            interp = self.interp
+            self.recorder.named = lambda: iter_named(interp.names())
             self.interp.ops = self.recorder
         self.count = 0
         self.errors = 0

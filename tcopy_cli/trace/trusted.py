@@ -57,6 +57,7 @@ from tcopy_cli.script.interp import _SIZED, BLOCK_STATEMENTS, _context_name
 from tcopy_cli.script.parse import Program
 from tcopy_cli.trace.records import RunInfo
 from tcopy_cli.trace.runner import Runner
+from tcopy_cli.trace.trusted_ops import statement_ops
 
 # Comprehensions and generator expressions run in frames of their own (before 3.12);
 # they are part of the statement that runs them.
@@ -877,6 +878,10 @@ class TrustedRunner(Runner):
         self.grad_enabled = grad_enabled
         self.current_node = self.last_node = node
         # A script error travels on as Python's own exception; only limits end the run here.
-        self._finish(node, printed, warned, error, stop=error is None, caught=caught, hooks=hooks, expectable=True)
+        # The statement's operation record, measured now that it has ended (see trusted_ops).
+        ops = statement_ops(node, self.interp.names(), self.interp.current_function) if error is None else []
+        self._finish(
+            node, printed, warned, error, stop=error is None, caught=caught, hooks=hooks, expectable=True, ops=ops
+        )
         if self.stopped_by is not None:
             raise StopRun()

@@ -82,7 +82,7 @@ def test_view_offsets_and_disjoint_views() -> None:
 
 def test_requires_grad_after_detach_is_a_new_leaf() -> None:
     text = joined(LEAF + "b = a.detach()\nb.requires_grad_()")
-    assert "b now requires grad" in text and "won't reach a" in text
+    assert "`b.requires_grad_()` made b a leaf that requires grad" in text and "won't reach a" in text
 
 
 def test_copy_into_plain_tensor_joins_graph() -> None:
@@ -157,3 +157,24 @@ def test_warning_notes() -> None:
     assert "clone().detach()" in joined(LEAF + "b = torch.tensor(a)")
     text = joined(LEAF + "b = a * 2\ng = b.grad")
     assert "retain_grad()" in text
+
+
+def test_zeroing_a_grad_too_large_to_list_is_not_called_a_backward() -> None:
+    # 10,000 values: the table summarises them, so the record of w.grad.zero_() tells what happened.
+    source = "w = torch.ones(100, 100, requires_grad=True)\n(w * 2).sum().backward()\nw.grad.zero_()"
+    text = " ".join(notes_of("import torch\n" + source))
+    ns: dict[str, object] = {}
+    exec("import torch\n" + source, ns)
+    w = ns["w"]
+    assert isinstance(w, torch.Tensor) and w.grad is not None and not w.grad.any()
+    assert "w.grad was zeroed in place" in text and "backward added into" not in text
+
+
+def test_a_backward_counts_once_for_a_tensor_under_two_names() -> None:
+    # Inside f, x and f:x are one tensor: its .grad was zeroed, and one backward added to it.
+    source = (
+        "import torch\nx = torch.tensor(2.0, requires_grad=True)\n(x * x).backward()\nx.grad.zero_()\n"
+        "def f(x):\n    (x * 4).backward()\n    return x\ny = f(x)\n"
+    )
+    texts = [n for s in run_source(source, origin="<t>").steps for n in s.notes if "backward added into" in n]
+    assert texts and all("backward #1 " in t for t in texts), texts

@@ -5,14 +5,7 @@ example, the sandbox's JSON and ``--trust``'s JSON are equal fact for fact. Only
 absolute addresses are normalised (``data_ptr``, and ``0x...`` in printed text and
 messages), since they differ between any two runs, and a step's ``hooks`` (the script
 functions torch called back during it) is set aside: only ``--trust`` records it
-(``test_hooks_torch_calls_during_backward...`` checks it). Where each step is (its loops
-and turns, grad-mode blocks and the calls running) is compared too; only a ``for``'s
-total may be unknown under ``--trust`` where the sandbox knows it (``zip`` of
-generators: the sandbox's ``zip`` makes a list, CPython's can't be measured without
-consuming it). The operation record (``ops``)
-and the notes are set aside too: only the sandbox's interpreter records operations, and
-notes are written from that record where there is one, so ``--trust`` gets the notes the
-measured facts alone support (their own test below). torch's once-per-process
+        for key in ("hooks", "ops", "notes", "explanations"):
 TypedStorage warning is reset before each run. Then what only ``--trust`` can
 run (local modules, any import, library functions calling the script's functions),
 each checked against what plain Python computes.
@@ -63,7 +56,6 @@ def _events(source: str, origin: str, trust: bool) -> list[Any]:
     steps = [json.loads(json.dumps(s.to_json(), allow_nan=False)) for s in trace.steps]
     for step, record in zip(steps, trace.steps):
         assert trust or "hooks" not in step
-        assert not trust or step["ops"] == []
         for key in ("hooks", "ops", "notes", "explanations"):
             step.pop(key, None)
         step["where"] = [list(record.contexts), [[c.function, c.line] for c in record.calls]]
