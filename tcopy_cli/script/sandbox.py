@@ -864,20 +864,47 @@ def _numel_of_shape(value: Any) -> int | None:
     return alloc._prod(dims) if dims is not None else None
 
 
-def _numpy_numel(fn: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> int | None:
-    """Elements a NumPy ufunc or numpy.random call would allocate, when known up front."""
-    if isinstance(fn, np.ufunc):
-        shapes = []
-        for value in args[: fn.nin]:
-            if isinstance(value, (np.ndarray, torch.Tensor)):
-                shapes.append(tuple(value.shape))
-            elif isinstance(value, (list, tuple)):
-                n = alloc.data_numel(value)
-                shapes.append((n,) if n is not None else ())
+def _operand_shape(value: Any) -> tuple[int, ...] | None:
+    """The shape NumPy gives an operand: an array's or tensor's, a nested list's full shape, () else."""
+    if isinstance(value, (np.ndarray, torch.Tensor)):
+        return tuple(value.shape)
+    if isinstance(value, (list, tuple)):
         try:
-            return alloc._prod(alloc.broadcast_shapes(*shapes))
-        except RuntimeError:
+            return tuple(np.shape(value))
+        except Exception:  # ragged, or items NumPy can't read: not a broadcast operand
             return None
+    return ()
+
+
+def _broadcast_numel(values: Any) -> int | None:
+    """Elements of the broadcast of ``values`` (None when they don't broadcast together)."""
+    shapes = [shape for shape in map(_operand_shape, values) if shape is not None]
+    try:
+        return alloc._prod(list(np.broadcast_shapes(*shapes)))
+    except ValueError:
+        return None
+
+
+def _random_size(size: Any) -> int:
+    """Elements of a numpy.random ``size=`` (an int, a tuple of ints, or a small array of them)."""
+    if isinstance(size, (np.ndarray, torch.Tensor)) and size.ndim <= 1 and size.shape[0] <= 64:
+        size = size.tolist()
+    numel = _numel_of_shape(size)
+    if numel is None:
+        raise NotAllowedError("numpy.random's size= must be an int or a tuple of ints")
+    return numel
+
+
+def _numpy_numel(fn: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> int | None:
+    """Elements a NumPy call would allocate, when known up front.
+
+    Ufuncs and other calls broadcast their operands (a nested list counts with its full
+    shape); numpy.random also makes ``size=`` elements, or the broadcast of its array
+    parameters (``loc``, ``scale`` ...) when there is no size.
+    """
+    if isinstance(fn, np.ufunc):
+        return _broadcast_numel(args[: fn.nin])
+    operands = [*args, *(v for k, v in kwargs.items() if k != "out")]
     if isinstance(getattr(fn, "__self__", None), np.random.RandomState) and name in _RANDOM_SIZE_POSITION:
         position = _RANDOM_SIZE_POSITION[name]
         if position is None:
@@ -886,8 +913,9 @@ def _numpy_numel(fn: Any, name: str, args: list[Any], kwargs: dict[str, Any]) ->
             first = args[0] if args else kwargs.get("x")
             return first if isinstance(first, int) and not isinstance(first, bool) else None
         size = kwargs.get("size", args[position] if len(args) > position else None)
-        return 1 if size is None else _numel_of_shape(size)
-    return None
+        params = [v for i, v in enumerate(args) if i != position] + [v for k, v in kwargs.items() if k != "size"]
+        return max(1 if size is None else _random_size(size), _broadcast_numel(params) or 1)
+    return _broadcast_numel(operands)
 
 
 def _check_numpy_call(fn: Any, name: str, owner: Any, args: list[Any], kwargs: dict[str, Any], limits: Limits) -> None:

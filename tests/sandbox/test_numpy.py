@@ -207,3 +207,26 @@ def test_nan_inside_a_structured_item_is_valid_json(tmp_path: Path) -> None:
         trace = run_source(NP + "a = np.zeros(2, dtype=[('x', 'f8'), ('y', 'i4')])\na[0] = (float('nan'), 1)")
     step = trace.steps[-1]
     assert json.loads(json.dumps(step.to_json(), allow_nan=False))["arrays"]["a"]["values"] == [["nan", 1], [0.0, 0]]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "np.random.normal(np.zeros((100, 1)), np.ones((1, 100)))",  # array parameters broadcast, no size=
+        "np.add([[1.0] * 100], [[1.0]] * 100)",  # nested lists count with their full shape
+        "np.clip(np.zeros((100, 1)), np.zeros((1, 100)), 1.0)",  # not a ufunc, still broadcast
+        "np.random.uniform(0, 1, size=np.array([100, 100]))",  # size= given as an array
+    ],
+)
+def test_broadcast_results_are_counted_before_they_are_made(call: str) -> None:
+    space = {"np": np}
+    exec(f"r = {call}", space)  # what plain NumPy makes: more elements than the limit below
+    assert space["r"].size == 10_000  # type: ignore[attr-defined]
+    step = refused(f"import numpy as np\nr = {call}", limits=Limits(max_elements=1_000))
+    assert isinstance(step, Step) and step.error is not None
+    assert "would create an array of 10,000 elements" in step.error.message
+
+
+def test_a_size_that_is_no_shape_is_refused() -> None:
+    step = refused("import numpy as np\nr = np.random.uniform(0, 1, size='big')")
+    assert isinstance(step, Step) and step.error is not None and "size=" in step.error.message
