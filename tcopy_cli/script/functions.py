@@ -17,6 +17,7 @@ from tcopy_cli.script.builtins import DISPLAY_BUILTINS, SIZED_BUILTINS
 from tcopy_cli.script.formatting import bind_format
 from tcopy_cli.script.guards import check_argument
 from tcopy_cli.script.sandbox import (
+    BoundedCount,
     ClassProxy,
     FunctionApply,
     PassableBuiltin,
@@ -353,7 +354,7 @@ def on_call(interp: Interpreter, node: ast.Call) -> Any:
         silent = name not in ("map", "sorted", "min", "max") and name not in policy.FORWARD_HOOK_TAKERS
         for value in list(args) + list(kwargs.values()):
             handed = isinstance(value, (ScriptFunction, FunctionApply, PassableBuiltin))
-            foreign = isinstance(value, Sealed) and not handed
+            foreign = isinstance(value, Sealed) and not handed and not isinstance(value, BoundedCount)
             if foreign or (callable(value) and not isinstance(value, (torch.Tensor, np.ndarray))):
                 raise NotAllowedError(
                     f"{name}() takes only functions the script defined (def or lambda), or print, len and abs; "

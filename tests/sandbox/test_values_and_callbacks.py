@@ -281,3 +281,11 @@ NESTED = [
 def test_nested_functions_reach_nothing_further(src: str, tmp_path: Path) -> None:
     with guarded(tmp_path):
         refused("import torch\n" + src, limits=SMALL)
+
+
+@pytest.mark.parametrize("consumer", ["sorted", "max", "min"])
+def test_a_builtin_taking_a_key_reads_count_up_to_the_limit(consumer: str) -> None:
+    """The count is the iterable, not a callback: the message is the iteration limit's."""
+    trace = run_source(f"from itertools import count\nx = {consumer}(count())", limits=Limits(max_iterations=50))
+    error = trace.steps[-1].error
+    assert error is not None and error.type == "LimitExceeded" and "itertools.count()" in error.message
