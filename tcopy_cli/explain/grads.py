@@ -48,6 +48,9 @@ def grad_changes(f: StepFacts) -> list[Note]:
         if old is None or old.object_id != r.object_id:
             continue
         g, og = r.grad, old.grad
+        if _grad_assigned(f, name):  # x.grad = ...: the operation record's note tells it, not backward
+            counts[r.object_id] = 0 if g is None else 1
+            continue
         if g is None and og is not None:
             out.append(
                 note("grad.reset", f"{name}.grad was reset to None: the next backward starts from nothing.", [name])
@@ -77,6 +80,19 @@ def grad_changes(f: StepFacts) -> list[Note]:
                 )
             )
     return out
+
+
+def _grad_assigned(f: StepFacts, name: str) -> bool:
+    """``name.grad = ...`` (or ``= None``) ran in this step: the record shows the attribute write."""
+    return any(
+        op.kind == "setattr"
+        and op.error is None
+        and "grad" in op.detail.get("replaced", [])
+        and op.inputs
+        and op.inputs[0].role == "self"
+        and op.inputs[0].name == name
+        for op in f.step.ops
+    )
 
 
 def _zeroed_by_call(f: StepFacts, name: str) -> bool:

@@ -513,6 +513,11 @@ def _setattr_notes(f: StepFacts, op: OpRecord, explained: set[str]) -> Iterator[
             )
         else:
             text = f"{_call(op)} set {t}.grad directly: the next backward adds its gradient to this tensor."
+            if not r.requires_grad:
+                text = (
+                    f"{_call(op)} set {t}.grad directly; {t} does not require grad, so no backward will add to it "
+                    f"(the value stays what was assigned)."
+                )
         yield note("change.grad-replaced", text, [t], op=op.index)
 
 

@@ -16,7 +16,7 @@ def torch_warnings(f: StepFacts) -> list[Note]:
                 note(
                     "warning.copy-construct",
                     "torch.tensor(t) / t.new_tensor(t) copied the data into a new tensor with no autograd history; "
-                    "torch suggests t.clone().detach() (or .requires_grad_(True) after it) to say that explicitly.",
+                    "torch suggests t.detach().clone() (or .requires_grad_(True) after it) to say that explicitly.",
                 )
             )
         elif ".grad attribute of a Tensor that is not a leaf" in w:

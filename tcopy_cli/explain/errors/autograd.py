@@ -120,6 +120,13 @@ def view_of_leaf(ctx: ErrorContext, m: re.Match[str]) -> str:
             "torch.no_grad(), or clone() the view first."
         )
     base = _base_of(ctx, name)
+    if base is None and ctx.record(name).is_leaf:  # bad[0, 0] = 1.0: the index made the view of the leaf
+        return (
+            f"{call.text} on {ctx.where} writes through a view (the index or slice) into {name}, a leaf that "
+            f"requires grad{ctx.made_at(name)}. Changing a leaf in place would change it behind autograd's back. "
+            f"Fix: under 'with torch.no_grad():' if you mean to change {name} (an update), or work on a copy: "
+            f"{name} = {name}.clone() before {call.text}."
+        )
     of = f"a view of {base}, a leaf that requires grad" if base else "a view of a leaf that requires grad"
     return (
         f"{call.text} on {ctx.where} writes into {name}, {of}{ctx.made_at(name)}. Writing through the view "
