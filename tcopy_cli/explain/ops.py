@@ -459,7 +459,7 @@ def _effect_notes(f: StepFacts, op: OpRecord, explained: set[str]) -> Iterator[N
     if op.function in ("requires_grad", "requires_grad_") and "requires_grad" in op.detail.get("before", {}):
         yield from _flag_notes(f, op, explained)
     elif op.kind == "rebind":
-        yield from _rebind_notes(op)
+        yield from _rebind_notes(f, op)
     if op.kind == "augassign" and op.bumped:
         target = op.inputs[op.bumped[0]]
         res = op.results[0] if op.results else None
@@ -561,11 +561,13 @@ def _flag_notes(f: StepFacts, op: OpRecord, explained: set[str]) -> Iterator[Not
         yield note("change.requires-grad-unchanged", text, [t], op=op.index)
 
 
-def _rebind_notes(op: OpRecord) -> Iterator[Note]:
+def _rebind_notes(f: StepFacts, op: OpRecord) -> Iterator[Note]:
     held = [n for n in op.detail.get("still_held_by", []) if n != op.function]
-    if not held:
-        return
     name = op.function
+    if not held:
+        if "still_held_by" in op.detail:
+            yield from _rebind_unheld(f, op, name)
+        return
     verb = "holds" if len(held) == 1 else "hold"
     yield note(
         "rebind.still-held",
@@ -573,6 +575,23 @@ def _rebind_notes(op: OpRecord) -> Iterator[Note]:
         f"which this statement did not change (an in-place write such as `{name} += ...` or `{name}.add_(...)` "
         f"would have changed it for {names_text(held)} too).",
         [name, *held],
+        op=op.index,
+    )
+
+
+def _rebind_unheld(f: StepFacts, op: OpRecord, name: str) -> Iterator[Note]:
+    """``Y = Y + X``: the name now holds another tensor, and no name holds the old one (measured)."""
+    new, old = f.tensors.get(name), f.before.get(name)
+    if new is None or old is None or new.object_id == old.object_id or new.storage == old.storage:
+        return  # (a view of the old tensor is told by its relation note)
+    if f.step.loops:  # each turn of a loop rebinds its names: routine there, and folded lines show it
+        return
+    yield note(
+        "rebind.new-object",
+        f"{_call(op)} bound {name} to a new tensor in new memory ({new.storage}; the old {name} was in "
+        f"{old.storage}); no name in the script holds the old {name} any more. `{name} += ...` or "
+        f"`{name}.add_(...)` would have written into the old memory instead.",
+        [name],
         op=op.index,
     )
 

@@ -47,3 +47,16 @@ def test_a_write_through_an_index_of_a_leaf_names_the_leaf() -> None:
         bad[0, 0] = 1.0
     error = run_source(src, origin="<t>").steps[-1].error
     assert error is not None and "into bad, a leaf that requires grad" in error.explanation
+
+
+def test_rebinding_a_name_with_no_other_holder_is_told() -> None:
+    """``Y = Y + X`` (outside snippet: d2l's memory section): a new object in new memory."""
+    src = "import torch\nX = torch.ones(2)\nY = torch.zeros(2)\nY = Y + X\nY = Y.view(2, 1)"
+    X, Y = torch.ones(2), torch.zeros(2)
+    before = (id(Y), Y.data_ptr())
+    Y = Y + X
+    assert id(Y) != before[0] and Y.data_ptr() != before[1]  # plain torch: another object, other memory
+    steps = run_source(src, origin="<t>").steps
+    rebind = [n.text for n in steps[3].explanations if n.kind == "rebind.new-object"]
+    assert len(rebind) == 1 and "bound Y to a new tensor in new memory (S3; the old Y was in S2)" in rebind[0]
+    assert not [n for n in steps[4].explanations if n.kind == "rebind.new-object"]  # a view: same memory
