@@ -74,24 +74,29 @@ def broadcast_shapes(*shapes: Sequence[int]) -> list[int]:
 _DATA_FACTORIES = frozenset({"tensor", "as_tensor", "asarray", "array", "new_tensor"})
 
 
-def data_numel(data: Any, depth: int = 0) -> int | None:
-    """Elements torch.tensor(data) / np.array(data) would hold, from its first items.
+def data_shape(data: Any, depth: int = 0) -> tuple[int, ...] | None:
+    """The shape torch.tensor(data) / np.array(data) would have, from its first items.
 
-    Numeric arrays must be rectangular, so a nested list's size is its length times the
-    size of its first item; counting that way costs nothing however large the list is.
+    Numeric arrays must be rectangular, so a nested list's shape is its length and the
+    shape of its first item; reading it that way costs nothing however large the list is.
+    None: nested deeper than any array could be.
     """
-    if isinstance(data, torch.Tensor):
-        return data.numel()
-    if isinstance(data, np.ndarray):
-        return int(data.size)
+    if isinstance(data, (torch.Tensor, np.ndarray)):
+        return tuple(int(d) for d in data.shape)
     if not isinstance(data, (list, tuple)):
-        return 1
+        return ()
     if not data:
-        return 0
+        return (0,)
     if depth > 32:
         return None
-    inner = data_numel(data[0], depth + 1)
-    return None if inner is None else len(data) * inner
+    inner = data_shape(data[0], depth + 1)
+    return None if inner is None else (len(data), *inner)
+
+
+def data_numel(data: Any, depth: int = 0) -> int | None:
+    """Elements torch.tensor(data) / np.array(data) would hold (see ``data_shape``)."""
+    shape = data_shape(data, depth)
+    return None if shape is None else _prod(shape)
 
 
 def _prod(dims: Sequence[int]) -> int:

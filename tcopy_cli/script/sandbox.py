@@ -864,24 +864,12 @@ def _numel_of_shape(value: Any) -> int | None:
     return alloc._prod(dims) if dims is not None else None
 
 
-def _operand_shape(value: Any) -> tuple[int, ...] | None:
-    """The shape NumPy gives an operand: an array's or tensor's, a nested list's full shape, () else."""
-    if isinstance(value, (np.ndarray, torch.Tensor)):
-        return tuple(value.shape)
-    if isinstance(value, (list, tuple)):
-        try:
-            return tuple(np.shape(value))
-        except Exception:  # ragged, or items NumPy can't read: not a broadcast operand
-            return None
-    return ()
-
-
 def _broadcast_numel(values: Any) -> int | None:
-    """Elements of the broadcast of ``values`` (None when they don't broadcast together)."""
-    shapes = [shape for shape in map(_operand_shape, values) if shape is not None]
+    """Elements of the broadcast of ``values``, nested lists with their full shape (None: they don't broadcast)."""
+    shapes = [shape for shape in map(alloc.data_shape, values) if shape is not None]
     try:
-        return alloc._prod(list(np.broadcast_shapes(*shapes)))
-    except ValueError:
+        return alloc._prod(alloc.broadcast_shapes(*shapes))
+    except RuntimeError:
         return None
 
 
