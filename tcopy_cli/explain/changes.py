@@ -91,8 +91,8 @@ def _alias_write(f: StepFacts, name: str) -> tuple[str, str] | None:
             array = op.inputs[0].name
             if array in arrays and name in arrays[array].shares_memory_with:  # measured: same memory
                 return op.call, f"{array}, a NumPy array on the same memory"
-        for i in op.bumped:
-            given = op.inputs[i].name if i < len(op.inputs) else None
+        for i in op.bumped:  # indices of the operation's inputs
+            given, source = op.inputs[i].name, op.inputs[i].from_op
             other = f.tensors.get(given) if given is not None and given != name else None
             if (
                 other is not None
@@ -100,7 +100,6 @@ def _alias_write(f: StepFacts, name: str) -> tuple[str, str] | None:
                 and other.version_counter != f.tensors[name].version_counter
             ):  # measured: a named tensor on the same memory with another counter
                 return op.call, f"{given}, which shares {name}'s memory but not its version counter"
-            source = op.inputs[i].from_op if i < len(op.inputs) else None
             if source is None or not 0 <= source < len(ops):
                 continue
             made = ops[source]

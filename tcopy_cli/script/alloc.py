@@ -71,7 +71,7 @@ def broadcast_shapes(*shapes: Sequence[int]) -> list[int]:
     return out
 
 
-_DATA_FACTORIES = frozenset({"tensor", "as_tensor", "asarray", "array", "new_tensor"})
+DATA_FACTORIES = frozenset({"tensor", "as_tensor", "asarray", "array", "new_tensor"})
 
 
 def data_shape(data: Any, depth: int = 0) -> tuple[int, ...] | None:
@@ -131,7 +131,7 @@ def estimate_numel(
     name: str, args: Sequence[Any], kwargs: dict[str, Any], self_tensor: torch.Tensor | None = None
 ) -> int | None:
     """Elements the call ``name(*args, **kwargs)`` would allocate, when it can be told."""
-    if name in _DATA_FACTORIES and args:
+    if name in DATA_FACTORIES and args:
         return data_numel(args[0])
     size_kw = kwargs.get("size")
     if name == "empty_strided":

@@ -981,7 +981,8 @@ def guard_call(fn: Any, args: list[Any], kwargs: dict[str, Any], limits: Limits)
                 f"{name}() with a name that starts with '_' ({given!r}) is not allowed: Python and NumPy look up "
                 "such names on the module (__deepcopy__, __array_interface__ ...)"
             )
-    if _is_numpy_call(fn, owner) or name in _SHARING_FROM_NUMPY or name in ("tensor", "array"):
+    numpy_call = _is_numpy_call(fn, owner)
+    if numpy_call or name in _SHARING_FROM_NUMPY or name in alloc.DATA_FACTORIES:
         for value in [*args, *kwargs.values()]:
             if isinstance(value, torch.nn.Module) or (
                 isinstance(value, (list, tuple)) and any(isinstance(v, torch.nn.Module) for v in value)
@@ -990,7 +991,7 @@ def guard_call(fn: Any, args: list[Any], kwargs: dict[str, Any], limits: Limits)
                     f"a module (nn.Module) is a Python object, not data: it can't be passed to {name}(); "
                     "pass its tensors"
                 )
-    if _is_numpy_call(fn, owner):
+    if numpy_call:
         _check_numpy_call(fn, name, owner, args, kwargs, limits)
         return
     if name in _SHARING_FROM_NUMPY and not isinstance(owner, torch.Tensor):
