@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tcopy_cli.explain.facts import StepFacts, names_text, note
-from tcopy_cli.explain.ops import explained_names
+from tcopy_cli.explain.ops import explained_names, leaf_sharing_tail
 from tcopy_cli.trace.records import Note
 
 
@@ -13,13 +13,7 @@ def requires_grad_flip(f: StepFacts, name: str) -> list[Note]:
     if name in explained_names(f):  # the operation record says which call flipped it
         return []
     if r.requires_grad and not old.requires_grad and r.is_leaf:
-        sharing = [n for n in r.shares_memory_with if n in f.tensors and f.tensors[n].requires_grad]
-        tail = (
-            f" It shares memory with {names_text(sharing)}, but gradients into {name} won't reach "
-            f"{names_text(sharing)}."
-            if sharing
-            else ""
-        )
+        tail, sharing = leaf_sharing_tail(f, name)
         return [
             note(
                 "change.requires-grad-on",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from tcopy_cli.explain.facts import StepFacts, names_text, note
+from tcopy_cli.explain.ops import written_tensor
 from tcopy_cli.trace.records import Note, TensorRecord
 from tcopy_cli.trace.values import format_nested
 
@@ -88,9 +89,7 @@ def _grad_assigned(f: StepFacts, name: str) -> bool:
         op.kind == "setattr"
         and op.error is None
         and "grad" in op.detail.get("replaced", [])
-        and op.inputs
-        and op.inputs[0].role == "self"
-        and op.inputs[0].name == name
+        and written_tensor(f, op) == name
         for op in f.step.ops
     )
 

@@ -478,11 +478,30 @@ def _effect_notes(f: StepFacts, op: OpRecord, explained: set[str]) -> Iterator[N
     yield from _copy_slices(f, op)
 
 
-def _setattr_notes(f: StepFacts, op: OpRecord, explained: set[str]) -> Iterator[Note]:
+def written_tensor(f: StepFacts, op: OpRecord) -> str | None:
+    """The step's name for the tensor whose attribute or flag ``op`` wrote (``x`` of ``x.grad = g``)."""
     target = op.inputs[0] if op.inputs and op.inputs[0].role == "self" else None
     if target is None or target.name is None or target.name not in f.tensors:
+        return None
+    return target.name
+
+
+def leaf_sharing_tail(f: StepFacts, name: str) -> tuple[str, list[str]]:
+    """For a tensor that now requires grad: the names on its memory that require grad too, and a sentence."""
+    sharing = [n for n in f.tensors[name].shares_memory_with if n in f.tensors and f.tensors[n].requires_grad]
+    if not sharing:
+        return "", []
+    return (
+        f" It shares memory with {names_text(sharing)}, but gradients into {name} won't reach {names_text(sharing)}.",
+        sharing,
+    )
+
+
+def _setattr_notes(f: StepFacts, op: OpRecord, explained: set[str]) -> Iterator[Note]:
+    t = written_tensor(f, op)
+    if t is None:
         return
-    t, replaced = target.name, op.detail.get("replaced", [])
+    replaced = op.detail.get("replaced", [])
     before, after = op.detail.get("before", {}), op.detail.get("after", {})
     r = f.tensors[t]
     if "storage" in replaced:
@@ -523,20 +542,15 @@ def _setattr_notes(f: StepFacts, op: OpRecord, explained: set[str]) -> Iterator[
 
 def _flag_notes(f: StepFacts, op: OpRecord, explained: set[str]) -> Iterator[Note]:
     """``x.requires_grad = ...`` or ``x.requires_grad_(...)``: the flag before and after, measured."""
-    target = op.inputs[0] if op.inputs and op.inputs[0].role == "self" else None
-    if target is None or target.name is None or target.name not in f.tensors:
+    t = written_tensor(f, op)
+    if t is None:
         return
-    t, r = target.name, f.tensors[target.name]
+    r = f.tensors[t]
     was, now = bool(op.detail["before"]["requires_grad"]), bool(op.detail["after"]["requires_grad"])
     leaf = bool(op.detail.get("is_leaf"))
     explained.add(t)
     if now and not was:
-        sharing = [n for n in r.shares_memory_with if n in f.tensors and f.tensors[n].requires_grad]
-        tail = (
-            f" It shares memory with {names_text(sharing)}, but gradients into {t} won't reach {names_text(sharing)}."
-            if sharing
-            else ""
-        )
+        tail, sharing = leaf_sharing_tail(f, t)
         text = (
             f"{_call(op)} made {t} a leaf that requires grad: operations on {t} from here on are recorded in "
             f"the graph, and backward fills {t}.grad. Results computed from {t} before this line stay "
