@@ -58,16 +58,14 @@ class MarkdownRenderer:
         rows = step_rows(step, self.previous, self.options.watch, self.options.only_changed)
         gone = removed_names(step, self.previous)
         quiet = quiet_form(step, rows, gone)
+        told = f" · `{quiet.one_line}`" if quiet.one_line is not None else ""
+        w(f"### Step {step.index} · line {step.line}{told}{where}{status}\n\n")
+        for line in step.narration:
+            w(f"*{line}*\n\n")
         if quiet.one_line is not None:  # class/def/import: a heading, no table (JSON keeps the whole step)
-            w(f"### Step {step.index} · line {step.line} · `{quiet.one_line}`{where}\n\n")
-            for line in step.narration:
-                w(f"*{line}*\n\n")
             self._notes(step)
             self.previous = step
             return
-        w(f"### Step {step.index} · line {step.line}{where}{status}\n\n")
-        for line in step.narration:
-            w(f"*{line}*\n\n")
         fence = "````" if "```" in step.source else "```"
         w(f"{fence}python\n{step.source}\n{fence}\n\n")
         if rows and quiet.told:
