@@ -403,24 +403,10 @@ class OpRecorder:
             name = self._table_name(step, value, role)
         expr = self.text(sub) if sub is not None else (name or role)
         if isinstance(value, _ARRAY):
-            return OpInput(
-                role, expr, name, "ndarray", from_op, -1, bool(value.flags.c_contiguous), dtype=str(value.dtype)
-            )
+            return input_record(role, expr, name, value)
         base = value._base if value._is_view() else None
-        return OpInput(
-            role,
-            expr,
-            name,
-            "tensor",
-            from_op,
-            _version(value),
-            bool(value.is_contiguous()),
-            base is not None,
-            self.names(base) if base is not None and self.names is not None else None,
-            bool(value.requires_grad),
-            _dtype(value),
-            str(value.device),
-        )
+        base_name = self.names(base) if base is not None and self.names is not None else None
+        return input_record(role, expr, name, value, from_op, _version(value), base_name)
 
     def _table_name(self, step: _Step, value: Any, hint: str) -> str | None:
         """The table's name for an input held only inside a module or a container
@@ -526,6 +512,34 @@ class OpRecorder:
             elif rec.from_op is not None and depth > 1:
                 out += self._through(obj, rec.from_op, step, depth - 1, moving)
         return out
+
+
+def input_record(
+    role: str,
+    expr: str,
+    name: str | None,
+    value: Any,
+    from_op: int | None = None,
+    version: int = -1,
+    base_name: str | None = None,
+) -> OpInput:
+    """An operation's tensor or array input as recorded (``version`` -1: not known before the operation)."""
+    if isinstance(value, _ARRAY):
+        return OpInput(role, expr, name, "ndarray", from_op, -1, bool(value.flags.c_contiguous), dtype=str(value.dtype))
+    return OpInput(
+        role,
+        expr,
+        name,
+        "tensor",
+        from_op,
+        version,
+        bool(value.is_contiguous()),
+        bool(value._is_view()),
+        base_name,
+        bool(value.requires_grad),
+        _dtype(value),
+        str(value.device),
+    )
 
 
 def result_record(item: str, obj: Any, relations: list[OpRelation], name: str | None = None) -> OpResult:

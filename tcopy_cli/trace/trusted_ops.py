@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from tcopy_cli.trace.observe import iter_named
-from tcopy_cli.trace.ops import _dtype, _index_kind, _traceable, moves_values, relation, result_record
+from tcopy_cli.trace.ops import _index_kind, _traceable, input_record, moves_values, relation, result_record
 from tcopy_cli.trace.records import OpInput, OpRecord, OpRelation
 
 # Parameters of a called module recorded as inputs (as the sandbox does).
@@ -177,13 +177,13 @@ def _add(
     if _traceable(obj):
         if id(obj) not in seen:
             seen.add(id(obj))
-            out.append((_input(role, sub.id, key, obj), obj))
+            out.append((input_record(role, sub.id, key, obj), obj))
     elif isinstance(obj, (list, tuple)) and len(obj) <= MODULE_INPUTS:
         for i, item in enumerate(obj):
             name = table.get(item, f"{key}[{i}]") if _traceable(item) else None
             if name is not None and id(item) not in seen:
                 seen.add(id(item))
-                out.append((_input(f"{role}[{i}]", f"{sub.id}[{i}]", name, item), item))
+                out.append((input_record(f"{role}[{i}]", f"{sub.id}[{i}]", name, item), item))
 
 
 def _params(
@@ -199,7 +199,7 @@ def _params(
         name = table.get(param, _key(f"{owner}.{pname}", function))
         if name is not None and id(param) not in seen:
             seen.add(id(param))
-            out.append((_input(f"{owner}.{pname}", f"{owner}.{pname}", name, param), param))
+            out.append((input_record(f"{owner}.{pname}", f"{owner}.{pname}", name, param), param))
 
 
 def _module(func: ast.expr, names: dict[str, Any], function: str | None) -> torch.nn.Module | None:
@@ -243,20 +243,3 @@ def _index_detail(index: ast.expr, names: dict[str, Any], function: str | None) 
     return kind
 
 
-def _input(role: str, expr: str, name: str, value: Any) -> OpInput:
-    if isinstance(value, np.ndarray):
-        return OpInput(role, expr, name, "ndarray", None, -1, bool(value.flags.c_contiguous), dtype=str(value.dtype))
-    return OpInput(
-        role,
-        expr,
-        name,
-        "tensor",
-        None,
-        -1,
-        bool(value.is_contiguous()),
-        bool(value._is_view()),
-        None,
-        bool(value.requires_grad),
-        _dtype(value),
-        str(value.device),
-    )
