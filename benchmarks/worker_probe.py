@@ -25,9 +25,13 @@ class _Channel(worker.Channel):
         super().__init__(open(os.devnull, "wb"))  # noqa: SIM115 - lives as long as the probe
         self.sending = send
 
-    def send(self, kind: str, **fields: Any) -> None:
+    def write(self, frame: dict[str, Any]) -> None:
         if self.sending:
-            super().send(kind, **fields)
+            super().write(frame)
+
+    def step(self, step: Any) -> None:
+        if self.sending:
+            super().step(step)
 
 
 def main() -> None:

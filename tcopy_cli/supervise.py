@@ -178,6 +178,7 @@ class _State:
     killed_for: str | None = None
     final: dict[str, Any] | None = None
     hook: Any = None
+    codec: wire.StepCodec = field(default_factory=wire.StepCodec)
 
 
 def run_in_worker(
@@ -430,7 +431,7 @@ def _frame(
             (line, int(frame.get("col", 0)), int(frame.get("end_line", line)), int(frame.get("end_col", 0)))
         )
     elif kind == "step":
-        step = wire.decode(frame["step"])
+        step = state.codec.decode(frame["step"])
         state.stack.finished(step.line)
         state.steps = max(state.steps, step.index)
         if step.error is not None:

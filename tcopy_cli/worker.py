@@ -52,12 +52,21 @@ class Channel:
     """Writes frames to the parent."""
 
     def __init__(self, out: BinaryIO) -> None:
+        from tcopy_cli.trace import wire
+
         self.out = out
+        self.steps = wire.StepCodec()
 
     def send(self, kind: str, **fields: Any) -> None:
         from tcopy_cli.trace import wire
 
-        frame = {"kind": kind, **{k: wire.encode(v) for k, v in fields.items()}}
+        self.write({"kind": kind, **{k: wire.encode(v) for k, v in fields.items()}})
+
+    def step(self, step: Any) -> None:
+        """A ``step`` frame (tensors unchanged since the last step travel as references)."""
+        self.write({"kind": "step", "step": self.steps.encode(step)})
+
+    def write(self, frame: dict[str, Any]) -> None:
         self.out.write(json.dumps(frame, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n")
         self.out.flush()
 
@@ -311,7 +320,7 @@ def _worker_runner(
             super().starting(node, header)
 
     cls = WorkerTrustedRunner if trusted else WorkerRunner
-    return cls(program, options, explaining(lambda step: channel.send("step", step=step)))
+    return cls(program, options, explaining(channel.step))
 
 
 if __name__ == "__main__":

@@ -1,11 +1,16 @@
 """A lossless codec for step records between the worker and the parent.
 
 Records are frozen dataclasses of plain data. ``encode`` turns one into JSON-ready
-data, tagging every dataclass with its class name; ``decode`` rebuilds it from the
-registry of record classes, which holds every dataclass defined in
-``tcopy_cli.trace.records``, so a field or a record class added there travels without
-changes here. Tuples, frozensets, dicts with non-string keys and non-finite floats
-come back as they went; nothing is ever evaluated or imported from the wire.
+data: ``{"__r": [class name, field values in field order]}`` (positional: field names
+would make up most of the bytes of a step); ``decode`` rebuilds it from the registry of
+record classes, which holds every dataclass defined in ``tcopy_cli.trace.records``, so a
+field or a record class added there travels without changes here. Tuples, frozensets,
+dicts with non-string keys and non-finite floats come back as they went; nothing is
+ever evaluated or imported from the wire.
+
+``StepCodec`` is both ends of a stream of steps: a tensor record equal to the last one
+sent under its name travels as a reference to it (in a loop, most tensors are unchanged
+by most statements).
 
 Nothing here imports torch: the parent decodes without it.
 """
@@ -14,12 +19,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
+from collections.abc import Callable
 from typing import Any
 
 from tcopy_cli.trace import records
 
-_TAG = "__t"
-_SPECIAL = ("__tuple", "__frozenset", "__set", "__items")
+_REC = "__r"
+_SAME = "__same"
+_SPECIAL = ("__tuple", "__frozenset", "__set", "__items", _REC, _SAME)
 
 
 def registry() -> dict[str, type]:
@@ -43,9 +51,16 @@ _SCALARS = (type(None), bool, int, float, str)
 _FIELDS: dict[type, tuple[str, ...]] = {
     cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in _REGISTRY.values()
 }
-_INIT: dict[type, frozenset[str]] = {
-    cls: frozenset(f.name for f in dataclasses.fields(cls) if f.init) for cls in _REGISTRY.values()
-}
+assert all(f.init for cls in _REGISTRY.values() for f in dataclasses.fields(cls)), "records are built positionally"
+
+
+def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    get = operator.attrgetter(*names)
+    return get if len(names) > 1 else lambda obj: (get(obj),)
+
+
+# All fields of a record in one call (a tuple, in field order).
+_VALUES: dict[type, Callable[[Any], tuple[Any, ...]]] = {cls: _getter(names) for cls, names in _FIELDS.items()}
 
 
 def encode(obj: Any) -> Any:
@@ -53,13 +68,9 @@ def encode(obj: Any) -> Any:
     cls = type(obj)
     if cls in _SCALARS:
         return obj
-    names = _FIELDS.get(cls)
-    if names is not None:
-        out: dict[str, Any] = {_TAG: cls.__name__}
-        for name in names:
-            value = getattr(obj, name)
-            out[name] = value if type(value) in _SCALARS else encode(value)
-        return out
+    values = _VALUES.get(cls)
+    if values is not None:
+        return {_REC: [cls.__name__, *[v if type(v) in _SCALARS else encode(v) for v in values(obj)]]}
     # The common containers first (checked by exact type: this runs for every value of every step).
     if cls is list:
         for x in obj:
@@ -88,39 +99,29 @@ def encode(obj: Any) -> Any:
 
 
 def _encode_dict(obj: dict[Any, Any]) -> Any:
-    if all(isinstance(k, str) for k in obj) and _TAG not in obj and not any(k in obj for k in _SPECIAL):
+    if all(isinstance(k, str) for k in obj) and not any(k in obj for k in _SPECIAL):
         return {k: v if type(v) in _SCALARS else encode(v) for k, v in obj.items()}
     return {"__items": [[encode(k), encode(v)] for k, v in obj.items()]}
 
 
 def decode(data: Any) -> Any:
     """The value ``encode`` was given."""
-    if type(data) in _SCALARS:
+    cls = type(data)
+    if cls in _SCALARS:
         return data
-    if isinstance(data, list):
-        if all(type(x) in _SCALARS for x in data):
-            return data
-        return [decode(x) for x in data]
-    if not isinstance(data, dict):
+    if cls is list:  # json.loads makes exact lists and dicts
+        for x in data:
+            if type(x) not in _SCALARS:
+                return [decode(x) for x in data]
+        return data
+    if cls is not dict:
         raise WireError(f"unexpected {type(data).__name__} on the wire")
-    if _TAG in data:
-        name = data[_TAG]
-        cls = _REGISTRY.get(name) if isinstance(name, str) else None
-        if cls is None:
-            raise WireError(f"unknown record class {name!r}")
-        values = {k: decode(v) for k, v in data.items() if k != _TAG}
-        init = _INIT[cls]
-        if not init.issuperset(values):
-            unknown = set(values) - set(_FIELDS[cls])
-            if unknown:
-                raise WireError(f"{name} has no field {sorted(unknown)[0]!r}")
-        obj = cls(**{k: v for k, v in values.items() if k in init})
-        for k, v in values.items():
-            if k not in init:
-                object.__setattr__(obj, k, v)
-        return obj
     if len(data) == 1:
         ((key, value),) = data.items()
+        if key == _REC:
+            return _record(value)
+        if key == _SAME:
+            raise WireError("a tensor reference outside a stream of steps")
         if key == "__tuple":
             return tuple(decode(x) for x in value)
         if key == "__frozenset":
@@ -130,6 +131,24 @@ def decode(data: Any) -> Any:
         if key == "__items":
             return {_hashable(decode(k)): decode(v) for k, v in value}
     return {k: decode(v) for k, v in data.items()}
+
+
+def _record(data: Any, tensors: Callable[[Any], Any] | None = None) -> Any:
+    """The record ``[class name, field values...]`` describes (``tensors`` decodes a Step's ``tensors``)."""
+    if not isinstance(data, list) or not data:
+        raise WireError("a record on the wire is a list [class, fields...]")
+    name = data[0]
+    cls = _REGISTRY.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise WireError(f"unknown record class {name!r}")
+    fields = _FIELDS[cls]
+    if len(data) != len(fields) + 1:
+        raise WireError(f"{name} has {len(fields)} fields, not {len(data) - 1}")
+    if tensors is None:
+        return cls(*[v if type(v) in _SCALARS else decode(v) for v in data[1:]])
+    values = [v if type(v) in _SCALARS or i == _STEP_TENSORS else decode(v) for i, v in enumerate(data[1:])]
+    values[_STEP_TENSORS] = tensors(values[_STEP_TENSORS])
+    return cls(*values)
 
 
 def _hashable(key: Any) -> Any:
@@ -146,4 +165,68 @@ def loads(line: str | bytes) -> Any:
     return decode(json.loads(line))
 
 
-__all__ = ["WireError", "decode", "dumps", "encode", "loads", "registry"]
+_STEP_TENSORS = _FIELDS[records.Step].index("tensors")
+
+
+def _same_record(a: records.TensorRecord | None, b: records.TensorRecord | None) -> bool:
+    """Whether two tensor records are the same, exactly (``==`` alone holds 0.0 and -0.0 equal).
+
+    The observer reads each content once (a small tensor holding the same bytes gets the
+    same ``values`` object), so same values are the same object; anything else is sent.
+    """
+    if a is b:
+        return True
+    if a is None or b is None or a.values is not b.values:
+        return False
+    return _same_record(a.grad, b.grad) and a == b
+
+
+class StepCodec:
+    """Encodes (worker) or decodes (parent) one run's steps in order.
+
+    Both ends remember the last tensor record that went under each name; a record equal
+    to it travels as ``{"__same": 1}`` and is decoded to that same record object.
+    """
+
+    def __init__(self) -> None:
+        self._last: dict[str, records.TensorRecord] = {}
+
+    def encode(self, step: records.Step) -> Any:
+        last = self._last
+        tensors: dict[str, Any] = {}
+        for name, rec in step.tensors.items():
+            if _same_record(last.get(name), rec):
+                tensors[name] = {_SAME: 1}
+            else:
+                last[name] = rec
+                tensors[name] = encode(rec)
+        out: list[Any] = [records.Step.__name__]
+        for i, v in enumerate(_VALUES[records.Step](step)):
+            out.append(tensors if i == _STEP_TENSORS else v if type(v) in _SCALARS else encode(v))
+        return {_REC: out}
+
+    def decode(self, data: Any) -> records.Step:
+        if not (isinstance(data, dict) and len(data) == 1 and (data.get(_REC) or [None])[0] == "Step"):
+            raise WireError("expected a step")
+        step: records.Step = _record(data[_REC], self._tensors)
+        return step
+
+    def _tensors(self, data: Any) -> dict[str, records.TensorRecord]:
+        if not isinstance(data, dict):
+            raise WireError("a step's tensors are a mapping")
+        out: dict[str, records.TensorRecord] = {}
+        last = self._last
+        for name, value in data.items():
+            if value == {_SAME: 1}:
+                if name not in last:
+                    raise WireError(f"a reference to {name!r}, which was never sent")
+                out[name] = last[name]
+                continue
+            rec = decode(value)
+            if not isinstance(rec, records.TensorRecord):
+                raise WireError(f"{name!r} is not a tensor record")
+            out[name] = last[name] = rec
+        return out
+
+
+__all__ = ["StepCodec", "WireError", "decode", "dumps", "encode", "loads", "registry"]

@@ -102,8 +102,42 @@ def test_unknown_classes_are_refused() -> None:
     with pytest.raises(wire.WireError):
         wire.dumps(Foreign(1))
     with pytest.raises(wire.WireError, match="unknown record class"):
-        wire.loads('{"__t": "Popen", "args": "true"}')
-    with pytest.raises(wire.WireError, match="no field"):
-        wire.loads('{"__t": "RunSummary", "steps": 1, "errors": 0, "evil": 1}')
+        wire.loads('{"__r": ["Popen", "true"]}')
+    fields = len(dataclasses.fields(records.RunSummary))
+    with pytest.raises(wire.WireError, match=f"RunSummary has {fields} fields, not {fields + 1}"):
+        wire.loads(json.dumps({"__r": ["RunSummary", *[0] * (fields + 1)]}))
     with pytest.raises(wire.WireError):
         wire.dumps(object())
+    with pytest.raises(wire.WireError, match="outside a stream"):
+        wire.loads('{"__same": 1}')
+
+
+def test_a_stream_of_steps_sends_unchanged_tensors_once() -> None:
+    """Both ends of StepCodec rebuild every step exactly, and a record equal to the last
+    one sent under its name travels as a reference (decoded to the same object)."""
+    src = (
+        "a = torch.zeros(3)\n"
+        "b = torch.ones(3, requires_grad=True)\n"
+        "for _ in range(3):\n"
+        "    a.add_(1)\n"
+        "    c = (b * 2).sum()\n"
+        "    c.backward()\n"
+        "z = torch.tensor([0.0])\n"
+        "z.data.neg_()\n"  # 0.0 -> -0.0: equal as floats, not the same record
+    )
+    steps = run_source(src).steps
+    sender, receiver = wire.StepCodec(), wire.StepCodec()
+    lines = [json.dumps(sender.encode(s)) for s in steps]
+    back = [receiver.decode(json.loads(line)) for line in lines]
+    assert back == steps
+    assert [repr(s) for s in back] == [repr(s) for s in steps]
+    by_source = {s.source: (s, line) for s, line in zip(back, lines)}
+    line = by_source["c.backward()"][1]
+    # backward changed only b's grad: a and c went as references
+    sent = json.loads(line)["__r"][1 + [f.name for f in dataclasses.fields(records.Step)].index("tensors")]
+    assert sent["a"] == {"__same": 1} and sent["c"] == {"__same": 1} and "__r" in sent["b"]
+    negated = by_source["z.data.neg_()"][0].tensors["z"]
+    assert repr(negated.values) == "[-0.0]"
+    # a reference to a name the receiver never got is refused
+    with pytest.raises(wire.WireError, match="never sent"):
+        wire.StepCodec().decode(json.loads(by_source["c.backward()"][1]))
