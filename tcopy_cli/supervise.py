@@ -1,7 +1,8 @@
 """The parent side of a run: start the worker, read its frames, report how it ended.
 
 Nothing here imports torch. ``run_in_worker`` has the shape of an in-process run: it
-calls ``start`` with the RunInfo, ``emit`` with every Step, and returns the
+calls ``start`` with the RunInfo, ``emit`` with every Step (explained here: the worker
+sends facts), and returns the
 RunSummary. Whatever happens to the worker, the caller gets a summary: a worker that
 crashes, is killed, runs past ``--timeout`` or sends more than ``max_wire_bytes``
 becomes an error step at the statement it was running.
@@ -29,6 +30,7 @@ from typing import Any
 
 from tcopy_cli.errors import ScriptRejected, TcopyError, UsageError
 from tcopy_cli.limits import Limits
+from tcopy_cli.pipeline import explainer
 from tcopy_cli.trace import wire
 from tcopy_cli.trace.records import ErrorInfo, Note, RunInfo, RunSummary, Step
 
@@ -179,6 +181,8 @@ class _State:
     final: dict[str, Any] | None = None
     hook: Any = None
     codec: wire.StepCodec = field(default_factory=wire.StepCodec)
+    explain: Callable[[Step], Step] = field(default_factory=lambda: explainer().explain)
+    """The explain pass: the worker sends fact-only steps."""
 
 
 def run_in_worker(
@@ -438,7 +442,7 @@ def _frame(
             state.errors += 1
         state.expected += step.expected
         state.missing += step.missed
-        emit(step)
+        emit(state.explain(step))
     elif kind == "start":
         state.info = wire.decode(frame["info"])
         start(state.info)

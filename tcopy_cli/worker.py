@@ -15,7 +15,8 @@ Started by ``tcopy_cli.supervise`` as ``python -m tcopy_cli.worker``. Protocol:
   ``start``         ``{"info": RunInfo}`` before the first statement.
   ``running``       ``{"line", "col", "end_line", "end_col"}`` (the statement's position)
                     before a statement or block header runs.
-  ``step``          ``{"step": Step}`` after a statement.
+  ``step``          ``{"step": Step}`` after a statement: its facts, not yet explained (the
+                    parent runs the explain pass), encoded by ``wire.StepCodec``.
   ``end``           ``{"summary": RunSummary}``: the run finished; the worker exits.
   ``compare``       ``{"rows": [Comparison.to_json(), ...]}``: the comparison finished.
   ``done``          ``{"errors"}``: a session's piece of code finished (its steps came before).
@@ -295,8 +296,11 @@ def _serve_session(request: dict[str, Any], channel: Channel, confinement: str) 
 def _worker_runner(
     program: Any, options: Any, channel: Channel, hook: dict[str, Any] | None, trusted: bool = False
 ) -> Any:
-    """A Runner (``--trust``: a TrustedRunner) that announces each statement before it runs and sends each step."""
-    from tcopy_cli.pipeline import explaining
+    """A Runner (``--trust``: a TrustedRunner) that announces each statement before it runs and sends each step.
+
+    Steps go out as facts: the parent explains them (on its own core, while this
+    process runs the next statement).
+    """
     from tcopy_cli.trace.runner import Runner
     from tcopy_cli.trace.trusted import TrustedRunner
 
@@ -320,7 +324,7 @@ def _worker_runner(
             super().starting(node, header)
 
     cls = WorkerTrustedRunner if trusted else WorkerRunner
-    return cls(program, options, explaining(channel.step))
+    return cls(program, options, channel.step)
 
 
 if __name__ == "__main__":
