@@ -8,6 +8,7 @@ reductions on their device); keep no strong reference to any tensor or storage.
 
 from __future__ import annotations
 
+import ctypes
 import warnings
 import weakref
 from collections.abc import Iterable, Iterator
@@ -280,9 +281,19 @@ _VALUES_CACHE_SIZE = 4096
 
 
 def _content_key(d: torch.Tensor, max_values: int) -> tuple[Any, ...] | None:
-    """(dtype, shape, bytes in row-major order) of a small CPU tensor; None where NumPy can't view it."""
-    if d.device.type != "cpu" or d.numel() > max_values:
+    """(dtype, shape, bytes in row-major order) of a small CPU tensor; None where NumPy can't view it.
+
+    A contiguous tensor's bytes are read where they are (the caller checked that its
+    elements lie inside its storage); a conjugate or negative view holds other values
+    than its bytes, so it is copied like any other layout.
+    """
+    n = d.numel()
+    if d.device.type != "cpu" or n > max_values:
         return None
+    plain = d.layout is torch.strided and not (d.is_nested or d.is_quantized or d.is_conj() or d.is_neg())
+    if plain and d.is_contiguous():
+        raw = ctypes.string_at(d.data_ptr(), n * d.element_size()) if n else b""
+        return d.dtype, tuple(d.shape), raw
     try:
         # A copy: NumPy viewing the tensor's own memory would make its storage unresizable.
         raw = d.clone(memory_format=torch.contiguous_format).numpy().tobytes()
