@@ -39,6 +39,7 @@ before importing torch, so torch's and NumPy's threads are confined too. With ``
 from __future__ import annotations
 
 import faulthandler
+import gc
 import json
 import os
 import sys
@@ -204,6 +205,10 @@ def _serve(request: dict[str, Any], channel: Channel, confinement: str, hook: di
     channel.send("start", info=dataclasses.replace(runner.info(origin), confinement=confinement))
     if hook is not None and not hook.get("line"):
         _run_hook(hook["code"], channel)
+    # What the imports made (torch and its modules: some 165,000 tracked objects) lives as long as
+    # the process: the collector's full passes need not walk it again and again while the
+    # script runs (measured: 0.08 s of the 200-iteration MLP case).
+    gc.freeze()
     try:
         summary = runner.run()
     except TcopyError as exc:
