@@ -19,7 +19,7 @@ class Limits:
     max_bytes: int = 4 * 1024**3
     """Bytes of all tensor storages the script keeps alive after a step (names, sets, autograd graph)."""
     max_steps: int = 100_000
-    """Executed statements in one run."""
+    """Executed statements in one run (the command line's default depends on the view: ``view_max_steps``)."""
     max_iterations: int = 100_000
     """Iterations of one loop, and items a builtin may materialise (list(range(n)))."""
     max_int_bits: int = 65_536
@@ -52,6 +52,19 @@ class Limits:
 
 
 _NAMES = frozenset(f.name for f in fields(Limits))
+
+READING_MAX_STEPS = 10_000
+"""The default --max-steps of the views people read (table, Markdown, the REPL).
+
+A loop that never ends stops there within seconds (later turns of a loop fold, so a long
+run still reads in a screen or two); JSON, the complete record, keeps ``Limits.max_steps``
+so that long training loops finish without a flag.
+"""
+
+
+def view_max_steps(fmt: str | None) -> int:
+    """The default step limit for output format ``fmt`` (None: a view people read)."""
+    return Limits.max_steps if fmt == "json" else READING_MAX_STEPS
 
 
 def flag(name: str) -> str:

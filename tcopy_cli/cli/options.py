@@ -19,7 +19,7 @@ from typing import Annotated, Any, Optional, TypeVar
 import typer
 
 from tcopy_cli.cli.formats import OutputFormat
-from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
+from tcopy_cli.limits import DEFAULT_MAX_VALUES, READING_MAX_STEPS, Limits, view_max_steps
 
 MAX_VALUES = DEFAULT_MAX_VALUES
 """--max-values default: list values of tensors up to this many elements."""
@@ -134,7 +134,15 @@ def _limit(flag: str, minimum: float, help_text: str) -> Any:
 # One alias per field of Limits; the flag is the field's name with dashes.
 MaxElementsOpt = Annotated[int, _limit("--max-elements", 1, "elements in any one tensor.")]
 MaxBytesOpt = Annotated[int, _limit("--max-bytes", 1, "bytes of all tensor storages after a step.")]
-MaxStepsOpt = Annotated[int, _limit("--max-steps", 1, "executed statements.")]
+MaxStepsOpt = Annotated[
+    Optional[int],
+    _limit(
+        "--max-steps",
+        1,
+        f"executed statements (default {READING_MAX_STEPS:,} in the table and Markdown views and the REPL, "
+        f"{Limits.max_steps:,} in JSON).",
+    ),
+]
 MaxIterationsOpt = Annotated[int, _limit("--max-iterations", 1, "iterations of one loop; items a builtin may build.")]
 MaxIntBitsOpt = Annotated[int, _limit("--max-int-bits", 64, "bits of a Python integer made by **, << or *.")]
 MaxStrLenOpt = Annotated[int, _limit("--max-str-len", 1, "length of a built string or list.")]
@@ -175,7 +183,7 @@ def with_limits(command: F) -> F:
         inspect.Parameter(
             f.name,
             inspect.Parameter.KEYWORD_ONLY,
-            default=getattr(defaults, f.name),
+            default=None if f.name == "max_steps" else getattr(defaults, f.name),
             annotation=LIMIT_OPTIONS[f.name],
         )
         for f in dataclasses.fields(Limits)
@@ -183,7 +191,11 @@ def with_limits(command: F) -> F:
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        limits = Limits(**{name: kwargs.pop(name) for name in LIMIT_OPTIONS})
+        values = {name: kwargs.pop(name) for name in LIMIT_OPTIONS}
+        if values["max_steps"] is None:  # the view's own default
+            fmt = kwargs.get("fmt")
+            values["max_steps"] = view_max_steps(getattr(fmt, "value", fmt))
+        limits = Limits(**values)
         return command(*args, limits=limits, **kwargs)
 
     params = kept + added

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from tcopy_cli import supervise
 from tcopy_cli.cli import COMMANDS, app
 from tcopy_cli.cli.options import LIMIT_OPTIONS
-from tcopy_cli.limits import Limits
+from tcopy_cli.limits import Limits, view_max_steps
 from tcopy_cli.trace import runner as runner_module
 
 cli = CliRunner()
@@ -52,9 +52,25 @@ def test_every_command_accepts_every_limit_with_the_same_default(command: str) -
         assert name in params, (command, flag)
         option = params[name]
         assert option.opts == [flag]
-        assert option.default == getattr(defaults, name), (command, flag)
+        # --max-steps: the view's own default (``view_max_steps``), decided once the format is known
+        assert option.default == (None if name == "max_steps" else getattr(defaults, name)), (command, flag)
         assert option.help == reference[name].help
         assert repr(option.type) == repr(reference[name].type)  # same bounds (min=...)
+
+
+def test_the_step_limit_depends_on_the_view() -> None:
+    """A loop that never ends stops at 10,000 steps where people read the output; JSON
+    (the complete record) goes on to 100,000, so a long training loop finishes there."""
+    endless = "while True:\n    a = 1\n"
+    table = cli.invoke(app, ["run", "-e", endless])
+    assert table.exit_code == 1
+    assert "too many steps (limit 10,000; raise it with --max-steps)" in table.stderr
+    # JSON: the same loop passes 10,000 steps and is stopped by the iteration limit instead
+    json_run = cli.invoke(app, ["run", "-e", endless, "-f", "json", "--max-iterations", "10500"])
+    assert json_run.exit_code == 1
+    assert "limit 10,500; raise it with --max-iterations" in json_run.stdout
+    assert view_max_steps("json") == Limits().max_steps == 100_000
+    assert view_max_steps("table") == view_max_steps("markdown") == view_max_steps(None) == 10_000
 
 
 # One script per command that makes a 100-element tensor; --max-elements 2 must stop it.
