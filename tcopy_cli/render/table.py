@@ -73,7 +73,7 @@ class TableRenderer:
     def step(self, step: Step, shown: bool = True) -> None:
         """Render one step (a hidden step still counts for change marks)."""
         if shown:
-            self.console.print(self.render_step(step))
+            self.console.print(self.render_step(step), crop=False)
             self.shown += 1
             self.last_folded = None
         self.previous = step

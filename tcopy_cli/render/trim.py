@@ -6,6 +6,7 @@ from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.padding import Padding
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 
 
@@ -75,6 +76,18 @@ def text_lines(part: RenderableType, console: Console, options: ConsoleOptions) 
     )
     margin = [Segment(" " * left, console.get_style("none"))] if left else []  # Padding's own style
     out: list[list[Segment]] = []
+    styles = {str(line.style) for line in wrapped}
+    if len(styles) == 1 and not any(line.spans for line in wrapped):
+        # One style throughout (a note, a warning): each line is one segment, as Rich's
+        # render of the joined lines gives it (unstyled text has no style at all).
+        (name,) = styles
+        style = console.get_style(wrapped[0].style, default=Style.null()) if name else None
+        for wrapped_line in wrapped:
+            plain = wrapped_line.plain
+            if cell_len(plain) > width:
+                return None
+            out.append([*margin, Segment(plain, style)] if plain else list(margin))
+        return out
     for line in Segment.split_lines(Text("\n").join(wrapped).render(console, end=text.end)):
         if sum(cell_len(s.text) for s in line) > width:
             return None

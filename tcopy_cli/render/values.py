@@ -111,8 +111,29 @@ def natural_width(r: TensorRecord | ArrayRecord) -> int:
     return min(MAX_NATURAL, len(r.preview))
 
 
+_LINES: dict[tuple[object, ...], tuple[Any, tuple[list[str], bool]]] = {}
+_LINES_KEPT = 4096
+
+
 def value_lines(r: TensorRecord | ArrayRecord, width: int) -> tuple[list[str], bool]:
     """(lines, may wrap) for the values of ``r`` in ``width`` columns.
+
+    Remembered for the same ``values`` object (a tensor that did not change keeps its
+    record, or at least its values list, from step to step), preview, shape and width.
+    """
+    key = (type(r), id(r.values), r.preview, tuple(r.shape), r.dtype, width)
+    found = _LINES.get(key)
+    if found is not None and found[0] is r.values:
+        return found[1]
+    if len(_LINES) >= _LINES_KEPT:
+        _LINES.clear()
+    result = _value_lines(r, width)
+    _LINES[key] = (r.values, result)
+    return result
+
+
+def _value_lines(r: TensorRecord | ArrayRecord, width: int) -> tuple[list[str], bool]:
+    """``value_lines``, worked out.
 
     A line that fits is shown as it is; a matrix whose aligned grid fits is drawn as the
     grid; a list that would take more than a few lines, and any large tensor, become a
