@@ -52,6 +52,7 @@ _FIELDS: dict[type, tuple[str, ...]] = {
     cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in _REGISTRY.values()
 }
 assert all(f.init for cls in _REGISTRY.values() for f in dataclasses.fields(cls)), "records are built positionally"
+assert not any(hasattr(cls, "__post_init__") or hasattr(cls, "__slots__") for cls in _REGISTRY.values())
 
 
 def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
@@ -145,10 +146,15 @@ def _record(data: Any, tensors: Callable[[Any], Any] | None = None) -> Any:
     if len(data) != len(fields) + 1:
         raise WireError(f"{name} has {len(fields)} fields, not {len(data) - 1}")
     if tensors is None:
-        return cls(*[v if type(v) in _SCALARS else decode(v) for v in data[1:]])
-    values = [v if type(v) in _SCALARS or i == _STEP_TENSORS else decode(v) for i, v in enumerate(data[1:])]
-    values[_STEP_TENSORS] = tensors(values[_STEP_TENSORS])
-    return cls(*values)
+        values = [v if type(v) in _SCALARS else decode(v) for v in data[1:]]
+    else:
+        values = [v if type(v) in _SCALARS or i == _STEP_TENSORS else decode(v) for i, v in enumerate(data[1:])]
+        values[_STEP_TENSORS] = tensors(values[_STEP_TENSORS])
+    # What the generated __init__ does for a frozen record with every field given (no
+    # __post_init__: checked at import), without its object.__setattr__ call per field.
+    obj = object.__new__(cls)
+    obj.__dict__.update(zip(fields, values))
+    return obj
 
 
 def _hashable(key: Any) -> Any:
