@@ -152,7 +152,7 @@ def _record(data: Any, tensors: Callable[[Any], Any] | None = None) -> Any:
         values[_STEP_TENSORS] = tensors(values[_STEP_TENSORS])
     # What the generated __init__ does for a frozen record with every field given (no
     # __post_init__: checked at import), without its object.__setattr__ call per field.
-    obj = object.__new__(cls)
+    obj: Any = object.__new__(cls)
     obj.__dict__.update(zip(fields, values))
     return obj
 
