@@ -58,6 +58,8 @@ class Channel:
 
         self.out = out
         self.steps = wire.StepCodec()
+        self.announced: tuple[int, int, int, int] | None = None
+        """The position of the last ``running`` frame, while no other frame followed it."""
 
     def send(self, kind: str, **fields: Any) -> None:
         from tcopy_cli.trace import wire
@@ -69,11 +71,20 @@ class Channel:
         self.write({"kind": "step", "step": self.steps.encode(step)})
 
     def write(self, frame: dict[str, Any]) -> None:
+        self.announced = None
         self.out.write(json.dumps(frame, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n")
         self.out.flush()
 
     def running(self, line: int, col: int, end_line: int, end_col: int) -> None:
-        """The ``running`` frame of a statement about to run (sent before every statement: written directly)."""
+        """The ``running`` frame of a statement about to run (sent before every statement: written directly).
+
+        Not sent again for the same position with nothing in between (the header of a loop
+        whose turns run no statement, ``while True: pass``): the parent already has it on top.
+        """
+        position = (line, col, end_line, end_col)
+        if position == self.announced:
+            return
+        self.announced = position
         self.out.write(
             b'{"kind":"running","line":%d,"col":%d,"end_line":%d,"end_col":%d}\n' % (line, col, end_line, end_col)
         )
