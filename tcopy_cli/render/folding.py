@@ -8,6 +8,12 @@ name): then it is shown in full, with the loops inside it folded the same way. L
 nested in loops, and the steps of script functions called in a loop, fold with the turn
 they belong to. When a loop ends, its ``LoopSummary`` follows.
 
+Folded turns after the first few are condensed: consecutive folded turns of one run of a
+loop share one line, in ranges that double (turns 7–10, 11–20, 21–40, ...; see
+``range_end``), so N turns take O(log N) lines. A range's line comes out as soon as its
+last turn ends, when the loop ends, or when a step is shown (the range is cut there), so a
+long loop still shows progress while it runs.
+
 ``StepFlow`` turns each arriving step into the events a renderer draws; JSON takes every
 step and the loop summaries, nothing folded.
 """
@@ -17,12 +23,23 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Union
 
 from tcopy_cli.render import ViewOptions
 from tcopy_cli.render.loops import LoopSummary, LoopTracker, number, scalar_of
+from tcopy_cli.render.where import iteration_text
+from tcopy_cli.render.where import turn as where_turn
 from tcopy_cli.trace.records import LoopContext, Step, TensorRecord
+
+SINGLE_TURNS = 6
+"""Folded turns up to this turn of a loop get a line each (turns 2..6 after a first turn in full)."""
+FIRST_RANGE_END = 10
+"""The first condensed line covers turns ``SINGLE_TURNS + 1`` to this; each later range ends at
+twice the turn the one before it ended at (7–10, 11–20, 21–40, 41–80, ...)."""
+PRINTED_ENDS = 2
+"""A folded line's printed output longer than ``2 * PRINTED_ENDS + 1`` lines keeps this many lines
+at each end, with a line saying how many were left out between."""
 
 ALWAYS_NEW = ("saved.", "grad.corrupted", "change.untracked-write", "error.")
 """Note kinds that show a turn in full every time (wrong gradients, version errors, caught errors)."""
@@ -36,28 +53,72 @@ class Show:
     shown: bool = True
 
 
+def range_end(turn: int) -> int:
+    """The last turn of the condensed line that folded turn ``turn`` goes into (itself up to ``SINGLE_TURNS``)."""
+    if turn <= SINGLE_TURNS:
+        return turn
+    end = FIRST_RANGE_END
+    while end < turn:
+        end *= 2
+    return end
+
+
 @dataclass(frozen=True)
 class FoldedTurn:
-    """One later turn of a loop, in one line."""
+    """One later turn of a loop, or a range of consecutive ones (``through``), in one line."""
 
     loops: tuple[LoopContext, ...]
-    """The loops down to the folded one, outermost first."""
+    """The loops down to the folded one, outermost first (the folded one at its first turn)."""
     first_step: int
     last_step: int
     lines: list[int]
     """Script lines that ran, in order of first run."""
     scalars: list[tuple[str, float | None, float]]
-    """One-element tensors whose value changed: (name, before or None if new, after)."""
+    """One-element tensors whose value changed: (name, before the first turn or None if new, after the last)."""
     versions: list[str]
-    """Tensors whose version counter moved (one-element tensors are in ``scalars`` instead)."""
+    """Tensors whose version counter moved in a turn (one-element tensors are in ``scalars`` instead)."""
     grads: list[str]
-    """Tensors whose ``.grad`` changed (both: shown as ``updated``)."""
+    """Tensors whose ``.grad`` changed in a turn (both: shown as ``updated``)."""
     printed: str = ""
+    through: int = 0
+    """The last turn the line covers when it covers several (0: only ``first_turn``)."""
 
     @property
     def steps(self) -> int:
-        """How many steps the turn ran."""
+        """How many steps the turns ran."""
         return self.last_step - self.first_step + 1
+
+    @property
+    def first_turn(self) -> int:
+        """The first turn of the folded loop the line covers."""
+        return self.loops[-1].iteration
+
+    @property
+    def last_turn(self) -> int:
+        """The last turn of the folded loop the line covers."""
+        return self.through or self.first_turn
+
+    @property
+    def turns(self) -> int:
+        """How many turns the line covers."""
+        return self.last_turn - self.first_turn + 1
+
+    def follows(self, turn: FoldedTurn) -> bool:
+        """Whether this turn comes right after ``turn`` in the same run of the same loop (and range)."""
+        *outer, loop = self.loops
+        *outer_before, before = turn.loops
+        return (
+            outer == outer_before
+            and (loop.line, loop.entry) == (before.line, before.entry)
+            and self.first_turn == turn.last_turn + 1
+            and range_end(self.first_turn) == range_end(turn.first_turn)
+        )
+
+    @property
+    def ends_range(self) -> bool:
+        """Whether no later turn goes on this line: its range is full, or the loop's last turn is in it."""
+        loop = self.loops[-1]
+        return self.last_turn >= range_end(self.first_turn) or self.last_turn == loop.total
 
 
 @dataclass(frozen=True)
@@ -69,6 +130,35 @@ class LoopEnd:
 
 
 Event = Union[Show, FoldedTurn, LoopEnd]
+
+
+@dataclass
+class _Range:
+    """Folded turns being condensed into one line: the line so far, the step before its first turn,
+    and what each turn printed (joined once, when the line comes out)."""
+
+    line: FoldedTurn
+    before: Step | None
+    printed: list[str]
+
+    def add(self, turn: FoldedTurn, last: Step) -> None:
+        """Take in the next folded turn (``last``: its last step)."""
+        line = self.line
+        moved = {s[0] for s in line.scalars} | {s[0] for s in turn.scalars}
+        self.line = replace(
+            line,
+            last_step=turn.last_step,
+            through=turn.last_turn,
+            lines=list(dict.fromkeys(line.lines + turn.lines)),
+            scalars=scalar_changes(self.before, last, moved),
+            versions=list(dict.fromkeys(line.versions + turn.versions)),
+            grads=list(dict.fromkeys(line.grads + turn.grads)),
+        )
+        self.printed.append(turn.printed)
+
+    def done(self) -> FoldedTurn:
+        """The range's line."""
+        return replace(self.line, printed="".join(self.printed))
 
 
 @dataclass
@@ -150,6 +240,7 @@ class Folder:
         self.level = level
         self.previous = previous
         self.turn: _Turn | None = None
+        self.range: _Range | None = None
 
     def feed(self, item: Step | LoopSummary) -> list[Event]:
         """Events for the next step or ended loop (a held turn comes out once it ends)."""
@@ -162,7 +253,7 @@ class Folder:
         if turn is not None and turn.holds(item):
             turn.items.append(item)
             return []
-        out = self.flush()
+        out = self._end_turn()
         for level in range(self.level, len(item.loops)):
             loop = item.loops[level]
             if self.seen.foldable(loop):
@@ -170,11 +261,21 @@ class Folder:
                 return out
         self.seen.absorb(item)
         self.previous = item
+        out += self.cut()
         out.append(Show(item))
         return out
 
     def flush(self) -> list[Event]:
-        """The held turn, folded or (if something in it is new) in full."""
+        """The held turn and the range being condensed: what is left when the run or a loop ends."""
+        return self._end_turn() + self.cut()
+
+    def cut(self) -> list[Event]:
+        """The line of the range being condensed, if there is one (before anything else is drawn)."""
+        held, self.range = self.range, None
+        return [held.done()] if held is not None else []
+
+    def _end_turn(self) -> list[Event]:
+        """The held turn, folded (into the range being condensed) or (if something in it is new) in full."""
         turn, self.turn = self.turn, None
         if turn is None:
             return []
@@ -182,14 +283,23 @@ class Folder:
         self.previous = steps[-1]
         if self.seen.novel(steps):
             inner = Folder(self.seen, turn.level + 1, turn.before)
-            out: list[Event] = []
+            out = self.cut()
             for item in turn.items:
                 out += inner.feed(item)
             return out + inner.flush()
         for s in steps:
             self.seen.absorb(s)
         folded = folded_turn(steps, turn.before, steps[0].loops[: turn.level + 1])
-        return [*(Show(s, shown=False) for s in steps), folded]
+        held = self.range
+        out = [] if held is not None and folded.follows(held.line) else self.cut()
+        out += [Show(s, shown=False) for s in steps]
+        if self.range is None:
+            self.range = _Range(folded, turn.before, [folded.printed])
+        else:
+            self.range.add(folded, steps[-1])
+        if self.range.line.ends_range:
+            out += self.cut()
+        return out
 
 
 def _grad_fact(r: TensorRecord) -> object:
@@ -201,31 +311,44 @@ def folded_turn(steps: list[Step], before: Step | None, loops: tuple[LoopContext
     """The one-line account of a turn: its lines, and what changed from before it to its end."""
     last = steps[-1]
     old = before.tensors if before is not None else {}
-    scalars: list[tuple[str, float | None, float]] = []
     versions: list[str] = []
     grads: list[str] = []
     for name, r in last.tensors.items():
-        if ":" in name:
-            continue
         prior = old.get(name)
-        value = scalar_of(r)
-        was = scalar_of(prior) if prior is not None else None
-        if value is not None and not _same(value, was):
-            scalars.append((name, was, value))
-        if prior is not None and prior.version != r.version and value is None:
+        if ":" in name or prior is None:
+            continue
+        if prior.version != r.version and scalar_of(r) is None:
             versions.append(name)
-        if prior is not None and _grad_fact(prior) != _grad_fact(r):
+        if _grad_fact(prior) != _grad_fact(r):
             grads.append(name)
     return FoldedTurn(
         loops=loops,
         first_step=steps[0].index,
         last_step=last.index,
         lines=list(dict.fromkeys(s.line for s in steps)),
-        scalars=scalars,
+        scalars=scalar_changes(before, last),
         versions=versions,
         grads=grads,
         printed="".join(s.stdout for s in steps),
     )
+
+
+def scalar_changes(
+    before: Step | None, last: Step, names: set[str] | None = None
+) -> list[tuple[str, float | None, float]]:
+    """One-element tensors whose value at ``last`` differs from ``before`` (only ``names``, if given):
+    (name, value before or None if it was not one, value at ``last``)."""
+    old = before.tensors if before is not None else {}
+    out: list[tuple[str, float | None, float]] = []
+    for name, r in last.tensors.items():
+        if ":" in name or (names is not None and name not in names):
+            continue
+        prior = old.get(name)
+        value = scalar_of(r)
+        was = scalar_of(prior) if prior is not None else None
+        if value is not None and not _same(value, was):
+            out.append((name, was, value))
+    return out
 
 
 def _same(a: float, b: float | None) -> bool:
@@ -290,7 +413,7 @@ class StepFlow:
                 shown = shown and touched
             return Show(step, shown) if shown != event.shown else event
         if isinstance(event, FoldedTurn):
-            self.folded_turns += 1
+            self.folded_turns += event.turns
             self.folded_steps += event.steps
             if self.watch is not None:
                 return self.watch.narrow(event)
@@ -315,15 +438,11 @@ class Watch:
 
     def narrow(self, turn: FoldedTurn) -> FoldedTurn:
         """The folded turn with only the watched tensors' changes."""
-        return FoldedTurn(
-            turn.loops,
-            turn.first_step,
-            turn.last_step,
-            turn.lines,
-            [s for s in turn.scalars if self.watched(s[0])],
-            [n for n in turn.versions if self.watched(n)],
-            [n for n in turn.grads if self.watched(n)],
-            turn.printed,
+        return replace(
+            turn,
+            scalars=[s for s in turn.scalars if self.watched(s[0])],
+            versions=[n for n in turn.versions if self.watched(n)],
+            grads=[n for n in turn.grads if self.watched(n)],
         )
 
 
@@ -355,6 +474,26 @@ def grouped_names(names: list[str], most: int = 6) -> str:
     return ", ".join(parts[:most]) + (f" +{len(parts) - most} more" if len(parts) > most else "")
 
 
+def turn_label(turn: FoldedTurn) -> str:
+    """``iteration 7/50``, or for a range of turns ``iterations 21–40/50`` (nested: ``iterations 2/3 › 21–40/50``)."""
+    if turn.turns == 1:
+        return iteration_text(turn.loops)
+    *outer, loop = turn.loops
+    span = f"{loop.iteration}–{turn.last_turn}" + (f"/{loop.total}" if loop.total is not None else "")
+    return "iterations " + " › ".join([*(where_turn(c) for c in outer), span])
+
+
+def printed_lines(turn: FoldedTurn) -> list[str]:
+    """What a folded line's turns printed, line by line; a long output keeps only its first and last lines."""
+    if not turn.printed:
+        return []
+    lines = turn.printed.rstrip("\n").split("\n")
+    if len(lines) <= 2 * PRINTED_ENDS + 1:
+        return lines
+    left = len(lines) - 2 * PRINTED_ENDS
+    return [*lines[:PRINTED_ENDS], f"… {left} more lines …", *lines[-PRINTED_ENDS:]]
+
+
 def turn_parts(turn: FoldedTurn, previous: FoldedTurn | None = None) -> list[str]:
     """The pieces of a folded turn's line after its turn number.
 
@@ -377,4 +516,17 @@ def _updated(turn: FoldedTurn) -> list[str]:
     return list(dict.fromkeys(turn.versions + turn.grads))
 
 
-__all__ = ["Event", "FoldedTurn", "Folder", "LoopEnd", "Show", "StepFlow", "Watch", "folded_turn", "turn_parts"]
+__all__ = [
+    "Event",
+    "FoldedTurn",
+    "Folder",
+    "LoopEnd",
+    "Show",
+    "StepFlow",
+    "Watch",
+    "folded_turn",
+    "printed_lines",
+    "range_end",
+    "turn_label",
+    "turn_parts",
+]

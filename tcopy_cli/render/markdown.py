@@ -7,9 +7,9 @@ from typing import TextIO
 from tcopy_cli.render import ViewOptions, error_counts
 from tcopy_cli.render.cells import COLUMNS, quiet_form, removed_names, step_rows
 from tcopy_cli.render.controls import visible
-from tcopy_cli.render.folding import FoldedTurn, StepFlow, turn_parts
+from tcopy_cli.render.folding import FoldedTurn, StepFlow, printed_lines, turn_label, turn_parts
 from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading
-from tcopy_cli.render.where import iteration_text, where_parts
+from tcopy_cli.render.where import where_parts
 from tcopy_cli.trace.records import TRUSTED_HEADER, RunInfo, RunSummary, Step
 
 
@@ -115,12 +115,10 @@ class MarkdownRenderer:
             self.out.write("\n")
 
     def folded(self, turn: FoldedTurn) -> None:
-        """A later turn of a loop as one list item (what it printed in a block under it)."""
-        self.out.write(
-            f"- ↻ *{iteration_text(turn.loops)}* · " + _cell(" · ".join(turn_parts(turn, self.last_folded))) + "\n"
-        )
+        """A later turn of a loop, or a range of them, as one list item (what they printed in a block under it)."""
+        self.out.write(f"- ↻ *{turn_label(turn)}* · " + _cell(" · ".join(turn_parts(turn, self.last_folded))) + "\n")
         if turn.printed:
-            self.out.write("\n  ```\n" + "".join("  " + ln + "\n" for ln in turn.printed.rstrip("\n").split("\n")))
+            self.out.write("\n  ```\n" + "".join("  " + ln + "\n" for ln in printed_lines(turn)))
             self.out.write("  ```\n")
         self.list_open = True
         self.last_folded = turn

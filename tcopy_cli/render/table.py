@@ -14,7 +14,7 @@ from rich.text import Text
 from tcopy_cli.render import ViewOptions, error_counts
 from tcopy_cli.render.cells import Row, quiet_form, removed_names, step_rows
 from tcopy_cli.render.controls import visible
-from tcopy_cli.render.folding import FoldedTurn, StepFlow, turn_parts
+from tcopy_cli.render.folding import FoldedTurn, StepFlow, printed_lines, turn_label, turn_parts
 from tcopy_cli.render.graph import graph_tree
 from tcopy_cli.render.grid import BOX, HEADER_STYLE, StepGrid
 from tcopy_cli.render.layout import plan
@@ -22,7 +22,7 @@ from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading
 from tcopy_cli.render.memory import memory_map, memory_signature
 from tcopy_cli.render.trim import Trimmed
 from tcopy_cli.render.values import value_lines
-from tcopy_cli.render.where import iteration_text, where_parts
+from tcopy_cli.render.where import where_parts
 from tcopy_cli.trace.records import TRUSTED_HEADER, RunInfo, RunSummary, Step, TensorRecord
 
 NOTE_STYLES = {"info": "cyan", "warning": "bold yellow"}
@@ -164,14 +164,14 @@ class TableRenderer:
         return Trimmed(Group(Text(f"after step {step.index} · line {step.line}", style="dim"), self._table(rows)))
 
     def folded(self, turn: FoldedTurn) -> None:
-        """A later turn of a loop in one line (what it printed under it)."""
-        text = Text.assemble(("↻ ", "dim"), (iteration_text(turn.loops), "magenta"))
+        """A later turn of a loop, or a range of them, in one line (what they printed under it)."""
+        text = Text.assemble(("↻ ", "dim"), (turn_label(turn), "magenta"))
         for part in turn_parts(turn, self.last_folded):
             text.append(" · ", style="dim")
             text.append(part)
         self.last_folded = turn
-        self.console.print(Padding(text, (0, 0, 0, 2)))
-        for line in turn.printed.rstrip("\n").split("\n") if turn.printed else ():
+        self.console.print(Trimmed(Padding(text, (0, 0, 0, 2))))
+        for line in printed_lines(turn):
             self.console.print(Trimmed(Text("    │ " + line, style="dim")))
 
     def loop(self, summary: LoopSummary) -> None:

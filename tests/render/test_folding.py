@@ -8,6 +8,7 @@ Regenerate the golden files with ``TCOPY_UPDATE_GOLDEN=1`` and read the diff.
 from __future__ import annotations
 
 import json
+import math
 import re
 import textwrap
 from typing import Any
@@ -18,8 +19,20 @@ from render.test_render import GOLDEN_TORCH, check_golden, normalise
 from typer.testing import CliRunner
 
 from tcopy_cli.cli import app
+from tcopy_cli.pipeline import run_source as run_explained
 from tcopy_cli.render import ViewOptions
-from tcopy_cli.render.folding import FoldedTurn, Show, StepFlow, line_ranges, turn_parts
+from tcopy_cli.render.folding import (
+    SINGLE_TURNS,
+    FoldedTurn,
+    LoopEnd,
+    Show,
+    StepFlow,
+    line_ranges,
+    printed_lines,
+    range_end,
+    turn_label,
+    turn_parts,
+)
 from tcopy_cli.render.loops import LoopSummary, sparkline
 from tcopy_cli.trace import run_source
 
@@ -89,11 +102,14 @@ def test_golden_folded_training_loop(width: int) -> None:
         pytest.skip(f"golden files were recorded with torch {GOLDEN_TORCH}x")
     out = _run(["--width", str(width)]).stdout
     check_golden(f"loop-{width}.txt", normalise(out))
-    # the first turn in full, the turns with something new in full, the rest one line each
+    # the first turn in full, the turns with something new in full, turns 3-7 one line each,
+    # later folded turns condensed into ranges cut by the turns shown in full
     headers = re.findall(r"^Step \d+ · line \d+ · iteration (\d+)/20", out, re.M)
     full_turns = sorted({int(t) for t in headers})
-    folded = [int(t) for t in re.findall(r"↻ iteration (\d+)/20", out)]
-    assert 1 in full_turns and 8 in full_turns and 14 in full_turns
+    ranges = [(int(a), int(b or a)) for a, b in re.findall(r"↻ iterations? (\d+)(?:–(\d+))?/20", out)]
+    assert full_turns == [1, 2, 8, 14]
+    assert ranges == [(3, 3), (4, 4), (5, 5), (6, 6), (7, 7), (9, 10), (11, 13), (15, 20)]
+    folded = [t for a, b in ranges for t in range(a, b + 1)]
     assert sorted(full_turns + folded) == list(range(1, 21))
     assert "Train: forward, loss, backward, update" in out
     assert "Check without the graph" in out
@@ -146,7 +162,7 @@ def test_all_steps_and_step_show_every_step_in_full() -> None:
     assert "↻" not in every
     assert len(re.findall(r"^Step \d+ ", folded, re.M)) < steps / 3
     # a step inside a folded turn, asked for by number, is shown in full
-    assert "↻ iteration 9/20" in folded
+    assert "↻ iterations 9–10/20" in folded
     only = _run(["--width", "100", "--step", "60"]).stdout
     assert re.findall(r"^Step (\d+) · line \d+ · iteration (\d+)", only, re.M) == [("60", "9")]
     assert "↻" not in only
@@ -215,3 +231,181 @@ def test_folder_holds_a_turn_until_it_ends() -> None:
     summaries = [e for _, batch in arrived for e in batch if isinstance(getattr(e, "summary", None), LoopSummary)]
     assert [(s.summary.line, s.summary.iterations) for s in summaries] == [(3, 4), (2, 3)]  # the others were folded
     assert line_ranges([20, 14, 15, 21, 22, 9]) == "9, 14–15, 20–22"
+
+
+def _arrivals(script: str, view: ViewOptions | None = None) -> list[tuple[int, list[Any]]]:
+    """Each step's index with the events the flow gave when it arrived (steps with their notes,
+    as the command line gets them); last, (0, what close gave)."""
+    flow = StepFlow(view or ViewOptions(), fold=True)
+    arrived = [(step.index, flow.feed(step)) for step in run_explained(textwrap.dedent(script)).steps]
+    return [*arrived, (0, flow.close())]
+
+
+def _lines(arrived: list[tuple[int, list[Any]]]) -> list[FoldedTurn]:
+    return [e for _, batch in arrived for e in batch if isinstance(e, FoldedTurn)]
+
+
+def _span(turn: FoldedTurn) -> tuple[int, int]:
+    return turn.first_turn, turn.last_turn
+
+
+COUNTING = """\
+import torch
+t = torch.zeros(1)
+for i in range({n}):
+    t += 1
+done = t * 1
+"""
+
+
+def test_condensed_ranges_double_so_n_turns_take_log_n_lines() -> None:
+    assert [range_end(t) for t in range(1, 12)] == [1, 2, 3, 4, 5, 6, 10, 10, 10, 10, 20]
+    assert [range_end(t) for t in (20, 21, 40, 41, 80, 81, 160, 161)] == [20, 40, 40, 80, 80, 160, 160, 320]
+    for n in (10, 11, 200, 5000, 100_000):
+        lines = len({range_end(t) for t in range(2, n + 1)})
+        # turns 2..6 one line each, then one line per doubling from 7-10 on
+        assert lines == SINGLE_TURNS - 1 + 1 + math.ceil(math.log2(n / 10))
+        assert lines <= SINGLE_TURNS + math.log2(n)
+
+
+def test_a_200_turn_loop_takes_eleven_folded_lines_each_out_as_soon_as_its_range_is_full() -> None:
+    arrived = _arrivals(COUNTING.format(n=200))
+    lines = _lines(arrived)
+    assert [_span(t) for t in lines] == [
+        (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 10), (11, 20), (21, 40), (41, 80), (81, 160), (161, 200)
+    ]  # fmt: skip
+    assert [turn_label(t) for t in lines[4:7]] == ["iteration 6/200", "iterations 7–10/200", "iterations 11–20/200"]
+    assert sum(t.turns for t in lines) == 199 and sum(t.steps for t in lines) == 199  # one step a turn
+    # t after turn k, as torch computes it: each range goes from before its first turn to after its last
+    t, after = torch.zeros(1), [0.0]
+    for _ in range(200):
+        t += 1
+        after.append(t.item())
+    for line in lines:
+        assert line.scalars == [("t", after[line.first_turn - 1], after[line.last_turn])]
+        assert line.lines == [4] and line.versions == [] and line.printed == ""
+    # streaming: a range's line comes with the first step after its last turn (turn k is step k + 2)
+    for index, batch in arrived:
+        for line in (e for e in batch if isinstance(e, FoldedTurn)):
+            assert index == line.last_step + 1 == line.last_turn + 3
+    # the last range ends the loop: its line, then the loop's summary, then the step after the loop
+    last = [e for index, batch in arrived if index == 203 for e in batch if not isinstance(e, Show) or e.shown]
+    assert [type(e) for e in last] == [FoldedTurn, LoopEnd, Show] and last[0] is lines[-1]
+
+
+CUT = """\
+import torch
+t = torch.zeros(1)
+for i in range(30):
+    t += 1
+    if i == 14:
+        u = t * 2
+"""
+
+
+def test_a_turn_shown_in_full_cuts_the_range_and_comes_after_its_line() -> None:
+    arrived = _arrivals(CUT)
+    lines = _lines(arrived)
+    # turn 15 binds a new name: shown in full; 11-14 is cut there, and 16-20 fills the rest of its range
+    assert [_span(t) for t in lines] == [(2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 10), (11, 14), (16, 20), (21, 30)]
+    events = [e for _, batch in arrived for e in batch if not (isinstance(e, Show) and not e.shown)]
+    cut = next(n for n, e in enumerate(events) if isinstance(e, FoldedTurn) and _span(e) == (11, 14))
+    assert isinstance(events[cut + 1], Show) and events[cut + 1].step.loops[0].iteration == 15
+    assert [e.step.source for e in events[cut + 1 : cut + 3]] == ["t += 1", "u = t * 2"]
+    assert events[cut + 3] is lines[7]
+    assert lines[6].scalars == [("t", 10.0, 14.0)] and lines[7].scalars == [("t", 15.0, 20.0)]
+    assert lines[8].scalars == [("t", 20.0, 30.0)]
+    assert isinstance(events[-1], LoopEnd) and events[-2] is lines[8]
+
+
+NESTED_LONG = """\
+import torch
+total = torch.zeros(1)
+for i in range(12):
+    for j in range(30):
+        total += 1
+    if i == 1:
+        extra = total * 2
+"""
+
+
+def test_nested_loops_condense_at_every_level() -> None:
+    lines = _lines(_arrivals(NESTED_LONG))
+    labels = [turn_label(t) for t in lines]
+    inner = ["iteration {o}/12 › {i}/30".format(o="{o}", i=i) for i in range(2, 7)] + [
+        "iterations {o}/12 › 7–10/30",
+        "iterations {o}/12 › 11–20/30",
+        "iterations {o}/12 › 21–30/30",
+    ]
+    # outer turn 1 in full: inner turn 1 in full, the rest condensed; outer turn 2 binds a new
+    # name, so it is shown in full and its inner loop (a new run of it) folds from its turn 1
+    expected = [x.format(o=1) for x in inner]
+    expected += ["iteration 2/12 › 1/30"] + [x.format(o=2) for x in inner]
+    expected += [f"iteration {o}/12" for o in range(3, 7)] + ["iterations 7–10/12", "iterations 11–12/12"]
+    assert labels == expected
+    # total after each outer turn, as torch computes it
+    total, after = torch.zeros(1), [0.0]
+    for _ in range(12):
+        for _ in range(30):
+            total += 1
+        after.append(total.item())
+    outer = [t for t in lines if len(t.loops) == 1]
+    for line in outer:
+        assert line.scalars == [("total", after[line.first_turn - 1], after[line.last_turn])]
+    assert sum(t.turns for t in outer) == 10 and outer[-1].steps == 2 * 30
+
+
+def test_range_ends_are_what_python_computes_for_the_training_loop() -> None:
+    arrived = _arrivals(TRAINING)
+    ranges = [t for t in _lines(arrived) if t.turns > 1]
+    assert [_span(t) for t in ranges] == [(9, 10), (11, 13), (15, 20)]
+    # plain python: the loss and fc2.bias after each turn
+    namespace: dict[str, Any] = {}
+    exec(
+        TRAINING.replace("losses = []\n", "losses = []\nbiases = []\n").replace(
+            "# Check without the graph", "    biases.append(fc2.bias.item())\n# Check without the graph"
+        ),
+        namespace,
+    )
+    losses, biases = namespace["losses"], namespace["biases"]
+    assert len(biases) == 20
+    for line in ranges:
+        first, last = line.first_turn, line.last_turn
+        assert dict((n, (was, now)) for n, was, now in line.scalars) == {
+            "fc2.bias": (biases[first - 2], biases[last - 1]),
+            "loss": (losses[first - 2], losses[last - 1]),
+        }
+        assert line.versions == ["fc1.weight", "fc1.bias", "fc2.weight"]
+        assert line.grads == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+        assert line.lines == [15, 16, 17, 18, 19, 20]  # (if lines are not steps)
+
+
+PRINTING = """\
+for i in range(40):
+    print("turn", i)
+"""
+
+
+def test_a_range_keeps_what_it_printed_and_shows_its_ends() -> None:
+    lines = _lines(_arrivals(PRINTING))
+    last = lines[-1]
+    assert _span(last) == (21, 40)
+    assert last.printed == "".join(f"turn {i}\n" for i in range(20, 40))
+    assert printed_lines(last) == ["turn 20", "turn 21", "… 16 more lines …", "turn 38", "turn 39"]
+    assert printed_lines(lines[0]) == ["turn 1"]
+    out = _run(["--width", "100"], PRINTING).stdout
+    assert "↻ iterations 21–40/40" in out and "… 16 more lines …" in out
+    assert "turn 25" not in out and "turn 39" in out
+
+
+@pytest.mark.parametrize("watch", [[], ["--watch", "loss"], ["--watch", "fc2.bias"]])
+def test_footer_accounts_for_every_step(watch: list[str]) -> None:
+    out = _run(["--width", "120", *watch]).stdout
+    total = int(re.search(r"^(\d+) steps, 0 errors", out, re.M)[1])  # type: ignore[index]
+    shown = len(re.findall(r"^Step \d+ ", out, re.M))
+    folded = re.search(r"^(\d+) steps folded into (\d+) later loop turns", out, re.M)
+    hidden = re.search(r"^(\d+) steps? hidden by --watch", out, re.M)
+    assert folded is not None
+    assert shown + int(folded[1]) + (int(hidden[1]) if hidden else 0) == total
+    ranges = re.findall(r"↻ iterations? (\d+)(?:–(\d+))?/20", out)
+    assert int(folded[2]) == sum(int(b or a) - int(a) + 1 for a, b in ranges) == 16
