@@ -225,7 +225,7 @@ def compare_in_worker(
     proc = _serve(req, options, state, failures.append, start)
     final = state.final or {}
     if final.get("kind") == "compare":
-        rows: list[dict[str, Any]] = wire.decode(final["rows"])
+        rows: list[dict[str, Any]] = final["rows"]
         return rows
     _conclude(proc, setup, options, state, failures.append, start)  # raises for a final frame
     message = failures[-1].error.message if failures and failures[-1].error else _ending(proc, state)
@@ -414,7 +414,7 @@ def _pump(
                 for line in lines:
                     started = time.monotonic()
                     had_info = state.info is not None
-                    _frame(json.loads(line), state, emit, start)
+                    _frame(wire.loads(line), state, emit, start)
                     if state.info is not None and not had_info:
                         deadline = started + timeout + TIMEOUT_GRACE if timeout > 0 else None
                     if deadline is not None:  # time the parent spent showing a step (--pause) is not the run's
@@ -435,7 +435,7 @@ def _frame(
             (line, int(frame.get("col", 0)), int(frame.get("end_line", line)), int(frame.get("end_col", 0)))
         )
     elif kind == "step":
-        step = state.codec.decode(frame["step"])
+        step = state.codec.resolve(frame["step"])
         state.stack.finished(step.line)
         state.steps = max(state.steps, step.index)
         if step.error is not None:
@@ -444,13 +444,13 @@ def _frame(
         state.missing += step.missed
         emit(state.explain(step))
     elif kind == "start":
-        state.info = wire.decode(frame["info"])
+        state.info = frame["info"]
         start(state.info)
     elif kind == "hook":
         if state.hook is not None:
-            state.hook(wire.decode(frame["result"]))
+            state.hook(frame["result"])
     elif kind == "end":
-        state.summary = wire.decode(frame["summary"])
+        state.summary = frame["summary"]
         state.final = frame
     elif kind in ("done", "refused", "compare", "rejected", "usage_error", "run_error", "internal_error"):
         state.final = frame
@@ -485,7 +485,7 @@ def _conclude(
         return state.summary
     if kind == "rejected":
         exc = ScriptRejected(final["message"], final.get("line"), final.get("column"))
-        exc.info = wire.decode(final["info"])  # type: ignore[attr-defined]
+        exc.info = final["info"]  # type: ignore[attr-defined]
         raise exc
     if kind == "usage_error":
         raise UsageError(final["message"])

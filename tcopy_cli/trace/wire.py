@@ -2,7 +2,8 @@
 
 Records are frozen dataclasses of plain data. ``encode`` turns one into JSON-ready
 data: ``{"__r": [class name, field values in field order]}`` (positional: field names
-would make up most of the bytes of a step); ``decode`` rebuilds it from the registry of
+would make up most of the bytes of a step); ``loads`` rebuilds it while ``json.loads``
+parses the line (an object hook: Python sees each JSON object once), from the registry of
 record classes, which holds every dataclass defined in ``tcopy_cli.trace.records``, so a
 field or a record class added there travels without changes here. Tuples, frozensets,
 dicts with non-string keys and non-finite floats come back as they went; nothing is
@@ -106,7 +107,7 @@ def _encode_dict(obj: dict[Any, Any]) -> Any:
 
 
 def decode(data: Any) -> Any:
-    """The value ``encode`` was given."""
+    """The value ``encode`` was given (``data`` as ``json.loads`` made it)."""
     cls = type(data)
     if cls in _SCALARS:
         return data
@@ -117,25 +118,45 @@ def decode(data: Any) -> Any:
         return data
     if cls is not dict:
         raise WireError(f"unexpected {type(data).__name__} on the wire")
-    if len(data) == 1:
-        ((key, value),) = data.items()
-        if key == _REC:
-            return _record(value)
-        if key == _SAME:
-            raise WireError("a tensor reference outside a stream of steps")
-        if key == "__tuple":
-            return tuple(decode(x) for x in value)
-        if key == "__frozenset":
-            return frozenset(decode(x) for x in value)
-        if key == "__set":
-            return {decode(x) for x in value}
-        if key == "__items":
-            return {_hashable(decode(k)): decode(v) for k, v in value}
-    return {k: decode(v) for k, v in data.items()}
+    return _object({k: decode(v) for k, v in data.items()})
 
 
-def _record(data: Any, tensors: Callable[[Any], Any] | None = None) -> Any:
-    """The record ``[class name, field values...]`` describes (``tensors`` decodes a Step's ``tensors``)."""
+class _Reference:
+    """What ``{"__same": 1}`` decodes to, until ``StepCodec.resolve`` puts the record in its place."""
+
+    def __repr__(self) -> str:
+        return "<the last record sent under this name>"
+
+
+SAME = _Reference()
+
+
+def _object(data: dict[str, Any]) -> Any:
+    """One JSON object, its contents decoded already: a record or a special container, or itself.
+
+    ``loads`` gives it to ``json.loads`` as the ``object_hook``, so the C parser builds
+    every list and scalar and Python sees each object once, innermost first.
+    """
+    if len(data) != 1:
+        return data
+    ((key, value),) = data.items()
+    if key == _REC:
+        return _record(value)
+    if key == "__tuple":
+        return tuple(value)
+    if key == "__frozenset":
+        return frozenset(value)
+    if key == "__set":
+        return set(value)
+    if key == "__items":
+        return {_hashable(k): v for k, v in value}
+    if key == _SAME:
+        return SAME
+    return data
+
+
+def _record(data: Any) -> Any:
+    """The record ``[class name, field values...]`` describes (the values decoded already)."""
     if not isinstance(data, list) or not data:
         raise WireError("a record on the wire is a list [class, fields...]")
     name = data[0]
@@ -145,15 +166,10 @@ def _record(data: Any, tensors: Callable[[Any], Any] | None = None) -> Any:
     fields = _FIELDS[cls]
     if len(data) != len(fields) + 1:
         raise WireError(f"{name} has {len(fields)} fields, not {len(data) - 1}")
-    if tensors is None:
-        values = [v if type(v) in _SCALARS else decode(v) for v in data[1:]]
-    else:
-        values = [v if type(v) in _SCALARS or i == _STEP_TENSORS else decode(v) for i, v in enumerate(data[1:])]
-        values[_STEP_TENSORS] = tensors(values[_STEP_TENSORS])
     # What the generated __init__ does for a frozen record with every field given (no
     # __post_init__: checked at import), without its object.__setattr__ call per field.
     obj: Any = object.__new__(cls)
-    obj.__dict__.update(zip(fields, values))
+    obj.__dict__.update(zip(fields, data[1:]))
     return obj
 
 
@@ -167,8 +183,8 @@ def dumps(obj: Any) -> str:
 
 
 def loads(line: str | bytes) -> Any:
-    """The record from one ``dumps`` line."""
-    return decode(json.loads(line))
+    """The value of one line of JSON made from ``encode``'s data (a ``dumps`` line, or a frame)."""
+    return json.loads(line, object_hook=_object)
 
 
 _STEP_TENSORS = _FIELDS[records.Step].index("tensors")
@@ -211,28 +227,22 @@ class StepCodec:
             out.append(tensors if i == _STEP_TENSORS else v if type(v) in _SCALARS else encode(v))
         return {_REC: out}
 
-    def decode(self, data: Any) -> records.Step:
-        if not (isinstance(data, dict) and len(data) == 1 and (data.get(_REC) or [None])[0] == "Step"):
+    def resolve(self, step: Any) -> records.Step:
+        """The step ``loads`` decoded, with each reference replaced by the record it names."""
+        if not isinstance(step, records.Step) or not isinstance(step.tensors, dict):
             raise WireError("expected a step")
-        step: records.Step = _record(data[_REC], self._tensors)
-        return step
-
-    def _tensors(self, data: Any) -> dict[str, records.TensorRecord]:
-        if not isinstance(data, dict):
-            raise WireError("a step's tensors are a mapping")
-        out: dict[str, records.TensorRecord] = {}
         last = self._last
-        for name, value in data.items():
-            if value == {_SAME: 1}:
+        tensors: dict[str, Any] = step.tensors
+        for name, rec in tensors.items():
+            if rec is SAME:
                 if name not in last:
                     raise WireError(f"a reference to {name!r}, which was never sent")
-                out[name] = last[name]
-                continue
-            rec = decode(value)
-            if not isinstance(rec, records.TensorRecord):
+                tensors[name] = last[name]
+            elif isinstance(rec, records.TensorRecord):
+                last[name] = rec
+            else:
                 raise WireError(f"{name!r} is not a tensor record")
-            out[name] = last[name] = rec
-        return out
+        return step
 
 
-__all__ = ["StepCodec", "WireError", "decode", "dumps", "encode", "loads", "registry"]
+__all__ = ["SAME", "StepCodec", "WireError", "decode", "dumps", "encode", "loads", "registry"]
