@@ -7,10 +7,10 @@ the next), so it can run wherever the records are: beside the run, or after it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from tcopy_cli.explain.facts import ExplainState, Rule, StepFacts
-from tcopy_cli.trace.records import ErrorInfo, Step
+from tcopy_cli.trace.records import ErrorInfo, Step, evolve
 
 ErrorRule = Callable[[StepFacts, ErrorInfo], ErrorInfo]
 
@@ -34,4 +34,4 @@ class Explainer:
         error = step.error
         if error is not None and self.explain_error is not None:
             error = self.explain_error(facts, error)
-        return replace(step, explanations=facts.notes, error=error)
+        return evolve(step, explanations=facts.notes, error=error)

@@ -169,6 +169,9 @@ class _Seen:
     forms: dict[str, set[tuple[object, ...]]] = field(default_factory=dict)
     first_turn: dict[int, tuple[int, int]] = field(default_factory=dict)
     """Loop line -> (entry, turn) of the first turn of it the run made (never folded)."""
+    records: dict[str, object] = field(default_factory=dict)
+    """Name -> the last record taken in for it (a step of a run from the worker keeps the
+    record object of a tensor that did not change, and its form is known already)."""
 
     def learn_loops(self, step: Step) -> None:
         for loop in step.loops:
@@ -179,13 +182,14 @@ class _Seen:
 
     def absorb(self, step: Step) -> None:
         self.kinds.update(n.kind for n in step.explanations)
-        for name, form in _forms(step):
+        for name, form in _forms(step, self.records):
             self.forms.setdefault(name, set()).add(form)
 
     def novel(self, steps: Iterable[Step]) -> bool:
         """Whether anything in ``steps`` is new to the view (so the turn is shown in full)."""
         kinds: set[str] = set()
         forms: dict[str, set[tuple[object, ...]]] = {}
+        known = dict(self.records)
         for s in steps:
             if s.status == "error" or s.caught is not None or s.warnings:
                 return True
@@ -195,18 +199,23 @@ class _Seen:
                 if note.kind not in self.kinds and note.kind not in kinds:
                     return True
                 kinds.add(note.kind)
-            for name, form in _forms(s):
+            for name, form in _forms(s, known):
                 if form not in self.forms.get(name, ()) and form not in forms.get(name, ()):
                     return True
                 forms.setdefault(name, set()).add(form)
         return False
 
 
-def _forms(step: Step) -> Iterable[tuple[str, tuple[object, ...]]]:
+def _forms(step: Step, known: dict[str, object]) -> Iterable[tuple[str, tuple[object, ...]]]:
+    """(name, shape/dtype/device) of each record not ``known`` already under its name (then known)."""
     for name, r in step.tensors.items():
-        yield name, (tuple(r.shape), r.dtype, r.device)
+        if known.get(name) is not r:
+            known[name] = r
+            yield name, (tuple(r.shape), r.dtype, r.device)
     for name, a in step.arrays.items():
-        yield name, (tuple(a.shape), a.dtype, "numpy")
+        if known.get("array " + name) is not a:
+            known["array " + name] = a
+            yield name, (tuple(a.shape), a.dtype, "numpy")
 
 
 @dataclass

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from tcopy_cli.trace.layout import byte_span
 
@@ -571,3 +571,23 @@ class RunSummary:
         if self.missing:
             out["missing_errors"] = self.missing
         return out
+
+
+R = TypeVar("R")
+
+
+def evolve(record: R, **changes: Any) -> R:
+    """``dataclasses.replace`` for a record, without running its ``__init__`` again.
+
+    Records are frozen and have no ``__post_init__``, so a copy of the fields with
+    ``changes`` applied is the same record ``replace`` would build (the explain pass does
+    this for every step).
+    """
+    new: R = object.__new__(type(record))  # type: ignore[arg-type]
+    fields = dict(record.__dict__)
+    unknown = changes.keys() - fields.keys()
+    if unknown:
+        raise TypeError(f"{type(record).__name__} has no field {sorted(unknown)[0]!r}")
+    fields.update(changes)
+    new.__dict__.update(fields)
+    return new

@@ -142,3 +142,17 @@ def test_a_stream_of_steps_sends_unchanged_tensors_once() -> None:
     # a reference to a name the receiver never got is refused
     with pytest.raises(wire.WireError, match="never sent"):
         wire.StepCodec().resolve(wire.loads(by_source["c.backward()"][1]))
+
+
+def test_evolve_is_replace_for_every_record() -> None:
+    for rec in all_records():
+        assert records.evolve(rec) == rec
+        first = dataclasses.fields(rec)[0].name
+        value = getattr(rec, first)
+        assert records.evolve(rec, **{first: value}) == dataclasses.replace(rec, **{first: value})
+        if isinstance(rec, records.Step):
+            changed = records.evolve(rec, explanations=[], error=None)
+            assert changed == dataclasses.replace(rec, explanations=[], error=None)
+            assert repr(changed) == repr(dataclasses.replace(rec, explanations=[], error=None))
+    with pytest.raises(TypeError, match="no field 'evil'"):
+        records.evolve(all_records()[0], evil=1)
