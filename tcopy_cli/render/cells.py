@@ -141,10 +141,25 @@ def _grad_facts(g: TensorRecord | None) -> object:
     return None if g is None else (_values_fact(g), g.shape, g.dtype, g.data_ptr, g.storage, g.storage_offset)
 
 
+_REPRS: dict[int, tuple[object, str]] = {}
+_REPRS_KEPT = 4096
+
+
 def _values_fact(r: TensorRecord | ArrayRecord) -> object:
     # Listed values when there are few enough; else the preview, which carries the
-    # statistics of the whole tensor (and its first values).
-    return r.preview if r.values is None else repr(r.values)
+    # statistics of the whole tensor (and its first values). The text of a values list is
+    # remembered for that list object (an unchanged tensor keeps it from step to step).
+    values = r.values
+    if values is None:
+        return r.preview
+    found = _REPRS.get(id(values))
+    if found is not None and found[0] is values:
+        return found[1]
+    if len(_REPRS) >= _REPRS_KEPT:
+        _REPRS.clear()
+    text = repr(values)
+    _REPRS[id(values)] = (values, text)
+    return text
 
 
 def tensor_facts(r: TensorRecord) -> dict[str, object]:

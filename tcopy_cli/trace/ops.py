@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from tcopy_cli.trace.graph import _same_values, _walk_nodes, node_key, safe_grad_fn, version_groups
-from tcopy_cli.trace.records import OpInput, OpRecord, OpRelation, OpResult
+from tcopy_cli.trace.records import OpInput, OpRecord, OpRelation, OpResult, evolve
 
 # Nodes looked at when deciding whether a result's graph reaches an input.
 REACH_BUDGET = 64
@@ -589,8 +589,8 @@ def _result_items(result: Any) -> list[tuple[str, Any]]:
 
 
 def _with_names(op: OpRecord, names: dict[int, list[str]]) -> OpRecord:
-    results = [replace(r, name=names[j][0], names=names[j]) if j in names else r for j, r in enumerate(op.results)]
-    return replace(op, results=results)
+    results = [evolve(r, name=names[j][0], names=names[j]) if j in names else r for j, r in enumerate(op.results)]
+    return evolve(op, results=results)
 
 
 def _shifted(op: OpRecord, shift: int) -> OpRecord:
