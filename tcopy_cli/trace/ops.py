@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tcopy_cli.trace.graph import _same_values, _walk_nodes, node_key, safe_grad_fn, version_groups
+from tcopy_cli.trace.graph import _same_values, _walk_nodes, node_key, safe_grad_fn, safe_is_leaf, version_groups
 from tcopy_cli.trace.records import OpInput, OpRecord, OpRelation, OpResult, evolve
 
 # Nodes looked at when deciding whether a result's graph reaches an input.
@@ -203,7 +203,7 @@ COPYING_NODES = frozenset(
 
 
 def _copying_node(t: torch.Tensor) -> bool:
-    name = type(t.grad_fn).__name__
+    name = type(safe_grad_fn(t)).__name__
     return name in COPYING_NODES or name.endswith("_copy")
 
 
@@ -243,7 +243,7 @@ def relation(result: Any, source: Any, moving: bool = True) -> tuple[str, bool]:
         graph = reaches(result, source)
         # Equal values alone don't make a copy: relu(w * x) can equal w (and x). Where
         # autograd recorded the operation, its node must be one that moves values unchanged.
-        node = result.grad_fn
+        node = safe_grad_fn(result)
         copied = moving and (node is None or _copying_node(result)) and _equal_values(result, source)
         return ("copy" if copied else "new"), graph
     if _same_bytes(result, source):
@@ -253,7 +253,7 @@ def relation(result: Any, source: Any, moving: bool = True) -> tuple[str, bool]:
 
 def _attr_facts(t: torch.Tensor) -> dict[str, Any]:
     """What an attribute write can replace: the memory, the gradient, the flag."""
-    grad = t.grad if t.is_leaf or t.retains_grad else None
+    grad = t.grad if safe_is_leaf(t) or t.retains_grad else None
     return {
         "storage": _storage_ptr(t),
         "shape": list(t.shape),
@@ -433,7 +433,7 @@ class OpRecorder:
         index = len(step.ops)
         if p.kind in ("setattr", "call") and p.target is not None:
             after = _attr_facts(p.target)
-            p.detail["is_leaf"] = bool(p.target.is_leaf)
+            p.detail["is_leaf"] = safe_is_leaf(p.target)
             p.detail["replaced"] = [k for k in ("storage", "grad", "requires_grad") if p.before[k] != after[k]]
             p.detail["before"] = {k: v for k, v in p.before.items() if k not in ("storage", "grad")}
             p.detail["after"] = {k: v for k, v in after.items() if k not in ("storage", "grad")}

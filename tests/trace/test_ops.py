@@ -74,3 +74,32 @@ def test_version_counter_labels_tell_detach_from_data() -> None:
     assert t["a"].storage == t["c"].storage  # ... on the same memory
     # Labels are stable from step to step.
     assert steps[2].tensors["a"].version_counter == t["a"].version_counter
+
+
+def test_a_view_torch_refuses_to_describe_does_not_fail_the_statement() -> None:
+    """Inside a custom Function's forward (no_grad), ``a[1:2] += b`` makes a view whose base
+    changed in place; torch raises on that view's ``grad_fn``. Plain python runs the script,
+    so recording the operation must not read it unguarded."""
+    src = (
+        "class AddInPlace(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, a, b):\n"
+        "        a[1:2] += b\n"
+        "        return a\n"
+        "    @staticmethod\n"
+        "    def backward(ctx, g):\n"
+        "        return g, g[1:2].clone()\n"
+        "x = torch.ones(2, requires_grad=True)\n"
+        "y = torch.ones(1, requires_grad=True)\n"
+        "c = AddInPlace.apply(x + 1, y)\n"
+        "c.sum().backward()\n"
+        "gx, gy, out = x.grad.tolist(), y.grad.tolist(), c.tolist()\n"
+    )
+    ns: dict[str, object] = {"torch": __import__("torch")}
+    exec(src, ns)  # plain python
+    trace = run_source(src)
+    assert [s.error for s in trace.steps if s.error] == []
+    last = trace.steps[-1]
+    assert last.tensors["x"].grad is not None and last.tensors["x"].grad.values == ns["gx"]
+    assert last.tensors["y"].grad is not None and last.tensors["y"].grad.values == ns["gy"]
+    assert last.tensors["c"].values == ns["out"]
