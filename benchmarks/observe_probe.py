@@ -14,13 +14,11 @@ allocator's peak during each call. Prints one JSON line of results.
 from __future__ import annotations
 
 import functools
-import io
 import json
 import re
 import sys
 import tempfile
 import tracemalloc
-from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -41,15 +39,13 @@ def _reset_peak() -> bool:
 
 
 def _run_tcopy(args: list[str]) -> None:
-    from tcopy_cli import cli
+    """Run a script in this process (the patched observer must be the one that runs;
+    ``tcopy run`` would run it in a worker process)."""
+    from tcopy_cli.pipeline import run_source
 
-    sys.argv = ["tcopy", "run", *args, "--format", "json"]
-    try:
-        with redirect_stdout(io.StringIO()):
-            cli.main()
-    except SystemExit as exc:
-        if exc.code not in (0, None):
-            raise
+    script, options = args[0], args[1:]
+    device = options[options.index("--device") + 1] if "--device" in options else "cpu"
+    run_source(Path(script).read_text(), device=device, keep_going=True)
 
 
 def main() -> None:
