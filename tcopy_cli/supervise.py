@@ -152,9 +152,14 @@ class _Stack:
     def __init__(self) -> None:
         self.positions: list[Position] = []
 
+    KEPT = 1000
+    """Announcements kept (the innermost ones: the script's own nesting is far less deep)."""
+
     def running(self, position: Position) -> None:
         if not self.positions or self.positions[-1] != position:
             self.positions.append(position)
+            if len(self.positions) > self.KEPT:
+                del self.positions[0]
 
     def finished(self, line: int) -> None:
         if any(p[0] == line for p in self.positions):
@@ -381,6 +386,17 @@ def _pump(
     deadline: float | None = time.monotonic() + STARTUP_TIMEOUT
     if state.info is not None:
         deadline = time.monotonic() + timeout + TIMEOUT_GRACE if timeout > 0 else None
+    # Seconds spent showing steps (drawing them, waiting in --pause): not the run's time.
+    # Decoding and explaining a step are: a worker can't buy time with frames costly to read.
+    showing = [0.0]
+
+    def show(step: Step) -> None:
+        began = time.monotonic()
+        try:
+            emit(step)
+        finally:
+            showing[0] += time.monotonic() - began
+
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ, "frames")
     sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
@@ -414,11 +430,12 @@ def _pump(
                 for line in lines:
                     started = time.monotonic()
                     had_info = state.info is not None
-                    _frame(wire.loads(line), state, emit, start)
+                    shown = showing[0]
+                    _frame(wire.loads(line), state, show, start)
                     if state.info is not None and not had_info:
                         deadline = started + timeout + TIMEOUT_GRACE if timeout > 0 else None
                     if deadline is not None:  # time the parent spent showing a step (--pause) is not the run's
-                        deadline += time.monotonic() - started
+                        deadline += showing[0] - shown
                     if state.final is not None:
                         return
     finally:

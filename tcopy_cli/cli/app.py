@@ -19,6 +19,7 @@ from rich.text import Text
 
 from tcopy_cli import __version__
 from tcopy_cli.errors import TcopyError, UsageError
+from tcopy_cli.render.controls import visible
 
 EXIT_OK, EXIT_SCRIPT, EXIT_USAGE, EXIT_INTERRUPT = 0, 1, 2, 130
 
@@ -66,12 +67,13 @@ def stderr() -> Console:
 
 def say(message: str) -> None:
     """A ``tcopy: ...`` line on stderr that does not end the command."""
-    stderr().print("tcopy: " + message)
+    stderr().print(Text("tcopy: " + visible(message)))
 
 
 def fail(message: str, code: int) -> NoReturn:
-    """``tcopy: message`` on stderr, then exit with ``code``."""
-    stderr().print(Text("tcopy: ", style="bold red") + Text(message))
+    """``tcopy: message`` on stderr, then exit with ``code`` (control characters shown as escapes:
+    a message may carry what the worker sent)."""
+    stderr().print(Text("tcopy: ", style="bold red") + Text(visible(message)))
     raise typer.Exit(code)
 
 

@@ -103,9 +103,11 @@ class StepFacts:
         """The other tensor names, those that existed before this step first."""
         order = self._order.get(name)
         if order is None:
-            position = {n: i for i, n in enumerate(self.tensors)}
-            order = sorted((n for n in self.tensors if n != name), key=lambda n: (n in self.new_names, position[n]))
-            self._order[name] = order
+            everyone = self._order.get("")
+            if everyone is None:  # once per step: kept names first, then the new ones, each in table order
+                new = set(self.new_names)
+                everyone = self._order[""] = [n for n in self.tensors if n not in new] + self.new_names
+            order = self._order[name] = [n for n in everyone if n != name]
         return order
 
     def same_object(self, name: str) -> list[str]:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import TypeVar
 
-from tcopy_cli.trace.records import ErrorInfo, Step
+from tcopy_cli.trace.records import ArrayRecord, ErrorInfo, Step, TensorRecord, evolve
 
 # C0 controls but tab and newline, DEL, and the C1 controls (an 8-bit CSI is 0x9b).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -25,7 +26,35 @@ def visible(text: str) -> str:
 
 
 def _error(error: ErrorInfo) -> ErrorInfo:
-    return replace(error, message=visible(error.message), explanation=visible(error.explanation))
+    return replace(
+        error, type=visible(error.type), message=visible(error.message), explanation=visible(error.explanation)
+    )
+
+
+# The text fields of a record the views draw (a worker taken over by a script could put
+# anything there; torch's own names never hold a control character).
+_RECORD_TEXTS = ("dtype", "device", "preview", "storage", "grad_fn", "version_counter")
+
+
+def _record_texts(r: TensorRecord | ArrayRecord | None) -> list[str]:
+    if r is None:
+        return []
+    texts = [t for f in _RECORD_TEXTS if isinstance(t := getattr(r, f, None), str)]
+    texts.extend(x for x in r.shares_memory_with if isinstance(x, str))
+    return texts + _record_texts(r.grad) if isinstance(r, TensorRecord) else texts
+
+
+R = TypeVar("R", TensorRecord, ArrayRecord)
+
+
+def _visible_record(r: R) -> R:
+    changes: dict[str, object] = {
+        f: visible(v) for f in _RECORD_TEXTS if isinstance(v := getattr(r, f, None), str) and f in r.__dict__
+    }
+    changes["shares_memory_with"] = [visible(x) for x in r.shares_memory_with]
+    if isinstance(r, TensorRecord) and r.grad is not None:
+        changes["grad"] = _visible_record(r.grad)
+    return evolve(r, **changes)
 
 
 def _has_control(step: Step) -> bool:
@@ -33,7 +62,11 @@ def _has_control(step: Step) -> bool:
     texts.extend(n.text for n in step.explanations)
     for error in (step.error, step.caught.error if step.caught is not None else None):
         if error is not None:
-            texts += [error.message, error.explanation]
+            texts += [error.type, error.message, error.explanation]
+    for records in (step.tensors, step.arrays):
+        for name, r in records.items():
+            texts.append(name)
+            texts += _record_texts(r)
     return any(_CONTROL.search(t) is not None for t in texts)
 
 
@@ -55,4 +88,6 @@ def visible_step(step: Step) -> Step:
         explanations=[replace(n, text=visible(n.text)) for n in step.explanations],
         error=_error(step.error) if step.error is not None else None,
         caught=caught,
+        tensors={visible(n): _visible_record(r) for n, r in step.tensors.items()},
+        arrays={visible(n): _visible_record(a) for n, a in step.arrays.items()},
     )

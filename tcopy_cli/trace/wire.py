@@ -56,6 +56,33 @@ assert all(f.init for cls in _REGISTRY.values() for f in dataclasses.fields(cls)
 assert not any(hasattr(cls, "__post_init__") or hasattr(cls, "__slots__") for cls in _REGISTRY.values())
 
 
+def _is_int(v: Any) -> bool:
+    return type(v) is int
+
+
+def _is_list_of(kind: type) -> Callable[[Any], bool]:
+    return lambda v: type(v) is list and all(type(x) is kind for x in v)
+
+
+# What a field of each simple annotation may hold on the wire (exact types: a bool is not
+# an int here, and a float turn of a loop, Infinity, would make the view count forever).
+_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "str": lambda v: type(v) is str,
+    "int": _is_int,
+    "bool": lambda v: type(v) is bool,
+    "str | None": lambda v: v is None or type(v) is str,
+    "int | None": lambda v: v is None or _is_int(v),
+    "list[str]": _is_list_of(str),
+    "list[int]": _is_list_of(int),
+}
+_CHECKED: dict[type, tuple[tuple[int, str, Callable[[Any], bool]], ...]] = {
+    cls: tuple(
+        (i, f.name, _CHECKS[str(f.type)]) for i, f in enumerate(dataclasses.fields(cls)) if str(f.type) in _CHECKS
+    )
+    for cls in _REGISTRY.values()
+}
+
+
 def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
     get = operator.attrgetter(*names)
     return get if len(names) > 1 else lambda obj: (get(obj),)
@@ -121,16 +148,6 @@ def decode(data: Any) -> Any:
     return _object({k: decode(v) for k, v in data.items()})
 
 
-class _Reference:
-    """What ``{"__same": 1}`` decodes to, until ``StepCodec.resolve`` puts the record in its place."""
-
-    def __repr__(self) -> str:
-        return "<the last record sent under this name>"
-
-
-SAME = _Reference()
-
-
 def _object(data: dict[str, Any]) -> Any:
     """One JSON object, its contents decoded already: a record or a special container, or itself.
 
@@ -145,13 +162,13 @@ def _object(data: dict[str, Any]) -> Any:
     if key == "__tuple":
         return tuple(value)
     if key == "__frozenset":
-        return frozenset(value)
+        return frozenset(_keys(value))
     if key == "__set":
-        return set(value)
+        return set(_keys(value))
     if key == "__items":
-        return {_hashable(k): v for k, v in value}
-    if key == _SAME:
-        return SAME
+        if not all(type(pair) is list and len(pair) == 2 for pair in value):
+            raise WireError("__items holds [key, value] pairs")
+        return dict(zip(_keys([k for k, _ in value]), [v for _, v in value]))
     return data
 
 
@@ -166,6 +183,9 @@ def _record(data: Any) -> Any:
     fields = _FIELDS[cls]
     if len(data) != len(fields) + 1:
         raise WireError(f"{name} has {len(fields)} fields, not {len(data) - 1}")
+    for i, field_name, check in _CHECKED[cls]:
+        if not check(data[i + 1]):
+            raise WireError(f"{name}.{field_name} can't be {type(data[i + 1]).__name__} {data[i + 1]!r:.40}")
     # What the generated __init__ does for a frozen record with every field given (no
     # __post_init__: checked at import), without its object.__setattr__ call per field.
     obj: Any = object.__new__(cls)
@@ -173,8 +193,29 @@ def _record(data: Any) -> Any:
     return obj
 
 
-def _hashable(key: Any) -> Any:
-    return tuple(key) if isinstance(key, list) else key
+_HASH_MODULUS = 2**61 - 1
+"""Python hashes an int modulo this: ints apart by a multiple of it collide."""
+
+
+def _keys(items: Any) -> Any:
+    """``items`` if each can be a set member or dict key from the wire, else WireError.
+
+    Only strings (their hashes are salted), None, bools and ints, and ints may not collide
+    more than by chance: a worker that sent thousands of ints apart by multiples of the hash
+    modulus would make building the set take quadratic time in the parent.
+    """
+    if type(items) is not list:
+        raise WireError("set members and keys come as a list")
+    ints = 0
+    for x in items:
+        t = type(x)
+        if t is int:
+            ints += 1
+        elif not (t is str or x is None or t is bool):
+            raise WireError(f"a set member or key on the wire can't be a {t.__name__}")
+    if ints > 64 and ints - len({x % _HASH_MODULUS for x in items if type(x) is int}) > 8:
+        raise WireError("set members or keys whose hashes collide")
+    return items
 
 
 def dumps(obj: Any) -> str:
@@ -234,7 +275,7 @@ class StepCodec:
         last = self._last
         tensors: dict[str, Any] = step.tensors
         for name, rec in tensors.items():
-            if rec is SAME:
+            if type(rec) is dict and rec == {_SAME: 1}:
                 if name not in last:
                     raise WireError(f"a reference to {name!r}, which was never sent")
                 tensors[name] = last[name]
@@ -245,4 +286,4 @@ class StepCodec:
         return step
 
 
-__all__ = ["SAME", "StepCodec", "WireError", "decode", "dumps", "encode", "loads", "registry"]
+__all__ = ["StepCodec", "WireError", "decode", "dumps", "encode", "loads", "registry"]

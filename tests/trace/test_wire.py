@@ -83,7 +83,7 @@ def test_registry_picks_up_every_dataclass_in_records() -> None:
     [
         (1, "a", (2.5, None)),
         frozenset({1, 2, 3}),
-        {3: "int key", (1, 2): "tuple key"},
+        {3: "int key", -1: "negative", None: "none"},
         {"__t": "Step", "__tuple": [1]},
         [float("inf"), -0.0, 1e308, 2**80],
         {"s": "\ud800 lone surrogate \x00 and é"},
@@ -108,8 +108,23 @@ def test_unknown_classes_are_refused() -> None:
         wire.loads(json.dumps({"__r": ["RunSummary", *[0] * (fields + 1)]}))
     with pytest.raises(wire.WireError):
         wire.dumps(object())
-    # a reference is only a placeholder until a stream of steps resolves it
-    assert wire.loads('{"__same": 1}') is wire.SAME
+    # a reference means something only as a tensor of a step in a stream of steps
+    assert wire.loads('{"__same": 1}') == {"__same": 1}
+    # set members and keys: no tuples, and ints whose hashes collide are refused
+    with pytest.raises(wire.WireError, match="can't be a list"):
+        wire.loads('{"__frozenset": [[1, 2]]}')
+    colliding = [k * (2**61 - 1) for k in range(1, 200)]
+    with pytest.raises(wire.WireError, match="collide"):
+        wire.loads(json.dumps({"__frozenset": colliding}))
+    with pytest.raises(wire.WireError, match="collide"):
+        wire.loads(json.dumps({"__items": [[k, 0] for k in colliding]}))
+    assert wire.loads(json.dumps({"__frozenset": list(range(1000))})) == frozenset(range(1000))
+    # a field holds what its annotation says (a loop turn of Infinity would count forever)
+    turn = json.dumps({"__r": ["LoopContext", 3, float("inf"), None, 1]})
+    with pytest.raises(wire.WireError, match="LoopContext.iteration can't be float"):
+        wire.loads(turn)
+    with pytest.raises(wire.WireError, match="LoopContext.line can't be bool"):
+        wire.loads(json.dumps({"__r": ["LoopContext", True, 1, None, 1]}))
 
 
 def test_a_stream_of_steps_sends_unchanged_tensors_once() -> None:
