@@ -23,7 +23,7 @@ DRIVER = textwrap.dedent(
     """
     import json, sys
     from tcopy_cli import supervise
-    frames, script, fmt = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+    frames, script, fmt, extra = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], sys.argv[4:]
     code = (
         "import gc, os\\n"
         "ch = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\\n"
@@ -36,7 +36,7 @@ DRIVER = textwrap.dedent(
     def with_hook(source, origin, options):
         return {**request(source, origin, options), "test_hook": {"code": code}}
     supervise.request = with_hook
-    sys.argv = ["tcopy", "run", script, "--format", fmt]
+    sys.argv = ["tcopy", "run", script, "--format", fmt, *extra]
     from tcopy_cli.cli import main
     main()
     """
@@ -64,13 +64,14 @@ END = json.dumps({"kind": "end", "summary": wire.encode(records.RunSummary(steps
 
 
 def tcopy_with_frames(
-    frames: list[str], tmp_path: Any, fmt: str = "table", timeout: float = 60
+    frames: list[str], tmp_path: Any, fmt: str = "table", timeout: float = 60, extra: tuple[str, ...] | list[str] = ()
 ) -> subprocess.CompletedProcess[str]:
     script = tmp_path / "s.py"
     script.write_text("import torch\nx = torch.ones(2)\n")
+    (tmp_path / "frames.json").write_text(json.dumps(frames))
     env = dict(os.environ, PYTHONPATH=ROOT, **{TEST_HOOK_ENV: "1"})
     return subprocess.run(
-        [sys.executable, "-c", DRIVER, json.dumps(frames), str(script), fmt],
+        [sys.executable, "-c", DRIVER, str(tmp_path / "frames.json"), str(script), fmt, *extra],
         capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT,
     )  # fmt: skip
 
@@ -112,3 +113,11 @@ def test_escape_sequences_in_a_tensor_record_reach_the_terminal_escaped(tmp_path
         ended_cleanly(proc)
         assert "\x1b" not in proc.stdout, (fmt, proc.stdout)
         assert "\x1b" not in proc.stderr, (fmt, proc.stderr)
+
+
+def test_steps_of_many_new_names_do_not_keep_the_parent_busy_past_the_timeout(tmp_path: Any) -> None:
+    # The parent's explain pass on steps the worker sent: 4 steps of 1,500 new names each
+    # (under 2 MB of frames) must not keep a run with --timeout 5 going for a minute.
+    frames = [step_frame(2 + k, tensors={f"{'ab'[k % 2]}{i}": tensor() for i in range(1500)}) for k in range(4)] + [END]
+    assert sum(map(len, frames)) < 2_000_000
+    ended_cleanly(tcopy_with_frames(frames, tmp_path, "json", timeout=40, extra=["--timeout", "5"]))
