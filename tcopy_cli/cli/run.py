@@ -111,6 +111,7 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
         graph=view.graph,
         trust=request.trust,
     )
+    from tcopy_cli.render.controls import visible_step
     from tcopy_cli.render.folding import StepFlow
 
     presenter.begin()
@@ -120,6 +121,8 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
 
     def emit(step: Step) -> None:
         seen.append(step)
+        if fmt is not OutputFormat.json:  # folded lines and loop summaries show names too
+            step = visible_step(step)
         for event in flow.feed(step):
             presenter.event(renderer, event)
 

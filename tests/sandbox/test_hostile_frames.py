@@ -125,3 +125,18 @@ def test_steps_of_many_new_names_do_not_keep_the_parent_busy_past_the_timeout(tm
     frames = [step_frame(2 + k, tensors={f"{'ab'[k % 2]}{i}": tensor() for i in range(1500)}) for k in range(4)] + [END]
     assert sum(map(len, frames)) < 2_000_000
     ended_cleanly(tcopy_with_frames(frames, tmp_path, "json", timeout=40, extra=["--timeout", "5"]))
+
+
+def test_escape_sequences_in_names_stay_escaped_in_folded_lines_and_loop_summaries(tmp_path: Any) -> None:
+    name = "w\x1b]0;title\x07"
+
+    def turn(index: int, iteration: int) -> str:
+        loop = records.LoopContext(line=2, iteration=iteration, total=4, entry=1)
+        return step_frame(index, line=3, source="w.add_(1)", loops=(loop,), tensors={name: tensor(version=iteration)})
+
+    frames = [turn(i + 2, i + 1) for i in range(4)] + [END]
+    for fmt in ("table", "markdown"):
+        proc = tcopy_with_frames(frames, tmp_path, fmt)
+        ended_cleanly(proc)
+        assert "\x1b" not in proc.stdout and "\x1b" not in proc.stderr, (fmt, proc.stdout)
+        assert "\\x1b" in proc.stdout  # the name is there, escaped
