@@ -1,8 +1,8 @@
 """Per-step cost of the worker pipe, without process start-up: encode, frame, decode.
 
 Runs a script in-process, then times what the worker and the parent add per step:
-``wire.encode`` + ``json.dumps`` (worker) and ``json.loads`` + ``wire.decode`` (parent),
-and the bytes per step. Compare with case 5 of benchmarks/run.py, which measures the
+``StepCodec.encode`` + ``json.dumps`` (worker) and ``wire.loads`` + ``StepCodec.resolve``
+(parent), and the bytes per step. Compare with case 5 of benchmarks/run.py, which measures the
 whole run through the worker.
 
     python benchmarks/wire_probe.py
@@ -31,12 +31,13 @@ def main() -> None:
         trace = run_source(src, max_values=100)
         steps = trace.steps
         lines = []
+        sender, receiver = wire.StepCodec(), wire.StepCodec()
         t0 = time.perf_counter()
         for s in steps:
-            lines.append(json.dumps({"kind": "step", "step": wire.encode(s)}, separators=(",", ":")))
+            lines.append(json.dumps({"kind": "step", "step": sender.encode(s)}, separators=(",", ":")))
         t1 = time.perf_counter()
         for line in lines:
-            wire.decode(json.loads(line)["step"])
+            receiver.resolve(wire.loads(line)["step"])
         t2 = time.perf_counter()
         size = statistics.mean(len(x) for x in lines)
         n = len(steps)

@@ -6,8 +6,8 @@ would make up most of the bytes of a step); ``loads`` rebuilds it while ``json.l
 parses the line (an object hook: Python sees each JSON object once), from the registry of
 record classes, which holds every dataclass defined in ``tcopy_cli.trace.records``, so a
 field or a record class added there travels without changes here. Tuples, frozensets,
-dicts with non-string keys and non-finite floats come back as they went; nothing is
-ever evaluated or imported from the wire.
+dicts with keys that are not strings (None, bools, ints) and non-finite floats come back
+as they went; nothing is ever evaluated or imported from the wire.
 
 ``StepCodec`` is both ends of a stream of steps: a tensor record equal to the last one
 sent under its name travels as a reference to it (in a loop, most tensors are unchanged
@@ -131,21 +131,6 @@ def _encode_dict(obj: dict[Any, Any]) -> Any:
     if all(isinstance(k, str) for k in obj) and not any(k in obj for k in _SPECIAL):
         return {k: v if type(v) in _SCALARS else encode(v) for k, v in obj.items()}
     return {"__items": [[encode(k), encode(v)] for k, v in obj.items()]}
-
-
-def decode(data: Any) -> Any:
-    """The value ``encode`` was given (``data`` as ``json.loads`` made it)."""
-    cls = type(data)
-    if cls in _SCALARS:
-        return data
-    if cls is list:  # json.loads makes exact lists and dicts
-        for x in data:
-            if type(x) not in _SCALARS:
-                return [decode(x) for x in data]
-        return data
-    if cls is not dict:
-        raise WireError(f"unexpected {type(data).__name__} on the wire")
-    return _object({k: decode(v) for k, v in data.items()})
 
 
 def _object(data: dict[str, Any]) -> Any:
@@ -286,4 +271,4 @@ class StepCodec:
         return step
 
 
-__all__ = ["StepCodec", "WireError", "decode", "dumps", "encode", "loads", "registry"]
+__all__ = ["StepCodec", "WireError", "dumps", "encode", "loads", "registry"]

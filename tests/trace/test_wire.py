@@ -143,7 +143,6 @@ def test_a_stream_of_steps_sends_unchanged_tensors_once() -> None:
     steps = run_source(src).steps
     sender, receiver = wire.StepCodec(), wire.StepCodec()
     lines = [json.dumps(sender.encode(s)) for s in steps]
-    assert [wire.decode(json.loads(line)) for line in lines] == [wire.loads(line) for line in lines]
     back = [receiver.resolve(wire.loads(line)) for line in lines]
     assert back == steps
     assert [repr(s) for s in back] == [repr(s) for s in steps]
