@@ -6,7 +6,6 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -237,15 +236,12 @@ class Presenter:
         --pause stops after each step and loop summary, not after each folded turn: the
         folded lines of a loop go by together and the summary under them waits for a key.
         """
-        from tcopy_cli.render.controls import visible
         from tcopy_cli.render.folding import FoldedTurn, Show
 
         if isinstance(event, Show):
             self.step(renderer, event.step, event.shown)
             return
         if isinstance(event, FoldedTurn):
-            if event.printed and self.fmt is not OutputFormat.json:
-                event = replace(event, printed=visible(event.printed))
             if self.interactive:
                 with self.console.capture() as capture:
                     renderer.folded(event)
@@ -273,12 +269,12 @@ class Presenter:
                 time.sleep(self.delay)
 
     def step(self, renderer: Renderer, step: Step, shown: bool) -> None:
-        """Render a step, then wait (--pause) or sleep (--delay) if it was shown."""
-        from tcopy_cli.render.controls import visible_step
+        """Render a step, then wait (--pause) or sleep (--delay) if it was shown.
 
+        Outside JSON the step arrives with its text made visible (``execute`` does it before
+        folding, so folded lines and loop summaries get it too).
+        """
         shown = shown or self.fmt is OutputFormat.json
-        if self.fmt is not OutputFormat.json:  # JSON escapes control characters itself
-            step = visible_step(step)
         if self.interactive and shown:
             with self.console.capture() as capture:  # still recorded for --export
                 renderer.step(step, shown)
@@ -288,7 +284,7 @@ class Presenter:
         else:
             renderer.step(step, shown)
         if (step.error is not None and not step.expected) or step.missed:
-            self.errors.append(visible_step(step))  # its headline goes to stderr
+            self.errors.append(step)  # its headline goes to stderr
         if shown:
             self.shown += 1
             if self.cast is not None:

@@ -121,7 +121,7 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
 
     def emit(step: Step) -> None:
         seen.append(step)
-        if fmt is not OutputFormat.json:  # folded lines and loop summaries show names too
+        if fmt is not OutputFormat.json:  # control characters as escapes (JSON's encoder escapes them itself)
             step = visible_step(step)
         for event in flow.feed(step):
             presenter.event(renderer, event)
