@@ -1,7 +1,7 @@
 """What the worker spends per step, in-process: run a case script as the worker does, frames to /dev/null.
 
-No parent, no start-up: the interpreter, observing, explaining, encoding and writing each
-step's frames. Prints CPU milliseconds per step (process time; on a busy machine wall
+No parent, no start-up: the interpreter, observing, encoding and writing each step's
+frames (the parent explains the steps). Prints CPU milliseconds per step (process time; on a busy machine wall
 time mostly measures waiting for a core). ``--no-send`` leaves out encoding and writing
 the step frames; ``--trust`` runs the script as ``tcopy run --trust`` does.
 

@@ -28,7 +28,6 @@ from tcopy_cli.explain.saved import saved_tensor_events
 from tcopy_cli.explain.torch_warnings import torch_warnings
 from tcopy_cli.trace import Trace
 from tcopy_cli.trace import run_source as run_facts
-from tcopy_cli.trace.records import Step
 
 P = ParamSpec("P")
 
@@ -54,16 +53,6 @@ def explainer() -> Explainer:
     return Explainer(NOTE_RULES, explain_step_error)
 
 
-def explaining(emit: Callable[[Step], None]) -> Callable[[Step], None]:
-    """Wrap a step consumer so that it receives explained steps."""
-    pass_ = explainer()
-
-    def on_step(step: Step) -> None:
-        emit(pass_.explain(step))
-
-    return on_step
-
-
 def explain_trace(trace: Trace) -> Trace:
     """The same run with every step explained."""
     pass_ = explainer()
@@ -82,4 +71,4 @@ def _explained(run: Callable[P, Trace]) -> Callable[P, Trace]:
 run_source = _explained(run_facts)
 
 
-__all__ = ["NOTE_RULES", "explain_trace", "explainer", "explaining", "run_source"]
+__all__ = ["NOTE_RULES", "explain_trace", "explainer", "run_source"]
