@@ -9,6 +9,7 @@ sharing, graph reach, grads, versions, saved-tensor events, and the operation re
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,12 +104,14 @@ class StepFacts:
         """The other tensor names, those that existed before this step first."""
         order = self._order.get(name)
         if order is None:
-            everyone = self._order.get("")
-            if everyone is None:  # once per step: kept names first, then the new ones, each in table order
-                new = set(self.new_names)
-                everyone = self._order[""] = [n for n in self.tensors if n not in new] + self.new_names
-            order = self._order[name] = [n for n in everyone if n != name]
+            order = self._order[name] = [n for n in self._kept_then_new if n != name]
         return order
+
+    @functools.cached_property
+    def _kept_then_new(self) -> list[str]:
+        """Every tensor name: the kept ones, then the new ones, each in table order."""
+        new = set(self.new_names)
+        return [n for n in self.tensors if n not in new] + self.new_names
 
     def same_object(self, name: str) -> list[str]:
         """Other names bound to the very same tensor object."""
