@@ -391,6 +391,9 @@ class Observer:
         self.versions = VersionLabels()
         self.saved = SavedTensorTracker()
         self._values_cache: dict[tuple[Any, ...], tuple[Any, str]] = {}
+        # The last record made under each name, with what it was made from: a tensor whose
+        # facts all read the same as then gets that same record object again.
+        self._previous: dict[str, tuple[tuple[Any, ...], TensorRecord]] = {}
 
     def snapshot(self, ns: dict[str, Any]) -> Snapshot:
         """Records for every tensor and array name, total bytes, and saved-tensor events.
@@ -469,10 +472,12 @@ class Observer:
         counters = self.versions.assign(tensors, shares_version)
         records: dict[str, TensorRecord] = {}
         position = {name: i for i, (name, _) in enumerate(tensors)}
+        previous, self._previous = self._previous, {}
         for name, t in tensors:
             grad_rec = None
             if name in grads:
-                grad_rec = self._record(grads[name], storage_of[f"{name}.grad"], sharing(f"{name}.grad"), None)
+                gname = f"{name}.grad"
+                grad_rec = self._record(grads[name], storage_of[gname], sharing(gname), None, previous, gname)
             # In the order of the names, not of the set of node ids (which changes from run to run).
             reached = {n for nid in reach[name] for n in names_of_node.get(nid, []) if n != name}
             records[name] = self._record(
@@ -480,6 +485,8 @@ class Observer:
                 storage_of[name],
                 sharing(name),
                 grad_rec,
+                previous,
+                name,
                 shares_version_with=shares_version.get(name, []),
                 version_counter=counters[name],
                 reaches=sorted(reached, key=position.__getitem__),
@@ -535,12 +542,12 @@ class Observer:
         """
         key = _content_key(d, self.max_values)
         if key is None:
-            return tensor_values(d, self.max_values)
+            return tensor_values(d.detach(), self.max_values)
         found = self._values_cache.get(key)
         if found is None:
             if len(self._values_cache) >= _VALUES_CACHE_SIZE:
                 self._values_cache.clear()
-            found = self._values_cache[key] = tensor_values(d, self.max_values)
+            found = self._values_cache[key] = tensor_values(d.detach(), self.max_values)
         return found
 
     def _storage(self, t: torch.Tensor, grad: bool = False) -> tuple[str, int, int]:
@@ -552,13 +559,27 @@ class Observer:
         return self.labels.label(st, t, grad), int(st.nbytes()), int(st.data_ptr())
 
     def _record(
-        self, t: torch.Tensor, storage: str, shares: list[str], grad: TensorRecord | None, **graph: Any
+        self,
+        t: torch.Tensor,
+        storage: str,
+        shares: list[str],
+        grad: TensorRecord | None,
+        previous: dict[str, tuple[tuple[Any, ...], TensorRecord]],
+        name: str,
+        **graph: Any,
     ) -> TensorRecord:
-        """The record of one tensor; ``graph``: the facts that relate it to the others (names only)."""
-        valid = _sizes_valid(t)
+        """The record of one tensor; ``graph``: the facts that relate it to the others (names only).
+
+        ``previous``: the last step's records by name. Where every fact reads as it did for
+        the record made under ``name`` then (and the values are the same object, which
+        ``_values`` gives for the same content), that record is used again: unchanged
+        tensors cost a comparison, and travel to the parent as a reference.
+        """
+        shape = t.shape
+        valid = not shape or min(shape) >= 0
         # Aliases of one view (a, a.detach(), a.data ...) are summarised once per step.
         key = (
-            (storage, t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype)
+            (storage, t.data_ptr(), tuple(shape), tuple(t.stride()), t.dtype)
             if valid and t.numel() > self.max_values
             else None
         )
@@ -569,9 +590,8 @@ class Observer:
         elif key is not None and key in self._memo:
             values, preview = self._memo[key]
         elif _fits_storage(t):
-            d = t.detach()
             try:
-                values, preview = self._values(d)
+                values, preview = self._values(t)
             except (RuntimeError, ValueError, TypeError, IndexError) as exc:
                 values, preview = None, f"<values unreadable: {type(exc).__name__}>"
         else:
@@ -594,27 +614,52 @@ class Observer:
             nbytes = 0
         if version < 0 and "version_counter" in graph:
             graph["version_counter"] = "-"
-        return TensorRecord(
-            shape=list(t.shape),
+        fn = safe_grad_fn(t)
+        facts = (
+            id(t),
+            tuple(shape),
+            t.dtype,
+            t.device,
+            preview,
+            ptr,
+            storage,
+            int(t.storage_offset()),
+            tuple(shares),
+            bool(t.requires_grad),
+            safe_is_leaf(t),
+            type(fn) if fn is not None else None,
+            version,
+            tuple(t.stride()),
+            nbytes,
+            graph,
+        )
+        last = previous.get(name)
+        if last is not None and last[0] == facts and last[1].values is values and last[1].grad is grad:
+            self._previous[name] = last
+            return last[1]
+        record = TensorRecord(
+            shape=list(shape),
             dtype=str(t.dtype).removeprefix("torch."),
             device=str(t.device),
             values=values,
             preview=preview,
             data_ptr=ptr,
             storage=storage,
-            storage_offset=int(t.storage_offset()),
+            storage_offset=facts[7],
             shares_memory_with=shares,
-            requires_grad=bool(t.requires_grad),
-            is_leaf=safe_is_leaf(t),
-            grad_fn=_grad_fn_name(t),
+            requires_grad=facts[9],
+            is_leaf=facts[10],
+            grad_fn=type(fn).__name__ if fn is not None else None,
             grad=grad,
             version=version,
-            stride=list(t.stride()),
+            stride=list(facts[13]),
             element_size=int(t.element_size()),
             storage_nbytes=nbytes,
             object_id=id(t),
             **graph,
         )
+        self._previous[name] = (facts, record)
+        return record
 
 
 def _shares(a: np.ndarray, other: np.ndarray | None, tensor: torch.Tensor | None) -> bool:
@@ -632,14 +677,6 @@ def _shares(a: np.ndarray, other: np.ndarray | None, tensor: torch.Tensor | None
         return True
 
 
-def _grad_fn_name(t: torch.Tensor) -> str | None:
-    try:
-        fn = t.grad_fn
-    except RuntimeError:
-        return "(invalid view)"  # torch refuses: a no_grad view whose base changed in place
-    return type(fn).__name__ if fn is not None else None
-
-
 def _sizes_valid(t: torch.Tensor) -> bool:
     """False for a tensor with a negative size (torch 2.1 leaves one after ``resize_(-1)``)."""
     return all(s >= 0 for s in t.shape)
@@ -651,8 +688,12 @@ def _fits_storage(t: torch.Tensor) -> bool:
         nbytes = t.untyped_storage().nbytes()
     except (RuntimeError, NotImplementedError):
         return t.device.type == "meta"
-    if t.numel() == 0:
+    n = t.numel()
+    if n == 0:
         return True
+    if t.is_contiguous():
+        start = int(t.storage_offset()) * t.element_size()
+        return start >= 0 and start + n * t.element_size() <= nbytes
     start, end = byte_span(t.shape, t.stride(), int(t.storage_offset()), t.element_size())
     return start >= 0 and end <= nbytes
 

@@ -90,6 +90,22 @@ def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
 
 # All fields of a record in one call (a tuple, in field order).
 _VALUES: dict[type, Callable[[Any], tuple[Any, ...]]] = {cls: _getter(names) for cls, names in _FIELDS.items()}
+# Positions (in the encoded list, after the class name) of the fields that may hold more
+# than JSON itself writes: fields annotated as str, int, bool or lists of str or int go
+# as they are (the parent checks those annotations on arrival).
+_NESTED: dict[type, tuple[int, ...]] = {
+    cls: tuple(i + 1 for i, f in enumerate(dataclasses.fields(cls)) if str(f.type) not in _CHECKS)
+    for cls in _REGISTRY.values()
+}
+
+
+def _encode_record(cls: type, obj: Any) -> dict[str, list[Any]]:
+    out = [cls.__name__, *_VALUES[cls](obj)]
+    for i in _NESTED[cls]:
+        v = out[i]
+        if type(v) not in _SCALARS:
+            out[i] = encode(v)
+    return {_REC: out}
 
 
 def encode(obj: Any) -> Any:
@@ -97,9 +113,8 @@ def encode(obj: Any) -> Any:
     cls = type(obj)
     if cls in _SCALARS:
         return obj
-    values = _VALUES.get(cls)
-    if values is not None:
-        return {_REC: [cls.__name__, *[v if type(v) in _SCALARS else encode(v) for v in values(obj)]]}
+    if cls in _NESTED:
+        return _encode_record(cls, obj)
     # The common containers first (checked by exact type: this runs for every value of every step).
     if cls is list:
         for x in obj:
@@ -107,7 +122,7 @@ def encode(obj: Any) -> Any:
                 return [encode(x) for x in obj]
         return obj
     if cls is dict:
-        return _encode_dict(obj)
+        return _encode_dict(obj) if obj else obj
     if cls is tuple:
         return {"__tuple": [encode(x) for x in obj]}
     if isinstance(obj, (bool, int, float, str)):  # subclasses (e.g. IntEnum) travel as their base
@@ -248,9 +263,12 @@ class StepCodec:
             else:
                 last[name] = rec
                 tensors[name] = encode(rec)
-        out: list[Any] = [records.Step.__name__]
-        for i, v in enumerate(_VALUES[records.Step](step)):
-            out.append(tensors if i == _STEP_TENSORS else v if type(v) in _SCALARS else encode(v))
+        out: list[Any] = [records.Step.__name__, *_VALUES[records.Step](step)]
+        out[_STEP_TENSORS + 1] = tensors
+        for i in _NESTED[records.Step]:
+            v = out[i]
+            if i != _STEP_TENSORS + 1 and type(v) not in _SCALARS:
+                out[i] = encode(v)
         return {_REC: out}
 
     def resolve(self, step: Any) -> records.Step:
