@@ -30,7 +30,6 @@ from typing import Any
 
 from tcopy_cli.errors import ScriptRejected, TcopyError, UsageError
 from tcopy_cli.limits import Limits
-from tcopy_cli.pipeline import explainer
 from tcopy_cli.trace import wire
 from tcopy_cli.trace.records import ErrorInfo, Note, RunInfo, RunSummary, Step
 
@@ -186,8 +185,8 @@ class _State:
     final: dict[str, Any] | None = None
     hook: Any = None
     codec: wire.StepCodec = field(default_factory=wire.StepCodec)
-    explain: Callable[[Step], Step] = field(default_factory=lambda: explainer().explain)
-    """The explain pass: the worker sends fact-only steps."""
+    explain: Callable[[Step], Step] | None = None
+    """The explain pass (the worker sends fact-only steps); made once the worker is started."""
 
 
 def run_in_worker(
@@ -197,11 +196,36 @@ def run_in_worker(
     emit: Callable[[Step], None],
     start: Callable[[RunInfo], None],
     on_hook: Callable[[Any], None] | None = None,
+    proc: subprocess.Popen[bytes] | None = None,
 ) -> RunSummary:
-    """Run ``source`` in a confined worker; ScriptRejected/UsageError/TcopyError as in-process."""
+    """Run ``source`` in a confined worker; ScriptRejected/UsageError/TcopyError as in-process.
+
+    ``proc``: the worker ``launch`` started for this run (the caller prepared its views
+    meanwhile); None starts one here.
+    """
     state = _State(hook=on_hook)
-    proc = _serve(request(source, origin, options), options, state, emit, start)
+    if proc is None:
+        proc = launch(source, origin, options)
+    try:
+        _pump(proc, options, state, emit, start)
+    finally:
+        _stop(proc)
     return _conclude(proc, source, options, state, emit, start)
+
+
+def launch(source: str, origin: str, options: WorkerOptions) -> subprocess.Popen[bytes]:
+    """Start the worker for ``source`` and send it the request; ``run_in_worker`` reads it.
+
+    The worker's start-up (confining itself, importing torch) takes most of a second:
+    the command line starts it first and imports its views meanwhile. A caller that does
+    not go on to ``run_in_worker`` must ``stop`` the process.
+    """
+    return _start(request(source, origin, options), options)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """End a worker that ``launch`` started (its process group)."""
+    _stop(proc)
 
 
 def compare_in_worker(
@@ -249,6 +273,16 @@ def _serve(
     start: Callable[[RunInfo], None],
 ) -> subprocess.Popen[bytes]:
     """Start a worker, send it ``req``, read its frames into ``state`` until it ends; the finished process."""
+    proc = _start(req, options)
+    try:
+        _pump(proc, options, state, emit, start)
+    finally:
+        _stop(proc)
+    return proc
+
+
+def _start(req: dict[str, Any], options: WorkerOptions) -> subprocess.Popen[bytes]:
+    """A worker process with ``req`` sent on its stdin (then closed)."""
     request_read, request_write = os.pipe()
     try:
         proc = subprocess.Popen(
@@ -268,9 +302,9 @@ def _serve(
         os.close(request_read)
     try:
         _send_request(request_write, json.dumps(req).encode("utf-8"))
-        _pump(proc, options, state, emit, start)
-    finally:
+    except BaseException:
         _stop(proc)
+        raise
     return proc
 
 
@@ -459,6 +493,10 @@ def _frame(
             state.errors += 1
         state.expected += step.expected
         state.missing += step.missed
+        if state.explain is None:
+            from tcopy_cli.pipeline import explainer  # after the worker started: its start-up hides the import
+
+            state.explain = explainer().explain
         emit(state.explain(step))
     elif kind == "start":
         state.info = frame["info"]

@@ -100,7 +100,7 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
         program = parse_script(source, origin, request.limits, validate=not request.trust)
     except ScriptRejected as exc:
         _reject(exc, source, origin, fmt, request.device)
-    from tcopy_cli.supervise import WorkerOptions, run_in_worker
+    from tcopy_cli.supervise import WorkerOptions, launch, run_in_worker, stop
     from tcopy_cli.trace.records import RunSummary, Step
 
     options = WorkerOptions(
@@ -111,12 +111,18 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
         graph=view.graph,
         trust=request.trust,
     )
-    from tcopy_cli.render.controls import visible_step
-    from tcopy_cli.render.folding import StepFlow
+    # The worker starts first: the views are imported while it confines itself and imports torch.
+    proc = launch(source, origin, options)
+    try:
+        from tcopy_cli.render.controls import visible_step
+        from tcopy_cli.render.folding import StepFlow
 
-    presenter.begin()
-    renderer = make_renderer(fmt, view, presenter.console)
-    flow = StepFlow(view, fold=view.fold and fmt is not OutputFormat.json)
+        presenter.begin()
+        renderer = make_renderer(fmt, view, presenter.console)
+        flow = StepFlow(view, fold=view.fold and fmt is not OutputFormat.json)
+    except BaseException:
+        stop(proc)
+        raise
     seen: list[Step] = []
 
     def emit(step: Step) -> None:
@@ -127,7 +133,7 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
             presenter.event(renderer, event)
 
     try:
-        summary = run_in_worker(source, origin, options, emit, renderer.start)
+        summary = run_in_worker(source, origin, options, emit, renderer.start, proc=proc)
     except Quit:
         errors = sum(1 for s in seen if s.error is not None)
         expected, missing = sum(s.expected for s in seen), sum(s.missed for s in seen)

@@ -395,8 +395,10 @@ class Observer:
         # facts all read the same as then gets that same record object again.
         self._previous: dict[str, tuple[tuple[Any, ...], TensorRecord]] = {}
 
-    def snapshot(self, ns: dict[str, Any]) -> Snapshot:
+    def snapshot(self, ns: dict[str, Any], named: list[tuple[str, Any]] | None = None) -> Snapshot:
         """Records for every tensor and array name, total bytes, and saved-tensor events.
+
+        ``named``: ``iter_named(ns)``, where the caller walked the names already.
 
         Observing runs torch on one CPU thread: its reductions are small (bounded
         samples), and waking the thread pool for each costs more than the work itself
@@ -410,15 +412,15 @@ class Observer:
             torch.set_num_threads(1)
             with warnings.catch_warnings(), torch.no_grad():
                 warnings.simplefilter("ignore")
-                return self._snapshot(ns)
+                return self._snapshot(ns, named)
         finally:
             torch.set_num_threads(threads)
 
-    def _snapshot(self, ns: dict[str, Any]) -> Snapshot:
+    def _snapshot(self, ns: dict[str, Any], named: list[tuple[str, Any]] | None) -> Snapshot:
         self._memo: dict[tuple[Any, ...], tuple[Any, str]] = {}
         tensors: list[tuple[str, torch.Tensor]] = []
         arrays: list[tuple[str, np.ndarray]] = []
-        for name, value in iter_named(ns):
+        for name, value in iter_named(ns) if named is None else named:
             if isinstance(value, torch.Tensor):
                 tensors.append((name, value))
             else:

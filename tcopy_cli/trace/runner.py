@@ -216,6 +216,8 @@ class Runner:
         self.options = options
         self.emit = emit
         self.observer = Observer(options.max_values, graph=options.graph)
+        self._named: list[tuple[str, Any]] | None = None
+        """What ``_pop_ops`` found under the script's names, for observing the same step."""
         self.interp = self._engine()
         self.recorder = OpRecorder()
         if isinstance(self.interp, Interpreter):  # --trust runs have no operation record yet
@@ -360,10 +362,11 @@ class Runner:
                     handled_at = self.interp.would_catch(exc)
             warned = [str(w.message) for w in caught]
             ops = self._pop_ops(node)
+            named, self._named = self._named, None
             if handled_at is not None and error is not None:
-                self._finish(node, out.getvalue(), warned, None, caught=(error, handled_at), ops=ops)
+                self._finish(node, out.getvalue(), warned, None, caught=(error, handled_at), ops=ops, named=named)
             else:
-                ok = self._finish(node, out.getvalue(), warned, error, ops=ops)
+                ok = self._finish(node, out.getvalue(), warned, error, ops=ops, named=named)
         finally:
             self.recorder.unwind(depth)
             self.current_node, self.grad_enabled = saved
@@ -414,7 +417,9 @@ class Runner:
         names: dict[int, list[str]] = {}
         if not self.recorder.has_results():
             return self.recorder.pop(names)
-        for name, value in iter_named(self.interp.names()):
+        # Observing the step walks the same names next: it takes this list (see ``step``).
+        self._named = list(iter_named(self.interp.names()))
+        for name, value in self._named:
             names.setdefault(id(value), []).append(name)
         return self.recorder.pop(names, _targets(node, self.interp.current_function))
 
@@ -471,6 +476,7 @@ class Runner:
         hooks: list[str] | None = None,
         expectable: bool | None = None,
         ops: list[OpRecord] | None = None,
+        named: list[tuple[str, Any]] | None = None,
     ) -> bool:
         _, pending_out, pending_warn = self.pending
         if pending_out or pending_warn:
@@ -479,13 +485,13 @@ class Runner:
         if not observe:
             snap = Snapshot({}, {}, 0, [])
         elif self.options.device == "cpu":
-            snap = self.observer.snapshot(self.interp.names())
+            snap = self.observer.snapshot(self.interp.names(), named)
         else:
             # The default-device mode routes every torch call through Python; observing
             # creates no tensors that need it, so switch it off while observing.
             torch.set_default_device(None)
             try:
-                snap = self.observer.snapshot(self.interp.names())
+                snap = self.observer.snapshot(self.interp.names(), named)
             finally:
                 torch.set_default_device(self.options.device)
         tensors, arrays, total = snap.tensors, snap.arrays, snap.total_bytes
