@@ -40,6 +40,8 @@ _VISIT_BUDGET = 5_000
 # Items looked at per step when counting bytes that no record lists (tensors in sets).
 _BYTE_COUNT_BUDGET = 100_000
 _SCALAR_TYPES = frozenset({int, float, bool, str, complex, type(None)})
+_NO_STORAGE = "no-storage:"
+"""The label of a tensor torch gives no storage (sparse, some wrapper subclasses), before its id."""
 
 
 def _storage_key(t: torch.Tensor) -> int | None:
@@ -437,10 +439,13 @@ class Observer:
         storage_of: dict[str, str] = {}
         nbytes_of: dict[str, int] = {}
         storage_span: dict[str, tuple[int, int]] = {}
+        counted: set[int] = set()  # data pointers of the storages in the total
         for i, (name, t) in enumerate(members):
             label, nbytes, base = self._storage(t, grad=i >= len(tensors))
             storage_of[name] = label
             nbytes_of[label] = nbytes
+            if not label.startswith(_NO_STORAGE):
+                counted.add(base)
             if t.device.type == "cpu":
                 storage_span[label] = (base, base + nbytes)
         by_label: dict[str, list[str]] = {}
@@ -454,22 +459,25 @@ class Observer:
         # and changes to tensors the graph saved.
         walk = GraphWalk()
         reach = {name: walk.reach_from(t) for name, t in tensors}
+        node_of = {name: node_id(t) for name, t in tensors}
         names_of_node: dict[int, list[str]] = {}
-        for name, t in tensors:
-            names_of_node.setdefault(node_id(t), []).append(name)
+        for name, nid in node_of.items():
+            names_of_node.setdefault(nid, []).append(name)
         groups: dict[str, list[tuple[str, torch.Tensor]]] = {}
         for name, t in tensors:
             groups.setdefault(storage_of[name], []).append((name, t))
         shares_version = version_groups(groups.values())
-        describe: dict[int, str] = {}
-        for name, t in tensors:
-            try:
-                ptr = t.untyped_storage().data_ptr()
-            except (RuntimeError, NotImplementedError):
-                continue
-            describe.setdefault(ptr, name)
-        leaf_names = {node_id(t): names_of_node[node_id(t)] for _, t in tensors if safe_grad_fn(t) is None}
-        events = self.saved.update(walk, describe, lambda nid: walk.leaves_behind(nid, leaf_names))
+        events: list[SavedEvent] = []
+        if walk.nodes or self.saved.entries:  # no graph now, none tracked before: no saved tensors to check
+            describe: dict[int, str] = {}
+            for name, t in tensors:
+                try:
+                    ptr = t.untyped_storage().data_ptr()
+                except (RuntimeError, NotImplementedError):
+                    continue
+                describe.setdefault(ptr, name)
+            leaf_names = {node_of[n]: names_of_node[node_of[n]] for n, t in tensors if safe_grad_fn(t) is None}
+            events = self.saved.update(walk, describe, lambda nid: walk.leaves_behind(nid, leaf_names))
 
         counters = self.versions.assign(tensors, shares_version)
         records: dict[str, TensorRecord] = {}
@@ -492,7 +500,7 @@ class Observer:
                 shares_version_with=shares_version.get(name, []),
                 version_counter=counters[name],
                 reaches=sorted(reached, key=position.__getitem__),
-                node_id=node_id(t),
+                node_id=node_of[name],
                 reach_ids=reach[name],
             )
         spans = (
@@ -531,7 +539,7 @@ class Observer:
         total = sum(nbytes_of.values()) + sum(
             a.nbytes for name, a in arrays if array_records[name].storage is None and a.base is None
         )
-        total += _unlisted_bytes(ns, walk, _storage_ptrs(members))
+        total += _unlisted_bytes(ns, walk, counted)
         graph = build_graph(walk, tensors, self.saved) if self.graph else None
         return Snapshot(records, array_records, total, events, graph)
 
@@ -557,7 +565,7 @@ class Observer:
         try:
             st = t.untyped_storage()
         except (RuntimeError, NotImplementedError):
-            return f"no-storage:{id(t)}", 0, 0
+            return f"{_NO_STORAGE}{id(t)}", 0, 0
         return self.labels.label(st, t, grad), int(st.nbytes()), int(st.data_ptr())
 
     def _record(
@@ -705,16 +713,6 @@ def _grad_of(t: torch.Tensor) -> torch.Tensor | None:
     if safe_is_leaf(t) or t.retains_grad:
         return t.grad
     return None
-
-
-def _storage_ptrs(members: list[tuple[str, torch.Tensor]]) -> set[int]:
-    ptrs: set[int] = set()
-    for _, t in members:
-        try:
-            ptrs.add(int(t.untyped_storage().data_ptr()))
-        except (RuntimeError, NotImplementedError):
-            continue
-    return ptrs
 
 
 _SAVED_ATTRS: dict[type, list[str]] = {}

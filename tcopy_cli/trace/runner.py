@@ -617,6 +617,8 @@ def _raises(error: BaseException, name: str) -> bool:
     if isinstance(error, TcopyError):
         return False
     return any(cls.__name__ == name for cls in type(error).__mro__)
+
+
 def _targets(node: ast.stmt, function: str | None) -> frozenset[str]:
     """Names a statement assigns (``a = b = ...``, ``for x in``), as tables show them."""
     targets: list[ast.expr] = []
