@@ -83,6 +83,48 @@ _CHECKED: dict[type, tuple[tuple[int, str, Callable[[Any], bool]], ...]] = {
 }
 
 
+_EXACT = {"str": str, "int": int, "bool": bool}
+_ELEMENT = {"list[str]": str, "list[int]": int}
+_OPTIONAL = {"str | None": str, "int | None": int}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Shape:
+    """``_CHECKED`` of one record class, grouped so that a record that passes costs little to check."""
+
+    exact: Callable[[list[Any]], tuple[Any, ...]] | None
+    """The str, int and bool fields of an encoded record (after the class name), in order."""
+    types: tuple[type, ...]
+    """Their exact types."""
+    lists: tuple[tuple[int, frozenset[type]], ...]
+    """Fields that are lists of str or of int, with that type (as a set)."""
+    optional: tuple[tuple[int, type], ...]
+
+    def holds(self, data: list[Any]) -> bool:
+        if self.exact is not None and tuple(map(type, self.exact(data))) != self.types:
+            return False
+        for i, kind in self.lists:
+            v = data[i]
+            if type(v) is not list or (v and not {*map(type, v)} <= kind):
+                return False
+        return all(data[i] is None or type(data[i]) is kind for i, kind in self.optional)
+
+
+def _shape(cls: type) -> _Shape:
+    fields = [(i + 1, str(f.type)) for i, f in enumerate(dataclasses.fields(cls))]
+    exact = [(i, _EXACT[a]) for i, a in fields if a in _EXACT]
+    get = operator.itemgetter(*(i for i, _ in exact)) if exact else None
+    return _Shape(
+        (get if len(exact) > 1 else lambda data: (get(data),)) if get is not None else None,  # type: ignore[misc]
+        tuple(t for _, t in exact),
+        tuple((i, frozenset({_ELEMENT[a]})) for i, a in fields if a in _ELEMENT),
+        tuple((i, _OPTIONAL[a]) for i, a in fields if a in _OPTIONAL),
+    )
+
+
+_SHAPES = {cls: _shape(cls) for cls in _REGISTRY.values()}
+
+
 def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
     get = operator.attrgetter(*names)
     return get if len(names) > 1 else lambda obj: (get(obj),)
@@ -183,9 +225,10 @@ def _record(data: Any) -> Any:
     fields = _FIELDS[cls]
     if len(data) != len(fields) + 1:
         raise WireError(f"{name} has {len(fields)} fields, not {len(data) - 1}")
-    for i, field_name, check in _CHECKED[cls]:
-        if not check(data[i + 1]):
-            raise WireError(f"{name}.{field_name} can't be {type(data[i + 1]).__name__} {data[i + 1]!r:.40}")
+    if not _SHAPES[cls].holds(data):
+        for i, field_name, check in _CHECKED[cls]:  # which field, for the message
+            if not check(data[i + 1]):
+                raise WireError(f"{name}.{field_name} can't be {type(data[i + 1]).__name__} {data[i + 1]!r:.40}")
     # What the generated __init__ does for a frozen record with every field given (no
     # __post_init__: checked at import), without its object.__setattr__ call per field.
     obj: Any = object.__new__(cls)
