@@ -57,17 +57,32 @@ def _visible_record(r: R) -> R:
     return evolve(r, **changes)
 
 
+# Records found clean, by id (each kept, so its id is not reused meanwhile): a tensor that
+# did not change comes as the same record object step after step.
+_CLEAN: dict[int, TensorRecord | ArrayRecord] = {}
+_CLEAN_KEPT = 4096
+
+
 def _has_control(step: Step) -> bool:
     texts = [step.source, step.stdout, step.value or "", *step.warnings, *step.narration, *step.hooks]
     texts.extend(n.text for n in step.explanations)
     for error in (step.error, step.caught.error if step.caught is not None else None):
         if error is not None:
             texts += [error.type, error.message, error.explanation]
+    fresh: list[TensorRecord | ArrayRecord] = []
     for records in (step.tensors, step.arrays):
-        for name, r in records.items():
-            texts.append(name)
-            texts += _record_texts(r)
-    return any(_CONTROL.search(t) is not None for t in texts)
+        texts.extend(records)
+        for r in records.values():
+            if _CLEAN.get(id(r)) is not r:
+                texts += _record_texts(r)
+                fresh.append(r)
+    # Newlines are no control here: the texts are searched as one.
+    if _CONTROL.search("\n".join(texts)) is not None:
+        return True
+    if len(_CLEAN) + len(fresh) > _CLEAN_KEPT:
+        _CLEAN.clear()
+    _CLEAN.update((id(r), r) for r in fresh)
+    return False
 
 
 def visible_step(step: Step) -> Step:
