@@ -26,6 +26,13 @@ def json_number(x: Any) -> Any:
 
 def json_values(v: Any) -> Any:
     """Apply json_number through nested lists (and the tuples of structured arrays)."""
+    if type(v) is list and v:
+        first = type(v[0])
+        # A row of finite floats or of ints is JSON already (the common case, at C speed).
+        if first is float and all(type(x) is float for x in v) and all(map(math.isfinite, v)):
+            return v
+        if first is int and all(type(x) is int for x in v):
+            return v
     if isinstance(v, (list, tuple)):
         return [json_values(x) for x in v]
     return json_number(v)
@@ -33,6 +40,11 @@ def json_values(v: Any) -> Any:
 
 def format_number(x: Any) -> str:
     """Compact rendering of one value, in the spirit of torch's printing."""
+    if type(x) is float and math.isfinite(x):
+        text = format(x, ".4g")
+        if "." not in text and "e" not in text and "n" not in text:
+            text += "."
+        return text
     if isinstance(x, bool):
         return "True" if x else "False"
     if isinstance(x, float):
@@ -52,5 +64,7 @@ def format_number(x: Any) -> str:
 def format_nested(v: Any) -> str:
     """``[[1., 2.], [3., 4.]]`` for nested lists of numbers."""
     if isinstance(v, list):
+        if v and type(v[0]) is not list:
+            return "[" + ", ".join(map(format_nested, v)) + "]"
         return "[" + ", ".join(format_nested(x) for x in v) + "]"
     return format_number(v)

@@ -103,11 +103,15 @@ class _Shape:
     def holds(self, data: list[Any]) -> bool:
         if self.exact is not None and tuple(map(type, self.exact(data))) != self.types:
             return False
-        for i, kind in self.lists:
+        for i, kinds in self.lists:
             v = data[i]
-            if type(v) is not list or (v and not {*map(type, v)} <= kind):
+            if type(v) is not list or (v and not {*map(type, v)} <= kinds):
                 return False
-        return all(data[i] is None or type(data[i]) is kind for i, kind in self.optional)
+        for i, kind in self.optional:
+            v = data[i]
+            if v is not None and type(v) is not kind:
+                return False
+        return True
 
 
 def _shape(cls: type) -> _Shape:
