@@ -123,10 +123,15 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
     except BaseException:
         stop(proc)
         raise
-    seen: list[Step] = []
+    # What the steps so far add up to (the summary of a run the viewer quits); the steps
+    # themselves are not kept.
+    seen = {"steps": 0, "errors": 0, "expected": 0, "missing": 0}
 
     def emit(step: Step) -> None:
-        seen.append(step)
+        seen["steps"] += 1
+        seen["errors"] += step.error is not None
+        seen["expected"] += step.expected
+        seen["missing"] += step.missed
         if fmt is not OutputFormat.json:  # control characters as escapes (JSON's encoder escapes them itself)
             step = visible_step(step)
         for event in flow.feed(step):
@@ -135,9 +140,9 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
     try:
         summary = run_in_worker(source, origin, options, emit, renderer.start, proc=proc)
     except Quit:
-        errors = sum(1 for s in seen if s.error is not None)
-        expected, missing = sum(s.expected for s in seen), sum(s.missed for s in seen)
-        summary = RunSummary(len(seen), errors, stopped_by="quit", expected=expected, missing=missing)
+        summary = RunSummary(
+            seen["steps"], seen["errors"], stopped_by="quit", expected=seen["expected"], missing=seen["missing"]
+        )
     except ScriptRejected as exc:
         _reject(exc, source, origin, fmt, request.device)
     if summary.stopped_by != "quit":
