@@ -4,7 +4,9 @@ Steps arrive one at a time. The first turn of a loop is shown in full; each late
 held back until it ends and then shown as one compact line (``FoldedTurn``), unless
 something new happened in it (an error, a warning, a new name, a note of a kind not seen
 before or one about wrong gradients, a shape, dtype or device not seen before for a
-name): then it is shown in full, with the loops inside it folded the same way. Loops
+name): then the steps of it that bring something new are shown in full, each run of its
+other steps as one line (``FoldedTurn.partial``: "nothing new in lines ..."), and the
+loops inside it fold the same way. Loops
 nested in loops, and the steps of script functions called in a loop, fold with the turn
 they belong to. When a loop ends, its ``LoopSummary`` follows.
 
@@ -82,6 +84,8 @@ class FoldedTurn:
     printed: str = ""
     through: int = 0
     """The last turn the line covers when it covers several (0: only ``first_turn``)."""
+    partial: bool = False
+    """Steps of a turn shown in full that brought nothing new, between its steps that did."""
 
     @property
     def steps(self) -> int:
@@ -291,11 +295,7 @@ class Folder:
         steps = [i for i in turn.items if isinstance(i, Step)]
         self.previous = steps[-1]
         if self.seen.novel(steps):
-            inner = Folder(self.seen, turn.level + 1, turn.before)
-            out = self.cut()
-            for item in turn.items:
-                out += inner.feed(item)
-            return out + inner.flush()
+            return self._shown_turn(turn)
         for s in steps:
             self.seen.absorb(s)
         folded = folded_turn(steps, turn.before, steps[0].loops[: turn.level + 1])
@@ -309,6 +309,35 @@ class Folder:
         if self.range.line.ends_range:
             out += self.cut()
         return out
+
+
+    def _shown_turn(self, turn: _Turn) -> list[Event]:
+        """A turn with something new in it: its steps that bring something new in full, each run
+        of the others in one line (``partial``), the loops inside it folded as usual."""
+        inner = Folder(self.seen, turn.level + 1, turn.before)
+        out = self.cut()
+        plain: list[Step] = []  # consecutive steps of the turn itself with nothing new
+        before = turn.before
+
+        def fold_plain() -> list[Event]:
+            if not plain:
+                return []
+            line = folded_turn(plain, before, plain[0].loops[: turn.level + 1])
+            events: list[Event] = [Show(s, shown=False) for s in plain]
+            plain.clear()
+            return [*events, replace(line, partial=True)]
+
+        for item in turn.items:
+            if isinstance(item, Step) and len(item.loops) == turn.level + 1 and not self.seen.novel([item]):
+                self.seen.absorb(item)
+                if not plain:
+                    before = inner.previous
+                plain.append(item)
+                inner.previous = item
+                continue
+            out += fold_plain()
+            out += inner.feed(item)
+        return out + fold_plain() + inner.flush()
 
 
 def _grad_fact(r: TensorRecord) -> object:
@@ -377,6 +406,7 @@ class StepFlow:
         self.hidden_by_watch = 0
         self.folded_steps = 0
         self.folded_turns = 0
+        self.folded_in_part = 0
 
     def feed(self, step: Step) -> list[Event]:
         """Events to draw now that ``step`` arrived."""
@@ -404,9 +434,15 @@ class StepFlow:
     def footnotes(self) -> list[str]:
         """Lines for the end of the view: steps folded, steps hidden by --watch."""
         out = []
-        if self.folded_turns:
-            turns = f"{self.folded_turns} later loop turn{'s' if self.folded_turns != 1 else ''}"
-            out.append(f"{self.folded_steps} steps folded into {turns} (--all-steps shows every step)")
+        if self.folded_turns or self.folded_in_part:
+            parts = []
+            if self.folded_turns:
+                turns = f"{self.folded_turns} later loop turn{'s' if self.folded_turns != 1 else ''}"
+                parts.append(f"{self.folded_steps} step{'s' if self.folded_steps != 1 else ''} folded into {turns}")
+            if self.folded_in_part:
+                n = self.folded_in_part
+                parts.append(f"{n} step{'s' if n != 1 else ''} with nothing new folded inside turns shown in full")
+            out.append("; ".join(parts) + " (--all-steps shows every step)")
         if self.hidden_by_watch:
             out.append(f"{self.hidden_by_watch} step{'s' if self.hidden_by_watch != 1 else ''} hidden by --watch")
         return out
@@ -422,8 +458,11 @@ class StepFlow:
                 shown = shown and touched
             return Show(step, shown) if shown != event.shown else event
         if isinstance(event, FoldedTurn):
-            self.folded_turns += event.turns
-            self.folded_steps += event.steps
+            if event.partial:
+                self.folded_in_part += event.steps
+            else:
+                self.folded_turns += event.turns
+                self.folded_steps += event.steps
             if self.watch is not None:
                 return self.watch.narrow(event)
         return event
@@ -509,10 +548,17 @@ def turn_parts(turn: FoldedTurn, previous: FoldedTurn | None = None) -> list[str
     After a folded turn of the same loop (``previous``), the lines that ran and the
     tensors updated are left out when they are the same as there.
     """
-    same_loop = previous is not None and [c.line for c in previous.loops] == [c.line for c in turn.loops]
+    same_loop = (
+        previous is not None
+        and not previous.partial
+        and [c.line for c in previous.loops] == [c.line for c in turn.loops]
+    )
     parts = []
-    if not (same_loop and previous is not None and previous.lines == turn.lines):
-        parts.append(f"line{'s' if len(set(turn.lines)) > 1 else ''} {line_ranges(turn.lines)}")
+    lines = f"line{'s' if len(set(turn.lines)) > 1 else ''} {line_ranges(turn.lines)}"
+    if turn.partial:  # steps of a turn shown in full: always said which, and that they were folded
+        parts.append(f"nothing new in {lines}")
+    elif not (same_loop and previous is not None and previous.lines == turn.lines):
+        parts.append(lines)
     parts += [f"{name} {number(was)} → {number(now)}" if was is not None else f"{name} = {number(now)}"
               for name, was, now in turn.scalars]  # fmt: skip
     updated = _updated(turn)

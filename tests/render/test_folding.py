@@ -11,6 +11,7 @@ import json
 import math
 import re
 import textwrap
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -102,15 +103,21 @@ def test_golden_folded_training_loop(width: int) -> None:
         pytest.skip(f"golden files were recorded with torch {GOLDEN_TORCH}x")
     out = _run(["--width", str(width)]).stdout
     check_golden(f"loop-{width}.txt", normalise(out))
-    # the first turn in full, the turns with something new in full, turns 3-7 one line each,
-    # later folded turns condensed into ranges cut by the turns shown in full
+    # the first turn in full; of the turns with something new, the steps that bring it in full
+    # and the others in one line; turns 3-7 one line each, later folded turns condensed into
+    # ranges cut by the turns shown
     headers = re.findall(r"^Step \d+ · line \d+ · iteration (\d+)/20", out, re.M)
     full_turns = sorted({int(t) for t in headers})
-    ranges = [(int(a), int(b or a)) for a, b in re.findall(r"↻ iterations? (\d+)(?:–(\d+))?/20", out)]
+    turn_line = r"↻ iterations? (\d+)(?:–(\d+))?/20 · (?!nothing new)"
+    ranges = [(int(a), int(b or a)) for a, b in re.findall(turn_line, out)]
     assert full_turns == [1, 2, 8, 14]
     assert ranges == [(3, 3), (4, 4), (5, 5), (6, 6), (7, 7), (9, 10), (11, 13), (15, 20)]
     folded = [t for a, b in ranges for t in range(a, b + 1)]
     assert sorted(full_turns + folded) == list(range(1, 21))
+    # turns 2, 8 and 14 each show fewer steps than turn 1 (what was as before is one line)
+    per_turn = Counter(int(t) for t in headers)
+    partial = [int(t) for t in re.findall(r"↻ iteration (\d+)/20 · nothing new in lines? ", out)]
+    assert all(per_turn[t] < per_turn[1] for t in (2, 8, 14)) and set(partial) <= {2, 8, 14} and partial
     assert "Train: forward, loss, backward, update" in out
     assert "Check without the graph" in out
     assert "inside no_grad" in out
@@ -306,16 +313,20 @@ for i in range(30):
 def test_a_turn_shown_in_full_cuts_the_range_and_comes_after_its_line() -> None:
     arrived = _arrivals(CUT)
     lines = _lines(arrived)
-    # turn 15 binds a new name: shown in full; 11-14 is cut there, and 16-20 fills the rest of its range
-    assert [_span(t) for t in lines] == [(2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 10), (11, 14), (16, 20), (21, 30)]
+    # turn 15 binds a new name: shown; 11-14 is cut there, and 16-20 fills the rest of its range.
+    # Of turn 15, the step that binds u is in full; t += 1, as in every turn, is one line
+    spans = [(2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 10), (11, 14), (15, 15), (16, 20), (21, 30)]
+    assert [_span(t) for t in lines] == spans
+    assert [t.partial for t in lines] == [False] * 7 + [True, False, False]
     events = [e for _, batch in arrived for e in batch if not (isinstance(e, Show) and not e.shown)]
     cut = next(n for n, e in enumerate(events) if isinstance(e, FoldedTurn) and _span(e) == (11, 14))
-    assert isinstance(events[cut + 1], Show) and events[cut + 1].step.loops[0].iteration == 15
-    assert [e.step.source for e in events[cut + 1 : cut + 3]] == ["t += 1", "u = t * 2"]
-    assert events[cut + 3] is lines[7]
-    assert lines[6].scalars == [("t", 10.0, 14.0)] and lines[7].scalars == [("t", 15.0, 20.0)]
-    assert lines[8].scalars == [("t", 20.0, 30.0)]
-    assert isinstance(events[-1], LoopEnd) and events[-2] is lines[8]
+    assert events[cut + 1] is lines[7] and lines[7].lines == [4] and lines[7].scalars == [("t", 14.0, 15.0)]
+    shown = events[cut + 2]
+    assert isinstance(shown, Show) and shown.step.loops[0].iteration == 15 and shown.step.source == "u = t * 2"
+    assert events[cut + 3] is lines[8]
+    assert lines[6].scalars == [("t", 10.0, 14.0)] and lines[8].scalars == [("t", 15.0, 20.0)]
+    assert lines[9].scalars == [("t", 20.0, 30.0)]
+    assert isinstance(events[-1], LoopEnd) and events[-2] is lines[9]
 
 
 NESTED_LONG = """\
@@ -404,8 +415,9 @@ def test_footer_accounts_for_every_step(watch: list[str]) -> None:
     total = int(re.search(r"^(\d+) steps, 0 errors", out, re.M)[1])  # type: ignore[index]
     shown = len(re.findall(r"^Step \d+ ", out, re.M))
     folded = re.search(r"^(\d+) steps folded into (\d+) later loop turns", out, re.M)
+    in_part = re.search(r"(\d+) steps? with nothing new folded inside turns shown in full", out)
     hidden = re.search(r"^(\d+) steps? hidden by --watch", out, re.M)
-    assert folded is not None
-    assert shown + int(folded[1]) + (int(hidden[1]) if hidden else 0) == total
-    ranges = re.findall(r"↻ iterations? (\d+)(?:–(\d+))?/20", out)
+    assert folded is not None and in_part is not None
+    assert shown + int(folded[1]) + int(in_part[1]) + (int(hidden[1]) if hidden else 0) == total
+    ranges = re.findall(r"↻ iterations? (\d+)(?:–(\d+))?/20 · (?!nothing new)", out)
     assert int(folded[2]) == sum(int(b or a) - int(a) + 1 for a, b in ranges) == 16
