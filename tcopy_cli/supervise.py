@@ -140,36 +140,6 @@ Position = tuple[int, int, int, int]
 """A statement's line, column, end line and end column (as in ast)."""
 
 
-class _Stack:
-    """Which statement the worker is in: statements announced and not yet reported.
-
-    A statement that calls a script function is reported after the function's own
-    statements, so announcements nest; a loop header announced again while it is on
-    top is not pushed twice.
-    """
-
-    def __init__(self) -> None:
-        self.positions: list[Position] = []
-
-    KEPT = 1000
-    """Announcements kept (the innermost ones: the script's own nesting is far less deep)."""
-
-    def running(self, position: Position) -> None:
-        if not self.positions or self.positions[-1] != position:
-            self.positions.append(position)
-            if len(self.positions) > self.KEPT:
-                del self.positions[0]
-
-    def finished(self, line: int) -> None:
-        if any(p[0] == line for p in self.positions):
-            while self.positions and self.positions.pop()[0] != line:
-                pass
-
-    @property
-    def current(self) -> Position | None:
-        return self.positions[-1] if self.positions else None
-
-
 @dataclass
 class _State:
     info: RunInfo | None = None
@@ -178,7 +148,7 @@ class _State:
     errors: int = 0
     expected: int = 0
     missing: int = 0
-    stack: _Stack = field(default_factory=_Stack)
+    stack: wire.RunningStack = field(default_factory=wire.RunningStack)
     wire_bytes: int = 0
     stderr: bytearray = field(default_factory=bytearray)
     killed_for: str | None = None
@@ -353,7 +323,7 @@ class WorkerSession:
         """Run one piece of code (ScriptRejected if the worker refuses it)."""
         proc = self.proc if self.proc is not None and self.proc.poll() is None else self._open()
         state = self.state
-        state.final, state.killed_for, state.wire_bytes, state.stack = None, None, 0, _Stack()
+        state.final, state.killed_for, state.wire_bytes, state.stack = None, None, 0, wire.RunningStack()
         try:
             self._write(json.dumps({"source": source, "line_offset": line_offset}))
             _pump(proc, self.options, state, emit, self.on_start)

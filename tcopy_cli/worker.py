@@ -58,8 +58,8 @@ class Channel:
 
         self.out = out
         self.steps = wire.StepCodec()
-        self.announced: tuple[int, int, int, int] | None = None
-        """The position of the last ``running`` frame, while no other frame followed it."""
+        self.stack = wire.RunningStack()
+        """What the parent's stack of running statements holds, from the frames sent to it."""
 
     def send(self, kind: str, **fields: Any) -> None:
         from tcopy_cli.trace import wire
@@ -69,22 +69,22 @@ class Channel:
     def step(self, step: Any) -> None:
         """A ``step`` frame (tensors unchanged since the last step travel as references)."""
         self.write({"kind": "step", "step": self.steps.encode(step)})
+        self.stack.finished(step.line)
 
     def write(self, frame: dict[str, Any]) -> None:
-        self.announced = None
         self.out.write(json.dumps(frame, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n")
         self.out.flush()
 
     def running(self, line: int, col: int, end_line: int, end_col: int) -> None:
         """The ``running`` frame of a statement about to run (sent before every statement: written directly).
 
-        Not sent again for the same position with nothing in between (the header of a loop
-        whose turns run no statement, ``while True: pass``): the parent already has it on top.
+        Not sent where the parent has that position on top of its stack already (a loop's
+        header at each later turn, ``while True: pass``): it would not push it again.
         """
         position = (line, col, end_line, end_col)
-        if position == self.announced:
+        if self.stack.current == position:
             return
-        self.announced = position
+        self.stack.running(position)
         self.out.write(
             b'{"kind":"running","line":%d,"col":%d,"end_line":%d,"end_col":%d}\n' % (line, col, end_line, end_col)
         )
@@ -271,6 +271,7 @@ def _serve_session(request: dict[str, Any], channel: Channel, confinement: str) 
     from tcopy_cli.errors import ScriptRejected, TcopyError
     from tcopy_cli.limits import Limits
     from tcopy_cli.script.parse import parse_script
+    from tcopy_cli.trace import wire
     from tcopy_cli.trace.runner import torch_session
 
     limits = Limits(**request.get("limits", {}))
@@ -284,6 +285,7 @@ def _serve_session(request: dict[str, Any], channel: Channel, confinement: str) 
     with torch_session(dev):
         for line in sys.stdin.buffer:
             piece = json.loads(line)
+            channel.stack = wire.RunningStack()  # the parent starts a stack for each piece
             offset = int(piece.get("line_offset", 0))
             try:
                 program = parse_script(piece["source"], "<repl>", limits)

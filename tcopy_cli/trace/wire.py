@@ -336,4 +336,37 @@ class StepCodec:
         return step
 
 
-__all__ = ["StepCodec", "WireError", "dumps", "encode", "loads", "registry"]
+class RunningStack:
+    """Which statement the worker is in: statements announced (``running`` frames) and not yet
+    reported (``step`` frames).
+
+    A statement that calls a script function is reported after the function's own
+    statements, so announcements nest; a loop header announced again while it is on
+    top is not pushed twice. The parent keeps one from the frames; the worker keeps the same
+    one, so that it leaves out a ``running`` frame the parent would not push (a loop's
+    header at the start of each turn after the first).
+    """
+
+    def __init__(self) -> None:
+        self.positions: list[tuple[int, int, int, int]] = []
+
+    KEPT = 1000
+    """Announcements kept (the innermost ones: the script's own nesting is far less deep)."""
+
+    def running(self, position: tuple[int, int, int, int]) -> None:
+        if not self.positions or self.positions[-1] != position:
+            self.positions.append(position)
+            if len(self.positions) > self.KEPT:
+                del self.positions[0]
+
+    def finished(self, line: int) -> None:
+        if any(p[0] == line for p in self.positions):
+            while self.positions and self.positions.pop()[0] != line:
+                pass
+
+    @property
+    def current(self) -> tuple[int, int, int, int] | None:
+        return self.positions[-1] if self.positions else None
+
+
+__all__ = ["RunningStack", "StepCodec", "WireError", "dumps", "encode", "loads", "registry"]

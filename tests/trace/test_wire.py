@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tcopy_cli.pipeline import run_source
 from tcopy_cli.trace import records, wire
@@ -212,3 +214,22 @@ def test_every_checked_field_refuses_values_of_another_kind() -> None:
                     wire._record(data)
                 checked += 1
     assert checked > 300
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["running", "step"]), st.integers(1, 4))))
+def test_running_frames_the_worker_leaves_out_change_nothing_in_the_parent(events: list[tuple[str, int]]) -> None:
+    """The worker sends a ``running`` frame only where the parent's stack would push it: the
+    parent, fed only those, knows the same running statement at every point as fed all."""
+    every, sent, mirror = wire.RunningStack(), wire.RunningStack(), wire.RunningStack()
+    for kind, line in events:
+        position = (line, 0, line, 1)
+        if kind == "running":
+            every.running(position)
+            if mirror.current != position:  # what worker.Channel.running does
+                mirror.running(position)
+                sent.running(position)
+        else:
+            for stack in (every, sent, mirror):
+                stack.finished(line)
+        assert sent.current == every.current and sent.positions == every.positions
