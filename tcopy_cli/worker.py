@@ -14,7 +14,8 @@ Started by ``tcopy_cli.supervise`` as ``python -m tcopy_cli.worker``. Protocol:
 
   ``start``         ``{"info": RunInfo}`` before the first statement.
   ``running``       ``{"line", "col", "end_line", "end_col"}`` (the statement's position)
-                    before a statement or block header runs.
+                    before a statement or block header runs, unless the parent's stack of
+                    running statements (``wire.RunningStack``) has it on top already.
   ``step``          ``{"step": Step}`` after a statement: its facts, not yet explained (the
                     parent runs the explain pass), encoded by ``wire.StepCodec``.
   ``end``           ``{"summary": RunSummary}``: the run finished; the worker exits.
