@@ -21,12 +21,13 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
+from tcopy_cli.render.memo import Memo
+
 HEADER_STYLE = "bold"
 BOX = box.SIMPLE_HEAD
 
 
-_WRAPPED: dict[tuple[object, ...], list[str] | None] = {}
-_WRAPPED_KEPT = 4096
+_WRAPPED: Memo[list[str] | None] = Memo()
 
 
 def _wrapped(console: Console, text: Text, width: int, folding: bool) -> list[str] | None:
@@ -39,15 +40,12 @@ def _wrapped(console: Console, text: Text, width: int, folding: bool) -> list[st
     overflow = text.overflow or "fold"
     tab_size = (console.tab_size if text.tab_size is None else text.tab_size) or 8
     no_wrap = text.no_wrap if text.no_wrap is not None else not folding
-    key = (text.plain, width, justify, overflow, tab_size, no_wrap)
-    if key in _WRAPPED:
-        return _WRAPPED[key]
-    lines = text.wrap(console, width, justify=justify, overflow=overflow, tab_size=tab_size, no_wrap=no_wrap)
-    result = None if any(line.spans or cell_len(line.plain) != width for line in lines) else [x.plain for x in lines]
-    if len(_WRAPPED) >= _WRAPPED_KEPT:
-        _WRAPPED.clear()
-    _WRAPPED[key] = result
-    return result
+
+    def make() -> list[str] | None:
+        lines = text.wrap(console, width, justify=justify, overflow=overflow, tab_size=tab_size, no_wrap=no_wrap)
+        return None if any(line.spans or cell_len(line.plain) != width for line in lines) else [x.plain for x in lines]
+
+    return _WRAPPED.get((text.plain, width, justify, overflow, tab_size, no_wrap), make)
 
 
 class StepGrid:
