@@ -21,31 +21,24 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from tcopy_cli.render.memo import Memo
+from tcopy_cli.render.trim import plain_lines
 
 HEADER_STYLE = "bold"
 BOX = box.SIMPLE_HEAD
-
-
-_WRAPPED: Memo[list[str] | None] = Memo()
 
 
 def _wrapped(console: Console, text: Text, width: int, folding: bool) -> list[str] | None:
     """The lines of a one-style cell as Rich wraps them in a table column (None if not one style a line).
 
     This is what ``Text.__rich_console__`` does inside a table cell (justify "left" pads
-    each line); the result depends only on the key, so it is remembered.
+    each line); the lines are remembered (``plain_lines``).
     """
     justify = text.justify or "left"
     overflow = text.overflow or "fold"
     tab_size = (console.tab_size if text.tab_size is None else text.tab_size) or 8
     no_wrap = text.no_wrap if text.no_wrap is not None else not folding
-
-    def make() -> list[str] | None:
-        lines = text.wrap(console, width, justify=justify, overflow=overflow, tab_size=tab_size, no_wrap=no_wrap)
-        return None if any(line.spans or cell_len(line.plain) != width for line in lines) else [x.plain for x in lines]
-
-    return _WRAPPED.get((text.plain, width, justify, overflow, tab_size, no_wrap), make)
+    lines = plain_lines(console, text, width, justify, overflow, tab_size, no_wrap)
+    return None if lines is None or any(cell_len(line) != width for line in lines) else lines
 
 
 class StepGrid:

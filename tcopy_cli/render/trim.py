@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.console import Console, ConsoleOptions, Group, JustifyMethod, OverflowMethod, RenderableType, RenderResult
 from rich.padding import Padding
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+
+from tcopy_cli.render.memo import Memo
 
 
 class Trimmed:
@@ -50,6 +54,39 @@ def trim_line(line: list[Segment]) -> list[Segment]:
     return segments
 
 
+_PLAIN_LINES: Memo[list[str] | None] = Memo()
+_BREAKS = re.compile("[\n\t]")
+
+
+def plain_lines(
+    console: Console,
+    text: Text,
+    width: int,
+    justify: JustifyMethod,
+    overflow: OverflowMethod,
+    tab_size: int,
+    no_wrap: bool,
+) -> list[str] | None:
+    """The plain lines of ``text.wrap(...)`` with these arguments; None if some line has spans (not one style).
+
+    A single line that fits is itself (padded to the width when justified left); for text
+    without spans of its own other lines depend only on the key, so they are remembered.
+    """
+    if text.spans:
+        return None
+    plain = text.plain
+    if len(plain) <= width and justify in ("default", "left") and overflow != "ignore" and not _BREAKS.search(plain):
+        cells = cell_len(plain)
+        if cells <= width:
+            return [plain if justify == "default" else plain + " " * (width - cells)]
+
+    def make() -> list[str] | None:
+        lines = text.wrap(console, width, justify=justify, overflow=overflow, tab_size=tab_size, no_wrap=no_wrap)
+        return None if any(line.spans for line in lines) else [line.plain for line in lines]
+
+    return _PLAIN_LINES.get((text.plain, text.style, width, justify, overflow, tab_size, no_wrap), make)
+
+
 def text_lines(part: RenderableType, console: Console, options: ConsoleOptions) -> list[list[Segment]] | None:
     """The lines of a ``Text``, or of a ``Text`` padded on the left only, as Rich draws them; None for anything else.
 
@@ -71,23 +108,20 @@ def text_lines(part: RenderableType, console: Console, options: ConsoleOptions) 
         return None
     width = options.max_width - left
     tab_size = console.tab_size if text.tab_size is None else text.tab_size
-    wrapped = text.wrap(
-        console, width, justify=text.justify or options.justify or "default", overflow=overflow, tab_size=tab_size or 8
-    )
+    justify = text.justify or options.justify or "default"
     margin = [Segment(" " * left, console.get_style("none"))] if left else []  # Padding's own style
     out: list[list[Segment]] = []
-    styles = {str(line.style) for line in wrapped}
-    if len(styles) == 1 and not any(line.spans for line in wrapped):
+    plains = plain_lines(console, text, width, justify, overflow, tab_size or 8, no_wrap=False)
+    if plains is not None:
         # One style throughout (a note, a warning): each line is one segment, as Rich's
         # render of the joined lines gives it (unstyled text has no style at all).
-        (name,) = styles
-        style = console.get_style(wrapped[0].style, default=Style.null()) if name else None
-        for wrapped_line in wrapped:
-            plain = wrapped_line.plain
+        style = console.get_style(text.style, default=Style.null()) if str(text.style) else None
+        for plain in plains:
             if cell_len(plain) > width:
                 return None
             out.append([*margin, Segment(plain, style)] if plain else list(margin))
         return out
+    wrapped = text.wrap(console, width, justify=justify, overflow=overflow, tab_size=tab_size or 8)
     for line in Segment.split_lines(Text("\n").join(wrapped).render(console, end=text.end)):
         if sum(cell_len(s.text) for s in line) > width:
             return None
