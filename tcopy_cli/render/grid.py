@@ -12,6 +12,7 @@ the space it gets, unusual characters) to Rich's ``Table``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from rich import box
 from rich.cells import cell_len
@@ -21,10 +22,13 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from tcopy_cli.render.trim import plain_lines
+from tcopy_cli.render.memo import Memo
+from tcopy_cli.render.trim import plain_lines, trim_line
 
 HEADER_STYLE = "bold"
 BOX = box.SIMPLE_HEAD
+
+_ROWS: Memo[list[list[Segment]] | None] = Memo()
 
 
 def _wrapped(console: Console, text: Text, width: int, folding: bool) -> list[str] | None:
@@ -66,27 +70,40 @@ class StepGrid:
         """Each cell's lines padded to its column, row by row; None if a cell has more than one style."""
         out: list[list[str]] = []
         for row in self.rows:
-            for text, width, folding in zip(row, self.widths, self.folding):
-                if text.spans or not isinstance(text.style, str):
-                    return None
-                lines = text.plain.split("\n")
-                if all(len(line) <= width and line.isascii() and "\t" not in line for line in lines):
-                    out.append([line.ljust(width) for line in lines])
-                    continue
-                wrapped = _wrapped(console, text, width, folding)
-                if wrapped is None:
-                    return None
-                out.append(wrapped)
+            cells = self._cells(console, row)
+            if cells is None:
+                return None
+            out += cells
         return out
 
-    def segment_lines(self, console: Console, options: ConsoleOptions) -> list[list[Segment]] | None:
-        """The table's lines of segments, or None where Rich's Table must draw it."""
+    def _cells(self, console: Console, row: list[Text]) -> list[list[str]] | None:
+        """The lines of each cell of one row, padded to its column; None if a cell has more than one style."""
+        out: list[list[str]] = []
+        for text, width, folding in zip(row, self.widths, self.folding):
+            if text.spans or not isinstance(text.style, str):
+                return None
+            lines = text.plain.split("\n")
+            if all(len(line) <= width and line.isascii() and "\t" not in line for line in lines):
+                out.append([line.ljust(width) for line in lines])
+                continue
+            wrapped = _wrapped(console, text, width, folding)
+            if wrapped is None:
+                return None
+            out.append(wrapped)
+        return out
+
+    def segment_lines(
+        self, console: Console, options: ConsoleOptions, trim: bool = False
+    ) -> list[list[Segment]] | None:
+        """The table's lines of segments, or None where Rich's Table must draw it.
+
+        ``trim``: each line without trailing spaces (``trim_line``), as ``Trimmed`` writes it.
+        A row's lines depend only on its cells' text and settings, their styles as the
+        console resolves them, the columns and ``trim``, so they are remembered.
+        """
         widths = self.widths
         total = sum(widths) + len(widths) - 1
         if total > options.max_width or not all(len(h) <= w and h.isascii() for h, w in zip(self.headers, widths)):
-            return None
-        cells = self.lines(console)
-        if cells is None:
             return None
         get_style = console.get_style
         null = Style()
@@ -97,22 +114,45 @@ class StepGrid:
             head += (Segment(name.ljust(width), header), divider)
         rule = BOX.substitute(options, safe=console.safe_box).get_row(widths, "head", edge=False)
         out = [head[:-1], [Segment(rule, null)]]
-        styles: dict[str, Style | None] = {"": None}
-        n = len(widths)
-        for r, texts in enumerate(self.rows):
-            row = cells[r * n : (r + 1) * n]
-            height = max(len(c) for c in row)
-            for k in range(height):
-                line: list[Segment] = []
-                for cell, text, width in zip(row, texts, widths):
-                    if k < len(cell):
-                        style = str(text.style)
-                        if style not in styles:
-                            styles[style] = get_style(style)
-                        line += (Segment(cell[k], styles[style]), divider)
-                    else:
-                        line += (Segment(" " * width, null), divider)
-                out.append(line[:-1])
+        if trim:
+            out = [trim_line(line) for line in out]
+        styles: dict[object, Style | None] = {"": None}
+        columns = (tuple(widths), tuple(self.folding), console.tab_size, trim)
+        for texts in self.rows:
+            cells: list[object] = [columns]
+            for text in texts:
+                style = text.style
+                if style not in styles:
+                    if not isinstance(style, str):
+                        return None
+                    styles[style] = get_style(style)
+                cells.append((text.plain, styles[style], text.justify, text.overflow, text.no_wrap, text.tab_size))
+                if text.spans:
+                    return None
+            lines = _ROWS.get(tuple(cells), partial(self._row_lines, console, texts, styles, trim))
+            if lines is None:
+                return None
+            out += lines
+        return out
+
+    def _row_lines(
+        self, console: Console, texts: list[Text], styles: dict[object, Style | None], trim: bool
+    ) -> list[list[Segment]] | None:
+        """One row's lines of segments (see ``segment_lines``)."""
+        cells = self._cells(console, texts)
+        if cells is None:
+            return None
+        null = Style()
+        divider = Segment(" ", null)
+        out: list[list[Segment]] = []
+        for k in range(max(len(c) for c in cells)):
+            line: list[Segment] = []
+            for cell, text, width in zip(cells, texts, self.widths):
+                if k < len(cell):
+                    line += (Segment(cell[k], styles[text.style]), divider)
+                else:
+                    line += (Segment(" " * width, null), divider)
+            out.append(trim_line(line[:-1]) if trim else line[:-1])
         return out
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:

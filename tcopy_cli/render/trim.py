@@ -26,17 +26,22 @@ class Trimmed:
         # A group line by line, part by part (each part ends its last line), so that a step
         # table that has its lines ready skips Rich's splitting and cropping.
         parts = self.inner.renderables if isinstance(self.inner, Group) else [self.inner]
+        new_line = Segment.line()
         for part in parts:
-            lines = (
-                part.segment_lines(console, options)
-                if isinstance(part, StepGrid)
-                else text_lines(part, console, options)
-            )
+            if isinstance(part, StepGrid):
+                lines = part.segment_lines(console, options, trim=True)
+                if lines is not None:  # trimmed already
+                    for line in lines:
+                        yield from line
+                        yield new_line
+                    continue
+            else:
+                lines = text_lines(part, console, options)
             if lines is None:
                 lines = console.render_lines(part, options, pad=False, new_lines=False)
             for line in lines:
                 yield from trim_line(line)
-                yield Segment.line()
+                yield new_line
 
 
 def trim_line(line: list[Segment]) -> list[Segment]:
