@@ -7,6 +7,7 @@ import re
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, JustifyMethod, OverflowMethod, RenderableType, RenderResult
 from rich.padding import Padding
+from rich.rule import Rule
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -35,6 +36,8 @@ class Trimmed:
                         yield from line
                         yield new_line
                     continue
+            elif isinstance(part, Rule) and options.max_width >= 1:
+                lines = rule_lines(part, console, options)
             else:
                 lines = text_lines(part, console, options)
             if lines is None:
@@ -90,6 +93,12 @@ def plain_lines(
         return None if any(line.spans for line in lines) else [line.plain for line in lines]
 
     return _PLAIN_LINES.get((text.plain, text.style, width, justify, overflow, tab_size, no_wrap), make)
+
+
+def rule_lines(rule: Rule, console: Console, options: ConsoleOptions) -> list[list[Segment]] | None:
+    """The lines of a rule (the line that opens a step): Rich's rule draws one ``Text``, whose lines these are."""
+    drawn = list(rule.__rich_console__(console, options))
+    return text_lines(drawn[0], console, options) if len(drawn) == 1 and isinstance(drawn[0], Text) else None
 
 
 def text_lines(part: RenderableType, console: Console, options: ConsoleOptions) -> list[list[Segment]] | None:

@@ -6,12 +6,14 @@ import io
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rich.align import AlignMethod
 from rich.console import Console, JustifyMethod, OverflowMethod
 from rich.padding import Padding
+from rich.rule import Rule
 from rich.segment import Segment
 from rich.text import Text
 
-from tcopy_cli.render.trim import plain_lines, text_lines, trim_line
+from tcopy_cli.render.trim import plain_lines, rule_lines, text_lines, trim_line
 
 STYLES = ["", "bold yellow", "dim", "italic cyan"]
 CHARS = "ab xy.,-[]()0123456789…~+→ é中\t\n"
@@ -80,3 +82,17 @@ def test_plain_lines_are_richs_wrapped_lines(
             assert ours is None
         else:
             assert ours == [line.plain for line in theirs]
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts(), st.sampled_from(["left", "center", "right"]), st.sampled_from(STYLES), st.booleans())
+def test_rule_lines_are_richs(case: tuple[Text | Padding, int], align: AlignMethod, style: str, titled: bool) -> None:
+    title, width = case
+    if isinstance(title, Padding):
+        title = title.renderable  # type: ignore[assignment]
+    for console in _consoles(width):
+        rule = Rule(title.copy() if titled else "", align=align, style=style)  # type: ignore[union-attr]
+        ours = rule_lines(rule, console, console.options)
+        assert ours is not None
+        theirs = console.render_lines(rule, console.options, pad=False, new_lines=False)
+        assert _lines(ours) == _lines(theirs)
