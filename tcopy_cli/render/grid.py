@@ -12,23 +12,20 @@ the space it gets, unusual characters) to Rich's ``Table``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from functools import partial
+from typing import NamedTuple
 
 from rich import box
 from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, RenderResult
+from rich.console import Console, ConsoleOptions, OverflowMethod, RenderResult
 from rich.segment import Segment
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from tcopy_cli.render.memo import Memo
 from tcopy_cli.render.trim import plain_lines, trim_line
 
 HEADER_STYLE = "bold"
 BOX = box.SIMPLE_HEAD
-
-_ROWS: Memo[list[list[Segment]] | None] = Memo()
 
 
 def _wrapped(console: Console, text: Text, width: int, folding: bool) -> list[str] | None:
@@ -45,8 +42,21 @@ def _wrapped(console: Console, text: Text, width: int, folding: bool) -> list[st
     return None if lines is None or any(cell_len(line) != width for line in lines) else lines
 
 
+class Cell(NamedTuple):
+    """A table cell: text in one style, and how it is cut (as the ``Text`` that ``text()`` makes)."""
+
+    plain: str
+    style: str = ""
+    no_wrap: bool | None = None
+    overflow: OverflowMethod | None = None
+
+    def text(self) -> Text:
+        """The cell as Rich's Table takes it."""
+        return Text(self.plain, style=self.style, no_wrap=self.no_wrap, overflow=self.overflow)
+
+
 class StepGrid:
-    """Header, rule and rows of fixed-width columns; ``rows[i][j]`` is row i's Text in column j.
+    """Header, rule and rows of fixed-width columns; ``rows[i][j]`` is row i's cell in column j.
 
     Column j has width ``widths[j]``; its cells wrap (``folding[j]``) or stay on one line,
     and cut text folds, as in ``table.add_column(header, width=w, no_wrap=not folding, overflow="fold")``.
@@ -57,7 +67,7 @@ class StepGrid:
         headers: Sequence[str],
         widths: Sequence[int],
         folding: Sequence[bool],
-        rows: list[list[Text]],
+        rows: list[list[Cell]],
         table: Callable[[], Table],
     ) -> None:
         self.headers = list(headers)
@@ -76,17 +86,15 @@ class StepGrid:
             out += cells
         return out
 
-    def _cells(self, console: Console, row: list[Text]) -> list[list[str]] | None:
+    def _cells(self, console: Console, row: list[Cell]) -> list[list[str]] | None:
         """The lines of each cell of one row, padded to its column; None if a cell has more than one style."""
         out: list[list[str]] = []
-        for text, width, folding in zip(row, self.widths, self.folding):
-            if text.spans or not isinstance(text.style, str):
-                return None
-            lines = text.plain.split("\n")
-            if all(len(line) <= width and line.isascii() and "\t" not in line for line in lines):
+        for cell, width, folding in zip(row, self.widths, self.folding):
+            lines = cell.plain.split("\n")
+            if all(len(line) <= width and line.isascii() and line.isprintable() for line in lines):
                 out.append([line.ljust(width) for line in lines])
                 continue
-            wrapped = _wrapped(console, text, width, folding)
+            wrapped = _wrapped(console, cell.text(), width, folding)
             if wrapped is None:
                 return None
             out.append(wrapped)
@@ -98,8 +106,6 @@ class StepGrid:
         """The table's lines of segments, or None where Rich's Table must draw it.
 
         ``trim``: each line without trailing spaces (``trim_line``), as ``Trimmed`` writes it.
-        A row's lines depend only on its cells' text and settings, their styles as the
-        console resolves them, the columns and ``trim``, so they are remembered.
         """
         widths = self.widths
         total = sum(widths) + len(widths) - 1
@@ -116,43 +122,23 @@ class StepGrid:
         out = [head[:-1], [Segment(rule, null)]]
         if trim:
             out = [trim_line(line) for line in out]
-        styles: dict[object, Style | None] = {"": None}
-        columns = (tuple(widths), tuple(self.folding), console.tab_size, trim)
+        styles: dict[str, Style | None] = {"": None}
         for texts in self.rows:
-            cells: list[object] = [columns]
-            for text in texts:
-                style = text.style
-                if style not in styles:
-                    if not isinstance(style, str):
-                        return None
-                    styles[style] = get_style(style)
-                cells.append((text.plain, styles[style], text.justify, text.overflow, text.no_wrap, text.tab_size))
-                if text.spans:
-                    return None
-            lines = _ROWS.get(tuple(cells), partial(self._row_lines, console, texts, styles, trim))
-            if lines is None:
+            cells = self._cells(console, texts)
+            if cells is None:
                 return None
-            out += lines
-        return out
-
-    def _row_lines(
-        self, console: Console, texts: list[Text], styles: dict[object, Style | None], trim: bool
-    ) -> list[list[Segment]] | None:
-        """One row's lines of segments (see ``segment_lines``)."""
-        cells = self._cells(console, texts)
-        if cells is None:
-            return None
-        null = Style()
-        divider = Segment(" ", null)
-        out: list[list[Segment]] = []
-        for k in range(max(len(c) for c in cells)):
-            line: list[Segment] = []
-            for cell, text, width in zip(cells, texts, self.widths):
-                if k < len(cell):
-                    line += (Segment(cell[k], styles[text.style]), divider)
-                else:
-                    line += (Segment(" " * width, null), divider)
-            out.append(trim_line(line[:-1]) if trim else line[:-1])
+            for k in range(max(len(c) for c in cells)):
+                line: list[Segment] = []
+                for cell, text, width in zip(cells, texts, widths):
+                    if k < len(cell):
+                        style = text.style
+                        if style not in styles:
+                            styles[style] = get_style(style)
+                        line += (Segment(cell[k], styles[style]), divider)
+                    else:
+                        line += (Segment(" " * width, null), divider)
+                del line[-1]
+                out.append(trim_line(line) if trim else line)
         return out
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
