@@ -152,7 +152,7 @@ def _values_fact(r: TensorRecord | ArrayRecord) -> object:
     values = r.values
     if values is None:
         return r.preview
-    return _REPRS.get(id(values), lambda: repr(values), owner=values)
+    return _REPRS.get(id(values), repr, values, owner=values)
 
 
 def tensor_facts(r: TensorRecord) -> dict[str, object]:

@@ -22,6 +22,7 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
+from tcopy_cli.render.memo import Memo
 from tcopy_cli.render.trim import plain_lines, trim_line
 
 HEADER_STYLE = "bold"
@@ -40,6 +41,40 @@ def _wrapped(console: Console, text: Text, width: int, folding: bool) -> list[st
     no_wrap = text.no_wrap if text.no_wrap is not None else not folding
     lines = plain_lines(console, text, width, justify, overflow, tab_size, no_wrap)
     return None if lines is None or any(cell_len(line) != width for line in lines) else lines
+
+
+def _cell_lines(console: Console, cell: Cell, width: int, folding: bool) -> list[str] | None:
+    """The lines of a cell padded to its column; None if they are not in one style."""
+    plain = cell.plain
+    if len(plain) <= width and plain.isascii() and plain.isprintable():  # one line that fits
+        return [plain.ljust(width)]
+    lines = plain.split("\n")
+    if all(len(line) <= width and line.isascii() and line.isprintable() for line in lines):
+        return [line.ljust(width) for line in lines]
+    return _wrapped(console, cell.text(), width, folding)
+
+
+_SEGMENTS: Memo[list[Segment] | None] = Memo()
+
+
+def _cell_segments(
+    console: Console, cell: Cell, width: int, folding: bool, style: Style | None
+) -> list[Segment] | None:
+    """A segment for each line of a cell (see ``_cell_lines``); remembered by ``StepGrid.segment_lines``."""
+    lines = _cell_lines(console, cell, width, folding)
+    return None if lines is None else [Segment(line, style) for line in lines]
+
+
+def _trim(line: list[Segment]) -> None:
+    """``trim_line`` in place, for a line of plain segments."""
+    while line:
+        last = line[-1]
+        text = last.text.rstrip(" ")
+        if text:
+            if len(text) < len(last.text):
+                line[-1] = Segment(text, last.style)
+            return
+        line.pop()
 
 
 class Cell(NamedTuple):
@@ -90,14 +125,10 @@ class StepGrid:
         """The lines of each cell of one row, padded to its column; None if a cell has more than one style."""
         out: list[list[str]] = []
         for cell, width, folding in zip(row, self.widths, self.folding):
-            lines = cell.plain.split("\n")
-            if all(len(line) <= width and line.isascii() and line.isprintable() for line in lines):
-                out.append([line.ljust(width) for line in lines])
-                continue
-            wrapped = _wrapped(console, cell.text(), width, folding)
-            if wrapped is None:
+            lines = _cell_lines(console, cell, width, folding)
+            if lines is None:
                 return None
-            out.append(wrapped)
+            out.append(lines)
         return out
 
     def segment_lines(
@@ -123,22 +154,32 @@ class StepGrid:
         if trim:
             out = [trim_line(line) for line in out]
         styles: dict[str, Style | None] = {"": None}
-        for texts in self.rows:
-            cells = self._cells(console, texts)
-            if cells is None:
-                return None
-            for k in range(max(len(c) for c in cells)):
-                line: list[Segment] = []
-                for cell, text, width in zip(cells, texts, widths):
-                    if k < len(cell):
-                        style = text.style
-                        if style not in styles:
-                            styles[style] = get_style(style)
-                        line += (Segment(cell[k], styles[style]), divider)
-                    else:
-                        line += (Segment(" " * width, null), divider)
-                del line[-1]
-                out.append(trim_line(line) if trim else line)
+        tab_size = console.tab_size
+        template = [divider] * (2 * len(widths) - 1)  # a line: cells at even places, dividers between
+        blanks = [Segment(" " * width, null) for width in widths]  # where a cell has fewer lines than its row
+        for row in self.rows:
+            cells: list[list[Segment]] = []
+            for cell, width, folding in zip(row, widths, self.folding):
+                if cell.style not in styles:
+                    styles[cell.style] = get_style(cell.style)
+                style = styles[cell.style]
+                segments = _SEGMENTS.get(
+                    (cell, width, folding, style, tab_size), _cell_segments, console, cell, width, folding, style
+                )
+                if segments is None:
+                    return None
+                cells.append(segments)
+            heights = [len(c) for c in cells]
+            for k in range(max(heights)):
+                end = len(cells)  # the cells drawn: all, or when trimmed up to the last with a k-th line
+                if trim:
+                    while heights[end - 1] <= k:
+                        end -= 1
+                line = template[: 2 * end - 1]
+                line[::2] = [c[k] if k < len(c) else b for c, b in zip(cells[:end], blanks)]
+                if trim:
+                    _trim(line)
+                out.append(line)
         return out
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 V = TypeVar("V")
 
@@ -20,13 +20,13 @@ class Memo(Generic[V]):
         self.kept = kept
         self.entries: dict[Hashable, tuple[object, V]] = {}
 
-    def get(self, key: Hashable, make: Callable[[], V], owner: object = None) -> V:
-        """The value remembered for ``key`` (and ``owner``), or ``make()``'s, remembered."""
+    def get(self, key: Hashable, make: Callable[..., V], *args: Any, owner: object = None) -> V:
+        """The value remembered for ``key`` (and ``owner``), or ``make(*args)``'s, remembered."""
         found = self.entries.get(key)
         if found is not None and found[0] is owner:
             return found[1]
         if len(self.entries) >= self.kept:
             self.entries.clear()
-        value = make()
+        value = make(*args)
         self.entries[key] = (owner, value)
         return value

@@ -88,11 +88,11 @@ def plain_lines(
         if cells <= width:
             return [plain if justify == "default" else plain + " " * (width - cells)]
 
-    def make() -> list[str] | None:
+    def wrap() -> list[str] | None:
         lines = text.wrap(console, width, justify=justify, overflow=overflow, tab_size=tab_size, no_wrap=no_wrap)
         return None if any(line.spans for line in lines) else [line.plain for line in lines]
 
-    return _PLAIN_LINES.get((text.plain, text.style, width, justify, overflow, tab_size, no_wrap), make)
+    return _PLAIN_LINES.get((plain, text.style, width, justify, overflow, tab_size, no_wrap), wrap)
 
 
 def rule_lines(rule: Rule, console: Console, options: ConsoleOptions) -> list[list[Segment]] | None:

@@ -91,7 +91,7 @@ def _grid_of(r: TensorRecord | ArrayRecord) -> list[str]:
     """
     if not isinstance(r, TensorRecord) or r.dtype.startswith("complex"):
         return grid(r.values)
-    return _GRIDS.get((r.preview, tuple(r.shape)), lambda: grid(r.values))
+    return _GRIDS.get((r.preview, tuple(r.shape)), grid, r.values)
 
 
 def natural_width(r: TensorRecord | ArrayRecord) -> int:
@@ -115,7 +115,7 @@ def value_lines(r: TensorRecord | ArrayRecord, width: int) -> tuple[list[str], b
     record, or at least its values list, from step to step), preview, shape and width.
     """
     key = (type(r), id(r.values), r.preview, tuple(r.shape), r.dtype, width)
-    return _LINES.get(key, lambda: _value_lines(r, width), owner=r.values)
+    return _LINES.get(key, _value_lines, r, width, owner=r.values)
 
 
 def _value_lines(r: TensorRecord | ArrayRecord, width: int) -> tuple[list[str], bool]:
