@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
-from rich.cells import cell_len
+from rich._wrap import divide_line
+from rich.cells import cell_len, set_cell_size
 from rich.console import Console, ConsoleOptions, Group, JustifyMethod, OverflowMethod, RenderableType, RenderResult
+from rich.containers import Lines
 from rich.padding import Padding
 from rich.rule import Rule
 from rich.segment import Segment
@@ -25,16 +28,18 @@ class Trimmed:
         from tcopy_cli.render.grid import StepGrid
 
         # A group line by line, part by part (each part ends its last line), so that a step
-        # table that has its lines ready skips Rich's splitting and cropping.
+        # table that has its lines ready skips Rich's splitting and cropping. The segments
+        # come as one list (a step has hundreds; a generator would hand them over one by one).
         parts = self.inner.renderables if isinstance(self.inner, Group) else [self.inner]
         new_line = Segment.line()
+        out: list[Segment] = []
         for part in parts:
             if isinstance(part, StepGrid):
                 lines = part.segment_lines(console, options, trim=True)
                 if lines is not None:  # trimmed already
                     for line in lines:
-                        yield from line
-                        yield new_line
+                        out += line
+                        out.append(new_line)
                     continue
             elif isinstance(part, Rule) and options.max_width >= 1:
                 lines = rule_lines(part, console, options)
@@ -43,8 +48,9 @@ class Trimmed:
             if lines is None:
                 lines = console.render_lines(part, options, pad=False, new_lines=False)
             for line in lines:
-                yield from trim_line(line)
-                yield new_line
+                out += trim_line(line)
+                out.append(new_line)
+        return out
 
 
 def trim_line(line: list[Segment]) -> list[Segment]:
@@ -64,6 +70,35 @@ def trim_line(line: list[Segment]) -> list[Segment]:
 
 _PLAIN_LINES: Memo[list[str] | None] = Memo()
 _BREAKS = re.compile("[\n\t]")
+_TRAILING = re.compile(r"\s+$")
+
+
+def _fits(plain: str, width: int) -> bool:
+    """Whether ``plain`` is one line of at most ``width`` cells (which ``Text.wrap`` leaves as it is)."""
+    return len(plain) <= width and not _BREAKS.search(plain) and cell_len(plain) <= width
+
+
+def _wrap_line(plain: str, width: int, justify: JustifyMethod, overflow: OverflowMethod) -> list[str]:
+    """What ``Text(plain).wrap`` gives for one line without tabs, justified "default" or "left", as strings.
+
+    The same steps on the string: Rich's own word breaks (``divide_line``), then each piece
+    as ``Text.rstrip_end``, ``Lines.justify`` and ``Text.truncate`` leave it.
+    """
+    bounds = [0, *divide_line(plain, width, fold=overflow == "fold"), len(plain)]
+    out: list[str] = []
+    for start, end in pairwise(bounds):
+        line = plain[start:end]
+        if len(line) > width:  # trailing whitespace beyond the width goes
+            spaces = _TRAILING.search(line)
+            if spaces is not None:
+                line = line[: len(line) - min(len(spaces.group(0)), len(line) - width)]
+        cells = cell_len(line)
+        if cells > width:
+            line = set_cell_size(line, width - 1) + "…" if overflow == "ellipsis" else set_cell_size(line, width)
+        elif justify == "left" and cells < width:
+            line += " " * (width - cells)
+        out.append(line)
+    return out
 
 
 def plain_lines(
@@ -77,16 +112,17 @@ def plain_lines(
 ) -> list[str] | None:
     """The plain lines of ``text.wrap(...)`` with these arguments; None if some line has spans (not one style).
 
-    A single line that fits is itself (padded to the width when justified left); for text
-    without spans of its own other lines depend only on the key, so they are remembered.
+    A single line is worked out on the string (``_wrap_line``); other text without spans of
+    its own has lines that depend only on the key, so they are remembered.
     """
     if text.spans:
         return None
     plain = text.plain
-    if len(plain) <= width and justify in ("default", "left") and overflow != "ignore" and not _BREAKS.search(plain):
-        cells = cell_len(plain)
-        if cells <= width:
-            return [plain if justify == "default" else plain + " " * (width - cells)]
+    if justify in ("default", "left") and overflow != "ignore":
+        if _fits(plain, width):
+            return [plain if justify == "default" else plain + " " * (width - cell_len(plain))]
+        if not no_wrap and not _BREAKS.search(plain):
+            return _wrap_line(plain, width, justify, overflow)
 
     def wrap() -> list[str] | None:
         lines = text.wrap(console, width, justify=justify, overflow=overflow, tab_size=tab_size, no_wrap=no_wrap)
@@ -135,7 +171,10 @@ def text_lines(part: RenderableType, console: Console, options: ConsoleOptions) 
                 return None
             out.append([*margin, Segment(plain, style)] if plain else list(margin))
         return out
-    wrapped = text.wrap(console, width, justify=justify, overflow=overflow, tab_size=tab_size or 8)
+    if justify == "default" and _fits(text.plain, width):  # one line (the rule that opens a step)
+        wrapped = Lines([text])
+    else:
+        wrapped = text.wrap(console, width, justify=justify, overflow=overflow, tab_size=tab_size or 8)
     for line in Segment.split_lines(Text("\n").join(wrapped).render(console, end=text.end)):
         if sum(cell_len(s.text) for s in line) > width:
             return None
