@@ -78,17 +78,17 @@ def _fits(plain: str, width: int) -> bool:
     return len(plain) <= width and not _BREAKS.search(plain) and cell_len(plain) <= width
 
 
-def _wrap_line(plain: str, width: int, justify: JustifyMethod, overflow: OverflowMethod) -> list[str]:
-    """What ``Text(plain).wrap`` gives for one line without tabs, justified "default" or "left", as strings.
+def _wrap_line(plain: str, width: int, justify: JustifyMethod, overflow: OverflowMethod, no_wrap: bool) -> list[str]:
+    """What ``Text.wrap`` gives for one line without tabs, justified "default" or "left", as strings.
 
     The same steps on the string: Rich's own word breaks (``divide_line``), then each piece
     as ``Text.rstrip_end``, ``Lines.justify`` and ``Text.truncate`` leave it.
     """
-    bounds = [0, *divide_line(plain, width, fold=overflow == "fold"), len(plain)]
+    bounds = [0, len(plain)] if no_wrap else [0, *divide_line(plain, width, fold=overflow == "fold"), len(plain)]
     out: list[str] = []
     for start, end in pairwise(bounds):
         line = plain[start:end]
-        if len(line) > width:  # trailing whitespace beyond the width goes
+        if len(line) > width and not no_wrap:  # trailing whitespace beyond the width goes
             spaces = _TRAILING.search(line)
             if spaces is not None:
                 line = line[: len(line) - min(len(spaces.group(0)), len(line) - width)]
@@ -112,8 +112,8 @@ def plain_lines(
 ) -> list[str] | None:
     """The plain lines of ``text.wrap(...)`` with these arguments; None if some line has spans (not one style).
 
-    A single line is worked out on the string (``_wrap_line``); other text without spans of
-    its own has lines that depend only on the key, so they are remembered.
+    Text without tabs is worked out on the string, line by line (``_wrap_line``); other
+    text without spans of its own has lines that depend only on the key, so they are remembered.
     """
     if text.spans:
         return None
@@ -121,8 +121,9 @@ def plain_lines(
     if justify in ("default", "left") and overflow != "ignore":
         if _fits(plain, width):
             return [plain if justify == "default" else plain + " " * (width - cell_len(plain))]
-        if not no_wrap and not _BREAKS.search(plain):
-            return _wrap_line(plain, width, justify, overflow)
+        if "\t" not in plain:
+            lines = plain.split("\n")  # as Text.split gives them
+            return [piece for line in lines for piece in _wrap_line(line, width, justify, overflow, no_wrap)]
 
     def wrap() -> list[str] | None:
         lines = text.wrap(console, width, justify=justify, overflow=overflow, tab_size=tab_size, no_wrap=no_wrap)
