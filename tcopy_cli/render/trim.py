@@ -71,11 +71,41 @@ def trim_line(line: list[Segment]) -> list[Segment]:
 _PLAIN_LINES: Memo[list[str] | None] = Memo()
 _BREAKS = re.compile("[\n\t]")
 _TRAILING = re.compile(r"\s+$")
+_WORD = re.compile(r"\s*\S+\s*")
 
 
 def _fits(plain: str, width: int) -> bool:
     """Whether ``plain`` is one line of at most ``width`` cells (which ``Text.wrap`` leaves as it is)."""
     return len(plain) <= width and not _BREAKS.search(plain) and cell_len(plain) <= width
+
+
+def _divide_narrow(text: str, width: int, fold: bool = True) -> list[int]:
+    """Rich's ``divide_line`` for text of one cell a character (printable ASCII): lengths are cells."""
+    breaks: list[int] = []
+    offset = 0
+    for word_match in _WORD.finditer(text):
+        start, word = word_match.start(), word_match.group()
+        word_length = len(word.rstrip())
+        if width - offset >= word_length:
+            offset += len(word)
+        elif word_length > width:
+            if fold:  # the word in pieces of the width, each on its own line
+                pieces = [word[i : i + width] for i in range(0, len(word), width)]
+                for piece in pieces[:-1]:
+                    if start:
+                        breaks.append(start)
+                    start += len(piece)
+                if start:
+                    breaks.append(start)
+                offset = len(pieces[-1])
+            else:
+                if start:
+                    breaks.append(start)
+                offset = len(word)
+        elif offset and start:
+            breaks.append(start)
+            offset = len(word)
+    return breaks
 
 
 def _wrap_line(plain: str, width: int, justify: JustifyMethod, overflow: OverflowMethod, no_wrap: bool) -> list[str]:
@@ -84,7 +114,13 @@ def _wrap_line(plain: str, width: int, justify: JustifyMethod, overflow: Overflo
     The same steps on the string: Rich's own word breaks (``divide_line``), then each piece
     as ``Text.rstrip_end``, ``Lines.justify`` and ``Text.truncate`` leave it.
     """
-    bounds = [0, len(plain)] if no_wrap else [0, *divide_line(plain, width, fold=overflow == "fold"), len(plain)]
+    narrow = plain.isascii() and plain.isprintable() and width > 0  # one cell a character
+    measure = len if narrow else cell_len
+    if no_wrap:
+        bounds = [0, len(plain)]
+    else:
+        breaks = (_divide_narrow if narrow else divide_line)(plain, width, fold=overflow == "fold")
+        bounds = [0, *breaks, len(plain)]
     out: list[str] = []
     for start, end in pairwise(bounds):
         line = plain[start:end]
@@ -92,7 +128,7 @@ def _wrap_line(plain: str, width: int, justify: JustifyMethod, overflow: Overflo
             spaces = _TRAILING.search(line)
             if spaces is not None:
                 line = line[: len(line) - min(len(spaces.group(0)), len(line) - width)]
-        cells = cell_len(line)
+        cells = measure(line)
         if cells > width:
             line = set_cell_size(line, width - 1) + "…" if overflow == "ellipsis" else set_cell_size(line, width)
         elif justify == "left" and cells < width:

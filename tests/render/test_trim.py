@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from rich.align import AlignMethod
 from rich.console import Console, JustifyMethod, OverflowMethod
@@ -17,6 +17,7 @@ from tcopy_cli.render.trim import plain_lines, rule_lines, text_lines, trim_line
 
 STYLES = ["", "bold yellow", "dim", "italic cyan"]
 CHARS = "ab xy.,-[]()0123456789…~+→ é中\t\n"
+PRINTABLE = "ab xyz  .,-[]()0123456789~+\n"  # one cell a character
 
 
 def _consoles(width: int) -> list[Console]:
@@ -62,8 +63,11 @@ def test_other_parts_are_left_to_rich() -> None:
 
 
 @settings(max_examples=400, deadline=None)
+@example("abcdefg hi", 5, "default", "fold", False, "")  # a word folded, then one that fills the line
+@example("abcdefghijk lm n", 5, "left", "fold", False, "")
+@example("abcdefg hi  ", 5, "default", "crop", False, "")
 @given(
-    st.text(CHARS, max_size=120),
+    st.one_of(st.text(CHARS, max_size=120), st.text(PRINTABLE, max_size=160)),
     st.integers(1, 100),
     st.sampled_from(["default", "left", "center", "full"]),
     st.sampled_from(["fold", "crop", "ellipsis"]),
