@@ -6,7 +6,7 @@ import re
 from itertools import pairwise
 
 from rich._wrap import divide_line
-from rich.cells import cell_len, set_cell_size
+from rich.cells import cell_len, get_character_cell_size, set_cell_size
 from rich.console import Console, ConsoleOptions, Group, JustifyMethod, OverflowMethod, RenderableType, RenderResult
 from rich.containers import Lines
 from rich.padding import Padding
@@ -76,11 +76,25 @@ _WORD = re.compile(r"\s*\S+\s*")
 
 def _fits(plain: str, width: int) -> bool:
     """Whether ``plain`` is one line of at most ``width`` cells (which ``Text.wrap`` leaves as it is)."""
-    return len(plain) <= width and not _BREAKS.search(plain) and cell_len(plain) <= width
+    return len(plain) <= width and not _BREAKS.search(plain) and (_narrow(plain) or cell_len(plain) <= width)
+
+
+_NARROW_CHARS: set[str] = set()  # characters seen to take one cell
+
+
+def _narrow(text: str) -> bool:
+    """Whether every character of ``text`` takes one cell, so that the cells of any part are its length."""
+    if text.isascii():
+        return text.isprintable()
+    unknown = set(text).difference(_NARROW_CHARS)
+    if all(get_character_cell_size(c) == 1 for c in unknown):
+        _NARROW_CHARS.update(unknown)
+        return True
+    return False
 
 
 def _divide_narrow(text: str, width: int, fold: bool = True) -> list[int]:
-    """Rich's ``divide_line`` for text of one cell a character (printable ASCII): lengths are cells."""
+    """Rich's ``divide_line`` for text of one cell a character (``_narrow``): lengths are cells."""
     breaks: list[int] = []
     offset = 0
     for word_match in _WORD.finditer(text):
@@ -114,7 +128,7 @@ def _wrap_line(plain: str, width: int, justify: JustifyMethod, overflow: Overflo
     The same steps on the string: Rich's own word breaks (``divide_line``), then each piece
     as ``Text.rstrip_end``, ``Lines.justify`` and ``Text.truncate`` leave it.
     """
-    narrow = plain.isascii() and plain.isprintable() and width > 0  # one cell a character
+    narrow = width > 0 and _narrow(plain)
     measure = len if narrow else cell_len
     if no_wrap:
         bounds = [0, len(plain)]
@@ -203,8 +217,9 @@ def text_lines(part: RenderableType, console: Console, options: ConsoleOptions) 
         # One style throughout (a note, a warning): each line is one segment, as Rich's
         # render of the joined lines gives it (unstyled text has no style at all).
         style = console.get_style(text.style, default=Style.null()) if str(text.style) else None
+        measure = len if _narrow(text.plain) else cell_len  # wrapping adds only spaces and '…' (one cell)
         for plain in plains:
-            if cell_len(plain) > width:
+            if measure(plain) > width:
                 return None
             out.append([*margin, Segment(plain, style)] if plain else list(margin))
         return out
