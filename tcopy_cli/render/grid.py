@@ -157,15 +157,18 @@ class StepGrid:
         tab_size = console.tab_size
         template = [divider] * (2 * len(widths) - 1)  # a line: cells at even places, dividers between
         blanks = [Segment(" " * width, null) for width in widths]  # where a cell has fewer lines than its row
+        remembered = _SEGMENTS.entries  # looked at directly first: a step has dozens of cells, most seen before
         for row in self.rows:
             cells: list[list[Segment]] = []
             for cell, width, folding in zip(row, widths, self.folding):
-                if cell.style not in styles:
-                    styles[cell.style] = get_style(cell.style)
-                style = styles[cell.style]
-                segments = _SEGMENTS.get(
-                    (cell, width, folding, style, tab_size), _cell_segments, console, cell, width, folding, style
-                )
+                name = cell[1]
+                style = styles[name] if name in styles else styles.setdefault(name, get_style(name))
+                key = (cell, width, folding, style, tab_size)
+                found = remembered.get(key)
+                if found is not None:
+                    segments = found[1]
+                else:
+                    segments = _SEGMENTS.get(key, _cell_segments, console, cell, width, folding, style)
                 if segments is None:
                     return None
                 cells.append(segments)
