@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tcopy_cli.render.memo import Memo
 from tcopy_cli.render.values import preview_statistics
 from tcopy_cli.trace.records import ArrayRecord, Step, TensorRecord
 
@@ -141,8 +142,7 @@ def _grad_facts(g: TensorRecord | None) -> object:
     return None if g is None else (_values_fact(g), g.shape, g.dtype, g.data_ptr, g.storage, g.storage_offset)
 
 
-_REPRS: dict[int, tuple[object, str]] = {}
-_REPRS_KEPT = 4096
+_REPRS: Memo[str] = Memo()
 
 
 def _values_fact(r: TensorRecord | ArrayRecord) -> object:
@@ -152,14 +152,7 @@ def _values_fact(r: TensorRecord | ArrayRecord) -> object:
     values = r.values
     if values is None:
         return r.preview
-    found = _REPRS.get(id(values))
-    if found is not None and found[0] is values:
-        return found[1]
-    if len(_REPRS) >= _REPRS_KEPT:
-        _REPRS.clear()
-    text = repr(values)
-    _REPRS[id(values)] = (values, text)
-    return text
+    return _REPRS.get(id(values), repr, values, owner=values)
 
 
 def tensor_facts(r: TensorRecord) -> dict[str, object]:

@@ -12,46 +12,86 @@ the space it gets, unusual characters) to Rich's ``Table``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from rich import box
 from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, RenderResult
+from rich.console import Console, ConsoleOptions, OverflowMethod, RenderResult
 from rich.segment import Segment
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
+from tcopy_cli.render.memo import Memo
+from tcopy_cli.render.trim import plain_lines, trim_line
+
 HEADER_STYLE = "bold"
 BOX = box.SIMPLE_HEAD
-
-
-_WRAPPED: dict[tuple[object, ...], list[str] | None] = {}
-_WRAPPED_KEPT = 4096
 
 
 def _wrapped(console: Console, text: Text, width: int, folding: bool) -> list[str] | None:
     """The lines of a one-style cell as Rich wraps them in a table column (None if not one style a line).
 
     This is what ``Text.__rich_console__`` does inside a table cell (justify "left" pads
-    each line); the result depends only on the key, so it is remembered.
+    each line); the lines are remembered (``plain_lines``).
     """
     justify = text.justify or "left"
     overflow = text.overflow or "fold"
     tab_size = (console.tab_size if text.tab_size is None else text.tab_size) or 8
     no_wrap = text.no_wrap if text.no_wrap is not None else not folding
-    key = (text.plain, width, justify, overflow, tab_size, no_wrap)
-    if key in _WRAPPED:
-        return _WRAPPED[key]
-    lines = text.wrap(console, width, justify=justify, overflow=overflow, tab_size=tab_size, no_wrap=no_wrap)
-    result = None if any(line.spans or cell_len(line.plain) != width for line in lines) else [x.plain for x in lines]
-    if len(_WRAPPED) >= _WRAPPED_KEPT:
-        _WRAPPED.clear()
-    _WRAPPED[key] = result
-    return result
+    lines = plain_lines(console, text, width, justify, overflow, tab_size, no_wrap)
+    return None if lines is None or any(cell_len(line) != width for line in lines) else lines
+
+
+def _cell_lines(console: Console, cell: Cell, width: int, folding: bool) -> list[str] | None:
+    """The lines of a cell padded to its column; None if they are not in one style."""
+    plain = cell.plain
+    if len(plain) <= width and plain.isascii() and plain.isprintable():  # one line that fits
+        return [plain.ljust(width)]
+    lines = plain.split("\n")
+    if all(len(line) <= width and line.isascii() and line.isprintable() for line in lines):
+        return [line.ljust(width) for line in lines]
+    return _wrapped(console, cell.text(), width, folding)
+
+
+_SEGMENTS: Memo[list[Segment] | None] = Memo()
+
+
+def _cell_segments(
+    console: Console, cell: Cell, width: int, folding: bool, style: Style | None
+) -> list[Segment] | None:
+    """A segment for each line of a cell (see ``_cell_lines``); remembered by ``StepGrid.segment_lines``."""
+    lines = _cell_lines(console, cell, width, folding)
+    return None if lines is None else [Segment(line, style) for line in lines]
+
+
+def _trim(line: list[Segment]) -> None:
+    """``trim_line`` in place, for a line of plain segments."""
+    while line:
+        last = line[-1]
+        text = last.text.rstrip(" ")
+        if text:
+            if len(text) < len(last.text):
+                line[-1] = Segment(text, last.style)
+            return
+        line.pop()
+
+
+class Cell(NamedTuple):
+    """A table cell: text in one style, and how it is cut (as the ``Text`` that ``text()`` makes)."""
+
+    plain: str
+    style: str = ""
+    no_wrap: bool | None = None
+    overflow: OverflowMethod | None = None
+
+    def text(self) -> Text:
+        """The cell as Rich's Table takes it."""
+        return Text(self.plain, style=self.style, no_wrap=self.no_wrap, overflow=self.overflow)
 
 
 class StepGrid:
-    """Header, rule and rows of fixed-width columns; ``rows[i][j]`` is row i's Text in column j.
+    """Header, rule and rows of fixed-width columns; ``rows[i][j]`` is row i's cell in column j.
 
     Column j has width ``widths[j]``; its cells wrap (``folding[j]``) or stay on one line,
     and cut text folds, as in ``table.add_column(header, width=w, no_wrap=not folding, overflow="fold")``.
@@ -62,7 +102,7 @@ class StepGrid:
         headers: Sequence[str],
         widths: Sequence[int],
         folding: Sequence[bool],
-        rows: list[list[Text]],
+        rows: list[list[Cell]],
         table: Callable[[], Table],
     ) -> None:
         self.headers = list(headers)
@@ -75,27 +115,32 @@ class StepGrid:
         """Each cell's lines padded to its column, row by row; None if a cell has more than one style."""
         out: list[list[str]] = []
         for row in self.rows:
-            for text, width, folding in zip(row, self.widths, self.folding):
-                if text.spans or not isinstance(text.style, str):
-                    return None
-                lines = text.plain.split("\n")
-                if all(len(line) <= width and line.isascii() and "\t" not in line for line in lines):
-                    out.append([line.ljust(width) for line in lines])
-                    continue
-                wrapped = _wrapped(console, text, width, folding)
-                if wrapped is None:
-                    return None
-                out.append(wrapped)
+            cells = self._cells(console, row)
+            if cells is None:
+                return None
+            out += cells
         return out
 
-    def segment_lines(self, console: Console, options: ConsoleOptions) -> list[list[Segment]] | None:
-        """The table's lines of segments, or None where Rich's Table must draw it."""
+    def _cells(self, console: Console, row: list[Cell]) -> list[list[str]] | None:
+        """The lines of each cell of one row, padded to its column; None if a cell has more than one style."""
+        out: list[list[str]] = []
+        for cell, width, folding in zip(row, self.widths, self.folding):
+            lines = _cell_lines(console, cell, width, folding)
+            if lines is None:
+                return None
+            out.append(lines)
+        return out
+
+    def segment_lines(
+        self, console: Console, options: ConsoleOptions, trim: bool = False
+    ) -> list[list[Segment]] | None:
+        """The table's lines of segments, or None where Rich's Table must draw it.
+
+        ``trim``: each line without trailing spaces (``trim_line``), as ``Trimmed`` writes it.
+        """
         widths = self.widths
         total = sum(widths) + len(widths) - 1
         if total > options.max_width or not all(len(h) <= w and h.isascii() for h, w in zip(self.headers, widths)):
-            return None
-        cells = self.lines(console)
-        if cells is None:
             return None
         get_style = console.get_style
         null = Style()
@@ -106,22 +151,38 @@ class StepGrid:
             head += (Segment(name.ljust(width), header), divider)
         rule = BOX.substitute(options, safe=console.safe_box).get_row(widths, "head", edge=False)
         out = [head[:-1], [Segment(rule, null)]]
+        if trim:
+            out = [trim_line(line) for line in out]
         styles: dict[str, Style | None] = {"": None}
-        n = len(widths)
-        for r, texts in enumerate(self.rows):
-            row = cells[r * n : (r + 1) * n]
-            height = max(len(c) for c in row)
-            for k in range(height):
-                line: list[Segment] = []
-                for cell, text, width in zip(row, texts, widths):
-                    if k < len(cell):
-                        style = str(text.style)
-                        if style not in styles:
-                            styles[style] = get_style(style)
-                        line += (Segment(cell[k], styles[style]), divider)
-                    else:
-                        line += (Segment(" " * width, null), divider)
-                out.append(line[:-1])
+        tab_size = console.tab_size
+        template = [divider] * (2 * len(widths) - 1)  # a line: cells at even places, dividers between
+        blanks = [Segment(" " * width, null) for width in widths]  # where a cell has fewer lines than its row
+        remembered = _SEGMENTS.entries  # looked at directly first: a step has dozens of cells, most seen before
+        for row in self.rows:
+            cells: list[list[Segment]] = []
+            for cell, width, folding in zip(row, widths, self.folding):
+                name = cell[1]
+                style = styles[name] if name in styles else styles.setdefault(name, get_style(name))
+                key = (cell, width, folding, style, tab_size)
+                found = remembered.get(key)
+                if found is not None:
+                    segments = found[1]
+                else:
+                    segments = _SEGMENTS.get(key, _cell_segments, console, cell, width, folding, style)
+                if segments is None:
+                    return None
+                cells.append(segments)
+            heights = [len(c) for c in cells]
+            for k in range(max(heights)):
+                end = len(cells)  # the cells drawn: all, or when trimmed up to the last with a k-th line
+                if trim:
+                    while heights[end - 1] <= k:
+                        end -= 1
+                line = template[: 2 * end - 1]
+                line[::2] = [c[k] if k < len(c) else b for c, b in zip(cells[:end], blanks)]
+                if trim:
+                    _trim(line)
+                out.append(line)
         return out
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:

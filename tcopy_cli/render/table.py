@@ -16,7 +16,7 @@ from tcopy_cli.render.cells import Row, quiet_form, removed_names, step_rows
 from tcopy_cli.render.controls import visible
 from tcopy_cli.render.folding import FoldedTurn, StepFlow, printed_lines, turn_label, turn_parts
 from tcopy_cli.render.graph import graph_tree
-from tcopy_cli.render.grid import BOX, HEADER_STYLE, StepGrid
+from tcopy_cli.render.grid import BOX, HEADER_STYLE, Cell, StepGrid
 from tcopy_cli.render.layout import plan
 from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading
 from tcopy_cli.render.memory import memory_map, memory_signature
@@ -194,10 +194,10 @@ class TableRenderer:
         layout, self.level = plan(rows, self.console.width, show_device, self.level)
         headers = ["", *(c.header for c in layout.columns)]
         widths = [1, *(layout.widths[c.key] for c in layout.columns)]
-        body: list[list[Text]] = []
+        body: list[list[Cell]] = []
         for row in rows:
             mark = row.marker()
-            cells: list[Text] = [Text(mark, style="bold green" if mark == "+" else "bold yellow")]
+            cells: list[Cell] = [Cell(mark, "bold green" if mark == "+" else "bold yellow")]
             for c in layout.columns:
                 cells.append(_cell(row, c.key, layout.widths[c.key]))
             body.append(cells)
@@ -214,7 +214,7 @@ class TableRenderer:
             for c in layout.columns:
                 table.add_column(c.header, width=layout.widths[c.key], no_wrap=c.key not in FOLDING, overflow="fold")
             for cells in body:
-                table.add_row(*cells)
+                table.add_row(*(cell.text() for cell in cells))
             return table
 
         folding = [False, *(c.key in FOLDING for c in layout.columns)]
@@ -246,7 +246,7 @@ RULE: dict[str, Any] = {"align": "left", "style": "dim"}
 FOLDING = ("values", "grad", "shares", "name")
 
 
-def _cell(row: Row, key: str, width: int) -> Text:
+def _cell(row: Row, key: str, width: int) -> Cell:
     """One cell: values as a line, a grid or a summary; other facts as their text."""
     value = row.cells[key]
     style = ""
@@ -261,5 +261,5 @@ def _cell(row: Row, key: str, width: int) -> Text:
         record = record.grad
     if key in ("values", "grad") and record is not None:
         lines, wraps = value_lines(record, width)
-        return Text("\n".join(lines), style=style, no_wrap=not wraps, overflow="fold" if wraps else "ellipsis")
-    return Text(value, style=style, overflow="fold" if key in FOLDING else "ellipsis")
+        return Cell("\n".join(lines), style, not wraps, "fold" if wraps else "ellipsis")
+    return Cell(value, style, None, "fold" if key in FOLDING else "ellipsis")

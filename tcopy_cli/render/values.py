@@ -10,6 +10,7 @@ import math
 import re
 from typing import Any
 
+from tcopy_cli.render.memo import Memo
 from tcopy_cli.trace.records import ArrayRecord, TensorRecord
 from tcopy_cli.trace.values import format_number
 
@@ -78,8 +79,7 @@ def preview_statistics(preview: str) -> str:
     return preview.partition("…] ")[2]
 
 
-_GRIDS: dict[tuple[str, tuple[int, ...]], list[str]] = {}
-_GRIDS_KEPT = 4096
+_GRIDS: Memo[list[str]] = Memo()
 
 
 def _grid_of(r: TensorRecord | ArrayRecord) -> list[str]:
@@ -91,13 +91,7 @@ def _grid_of(r: TensorRecord | ArrayRecord) -> list[str]:
     """
     if not isinstance(r, TensorRecord) or r.dtype.startswith("complex"):
         return grid(r.values)
-    key = (r.preview, tuple(r.shape))
-    found = _GRIDS.get(key)
-    if found is None:
-        if len(_GRIDS) >= _GRIDS_KEPT:
-            _GRIDS.clear()
-        found = _GRIDS[key] = grid(r.values)
-    return found
+    return _GRIDS.get((r.preview, tuple(r.shape)), grid, r.values)
 
 
 def natural_width(r: TensorRecord | ArrayRecord) -> int:
@@ -111,8 +105,7 @@ def natural_width(r: TensorRecord | ArrayRecord) -> int:
     return min(MAX_NATURAL, len(r.preview))
 
 
-_LINES: dict[tuple[object, ...], tuple[Any, tuple[list[str], bool]]] = {}
-_LINES_KEPT = 4096
+_LINES: Memo[tuple[list[str], bool]] = Memo()
 
 
 def value_lines(r: TensorRecord | ArrayRecord, width: int) -> tuple[list[str], bool]:
@@ -122,14 +115,7 @@ def value_lines(r: TensorRecord | ArrayRecord, width: int) -> tuple[list[str], b
     record, or at least its values list, from step to step), preview, shape and width.
     """
     key = (type(r), id(r.values), r.preview, tuple(r.shape), r.dtype, width)
-    found = _LINES.get(key)
-    if found is not None and found[0] is r.values:
-        return found[1]
-    if len(_LINES) >= _LINES_KEPT:
-        _LINES.clear()
-    result = _value_lines(r, width)
-    _LINES[key] = (r.values, result)
-    return result
+    return _LINES.get(key, _value_lines, r, width, owner=r.values)
 
 
 def _value_lines(r: TensorRecord | ArrayRecord, width: int) -> tuple[list[str], bool]:
