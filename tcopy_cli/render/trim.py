@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from itertools import pairwise
 
-from rich._wrap import divide_line
 from rich.cells import cell_len, get_character_cell_size, set_cell_size
 from rich.console import Console, ConsoleOptions, Group, JustifyMethod, OverflowMethod, RenderableType, RenderResult
 from rich.containers import Lines
@@ -16,6 +15,11 @@ from rich.style import Style
 from rich.text import Text
 
 from tcopy_cli.render.memo import Memo
+
+try:  # Rich's own word breaks (a private module: without it, text goes through Text.wrap)
+    from rich._wrap import divide_line
+except ImportError:  # pragma: no cover - every Rich tcopy allows has it
+    divide_line = None  # type: ignore[assignment]
 
 
 class Trimmed:
@@ -168,7 +172,8 @@ def plain_lines(
     if text.spans:
         return None
     plain = text.plain
-    if justify in ("default", "left") and overflow != "ignore":
+    breakable = divide_line is not None or (width > 0 and _narrow(plain))
+    if justify in ("default", "left") and overflow != "ignore" and breakable:
         if _fits(plain, width):
             return [plain if justify == "default" else plain + " " * (width - cell_len(plain))]
         if "\t" not in plain:
