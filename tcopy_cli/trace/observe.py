@@ -252,7 +252,12 @@ def summarize(d: torch.Tensor) -> str:
         if d.dtype == torch.bool:
             parts.append(f"{int(d.count_nonzero().item()):,} True of {n:,}{' sampled' if sampled else ''}")
         elif d.is_floating_point() or d.dtype in (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8):
-            mn, mx = torch.aminmax(d)
+            if d.dim() >= 2:
+                # Row by row first: over a strided sample as a whole, aminmax copies it (4 MB).
+                low, high = torch.aminmax(d, dim=-1)
+                mn, mx = low.min(), high.max()
+            else:
+                mn, mx = torch.aminmax(d)
             mean = (
                 d.sum(dtype=torch.float64).item() / n
                 if not d.is_floating_point()
