@@ -180,7 +180,9 @@ class TableRenderer:
         changed = self.options.watched_only(summary.changed())
         out: list[RenderableType] = [Text.assemble(("  ⟲ ", "dim"), (loop_heading(summary), "bold"))]
         width = max((len(n) for n in changed), default=0)
-        spark = max(8, min(50, self.console.width - width - 45))
+        # The sparkline takes what the longest "first → last (min, max)" leaves of the line.
+        after = max((len(evolution_parts(ev, 0)[1]) + 1 for ev in changed.values() if ev.scalar), default=0)
+        spark = max(8, min(50, self.console.width - 4 - width - 2 - after))
         for name, ev in changed.items():
             parts = evolution_parts(ev, spark)
             if parts:

@@ -421,3 +421,16 @@ def test_footer_accounts_for_every_step(watch: list[str]) -> None:
     assert shown + int(folded[1]) + int(in_part[1]) + (int(hidden[1]) if hidden else 0) == total
     ranges = re.findall(r"↻ iterations? (\d+)(?:–(\d+))?/20 · (?!nothing new)", out)
     assert int(folded[2]) == sum(int(b or a) - int(a) + 1 for a, b in ranges) == 16
+
+
+@pytest.mark.parametrize("width", [80, 100, 120])
+def test_a_loop_summary_line_fits_the_width(width: int) -> None:
+    """Each evolution in a loop's summary is one line: the sparkline takes what the longest
+    "first → last (min, max)" leaves (at 100 columns a long name and span used to wrap)."""
+    script = "import torch\nmodel_2_bias = torch.tensor([-0.0861912])\nloss = torch.tensor(1.4113)\n"
+    script += "for k in range(200):\n    model_2_bias -= 0.0012345 * (k % 7 - 2)\n    loss *= 0.98765\n"
+    out = _run(["--width", str(width)], script).stdout
+    rows = [line for line in out.splitlines() if re.match(r"    \S+\s+[▁▂▃▄▅▆▇█ ]+ \S+ → ", line)]
+    assert len(rows) == 2
+    for row in rows:
+        assert "(min " in row and ", max " in row and row.endswith(")") and len(row) <= width
