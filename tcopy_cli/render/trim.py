@@ -84,6 +84,7 @@ def _fits(plain: str, width: int) -> bool:
 
 
 _NARROW_CHARS: set[str] = set()  # characters seen to take one cell
+_NARROW_KEPT = 4096
 
 
 def _narrow(text: str) -> bool:
@@ -92,7 +93,8 @@ def _narrow(text: str) -> bool:
         return text.isprintable()
     unknown = set(text).difference(_NARROW_CHARS)
     if all(get_character_cell_size(c) == 1 for c in unknown):
-        _NARROW_CHARS.update(unknown)
+        if len(_NARROW_CHARS) < _NARROW_KEPT:  # bounded: a script's text could hold any character
+            _NARROW_CHARS.update(unknown)
         return True
     return False
 
