@@ -629,7 +629,7 @@ class Observer:
             nbytes = 0
         if version < 0 and "version_counter" in graph:
             graph["version_counter"] = "-"
-        fn = safe_grad_fn(t)
+        grad_fn = _grad_fn_name(t)
         facts = (
             id(t),
             tuple(shape),
@@ -642,7 +642,7 @@ class Observer:
             tuple(shares),
             bool(t.requires_grad),
             safe_is_leaf(t),
-            type(fn) if fn is not None else None,
+            grad_fn,
             version,
             tuple(t.stride()),
             nbytes,
@@ -664,7 +664,7 @@ class Observer:
             shares_memory_with=shares,
             requires_grad=facts[9],
             is_leaf=facts[10],
-            grad_fn=type(fn).__name__ if fn is not None else None,
+            grad_fn=grad_fn,
             grad=grad,
             version=version,
             stride=list(facts[13]),
@@ -690,6 +690,14 @@ def _shares(a: np.ndarray, other: np.ndarray | None, tensor: torch.Tensor | None
         return bool(np.shares_memory(a, other, max_work=100_000))  # type: ignore[arg-type]
     except Exception:  # numpy's TooHardError: the problem is too large to decide exactly
         return True
+
+
+def _grad_fn_name(t: torch.Tensor) -> str | None:
+    try:
+        fn = t.grad_fn
+    except RuntimeError:
+        return "(invalid view)"  # torch refuses: a no_grad view whose base changed in place
+    return type(fn).__name__ if fn is not None else None
 
 
 def _sizes_valid(t: torch.Tensor) -> bool:

@@ -354,3 +354,18 @@ def test_storage_labels_are_consecutive_and_gradients_have_their_own() -> None:
     for a in label:
         for b in label:
             assert (label[a] == label[b]) == (plain_ptr[a] == plain_ptr[b]), (a, b)
+
+
+def test_a_view_whose_grad_fn_torch_refuses_says_so_in_every_step() -> None:
+    """A no_grad view whose base then changed in place: torch raises on its grad_fn, and the
+    record says "(invalid view)", also in the next step, where its record is reused."""
+    src = "x = torch.ones(3, requires_grad=True)\nb = x.clone()\n"
+    src += "with torch.no_grad():\n    v = b[:2]\nb.mul_(2)\nk = 1\n"
+    namespace: dict[str, Any] = {"torch": torch}
+    exec(src, namespace)
+    with pytest.raises(RuntimeError):
+        _ = namespace["v"].grad_fn
+    steps = run_source(src).steps
+    assert steps[-3].source == "v = b[:2]" and steps[-3].tensors["v"].grad_fn is None
+    assert steps[-2].tensors["v"].grad_fn == "(invalid view)"
+    assert steps[-1].tensors["v"].grad_fn == "(invalid view)"
