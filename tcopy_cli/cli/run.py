@@ -37,7 +37,7 @@ from tcopy_cli.cli.present import Presenter, Quit, make_console, show_rejection
 from tcopy_cli.cli.source import read_source
 from tcopy_cli.errors import ScriptRejected
 from tcopy_cli.limits import Limits
-from tcopy_cli.render import ViewOptions
+from tcopy_cli.render import ViewOptions, plural
 
 if TYPE_CHECKING:
     from tcopy_cli.trace.records import RunSummary
@@ -161,7 +161,7 @@ def _check_range(view: ViewOptions, summary: RunSummary) -> None:
     if summary.stopped_by == "quit" or view.first is None or view.first <= summary.steps:
         return
     flag = "--step" if view.first == view.last else "--from"
-    ran = f"{summary.steps} step{'s' if summary.steps != 1 else ''}"
+    ran = plural(summary.steps, "step")
     fail(f"{flag} {view.first}: the script ran only {ran}, so nothing was shown", EXIT_USAGE)
 
 

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Union
 
-from tcopy_cli.render import ViewOptions
+from tcopy_cli.render import ViewOptions, plural
 from tcopy_cli.render.loops import LoopSummary, LoopTracker, number, scalar_of
 from tcopy_cli.render.where import iteration_text
 from tcopy_cli.render.where import turn as where_turn
@@ -310,7 +310,6 @@ class Folder:
             out += self.cut()
         return out
 
-
     def _shown_turn(self, turn: _Turn) -> list[Event]:
         """A turn with something new in it: its steps that bring something new in full, each run
         of the others in one line (``partial``), the loops inside it folded as usual."""
@@ -437,14 +436,15 @@ class StepFlow:
         if self.folded_turns or self.folded_in_part:
             parts = []
             if self.folded_turns:
-                turns = f"{self.folded_turns} later loop turn{'s' if self.folded_turns != 1 else ''}"
-                parts.append(f"{self.folded_steps} step{'s' if self.folded_steps != 1 else ''} folded into {turns}")
+                turns = plural(self.folded_turns, "later loop turn")
+                parts.append(f"{plural(self.folded_steps, 'step')} folded into {turns}")
             if self.folded_in_part:
-                n = self.folded_in_part
-                parts.append(f"{n} step{'s' if n != 1 else ''} with nothing new folded inside turns shown in full")
+                parts.append(
+                    f"{plural(self.folded_in_part, 'step')} with nothing new folded inside turns shown in full"
+                )
             out.append("; ".join(parts) + " (--all-steps shows every step)")
         if self.hidden_by_watch:
-            out.append(f"{self.hidden_by_watch} step{'s' if self.hidden_by_watch != 1 else ''} hidden by --watch")
+            out.append(f"{plural(self.hidden_by_watch, 'step')} hidden by --watch")
         return out
 
     def _visible(self, event: Event) -> Event:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tcopy_cli.render import plural
 from tcopy_cli.trace.records import LoopContext, Step, TensorRecord
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -285,13 +286,13 @@ def evolution_parts(ev: Evolution, spark_width: int) -> list[str]:
             parts.append(f"grad norm {number(norms[0])} → {number(norms[-1])}")
     made, freed = ev.storages_made, ev.storages_freed
     if (made or freed) and not ev.scalar:
-        parts.append(f"{made} storage{'s' if made != 1 else ''} made, {freed} freed")
+        parts.append(f"{plural(made, 'storage')} made, {freed} freed")
     return parts
 
 
 def loop_heading(summary: LoopSummary) -> str:
     """``loop at line 19: 50 iterations (steps 10–358)``."""
-    turns = f"{summary.iterations} iteration{'s' if summary.iterations != 1 else ''}"
+    turns = plural(summary.iterations, "iteration")
     if summary.total is not None and summary.total != summary.iterations:
         turns += f" of {summary.total}"
     return f"loop at line {summary.line}: {turns} (steps {summary.first_step}–{summary.last_step})"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from tcopy_cli.render import ViewOptions, error_counts
+from tcopy_cli.render import ViewOptions, error_counts, plural
 from tcopy_cli.render.cells import COLUMNS, quiet_form, removed_names, step_rows
 from tcopy_cli.render.controls import visible
 from tcopy_cli.render.folding import FoldedTurn, StepFlow, printed_lines, turn_label, turn_parts
@@ -145,7 +145,7 @@ class MarkdownRenderer:
 
     def end(self, summary: RunSummary, flow: StepFlow | None = None) -> None:
         """Closing line, and what folding and --watch left out."""
-        steps = f"{summary.steps} step{'s' if summary.steps != 1 else ''}"
+        steps = plural(summary.steps, "step")
         self.out.write(("\n" if self.list_open else "") + "---\n\n")
         self.out.write(f"{steps}, {error_counts(summary)}\n")
         for line in flow.footnotes() if flow is not None else ():

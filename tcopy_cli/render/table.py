@@ -11,7 +11,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from tcopy_cli.render import ViewOptions, error_counts
+from tcopy_cli.render import ViewOptions, error_counts, plural
 from tcopy_cli.render.cells import Row, quiet_form, removed_names, step_rows
 from tcopy_cli.render.controls import visible
 from tcopy_cli.render.folding import FoldedTurn, StepFlow, printed_lines, turn_label, turn_parts
@@ -233,7 +233,7 @@ class TableRenderer:
         shown = f"{self.shown} of " if hidden else ""
         self.console.print(
             Text(
-                f"{shown}{summary.steps} step{'s' if summary.steps != 1 else ''}{' shown' if hidden else ''}, "
+                f"{shown}{plural(summary.steps, 'step')}{' shown' if hidden else ''}, "
                 f"{error_counts(summary)}",
                 style=style,
             )
