@@ -136,10 +136,6 @@ def _environment() -> dict[str, str]:
     return env
 
 
-Position = tuple[int, int, int, int]
-"""A statement's line, column, end line and end column (as in ast)."""
-
-
 @dataclass
 class _State:
     info: RunInfo | None = None
@@ -174,12 +170,7 @@ def run_in_worker(
     meanwhile); None starts one here.
     """
     state = _State(hook=on_hook)
-    if proc is None:
-        proc = launch(source, origin, options)
-    try:
-        _pump(proc, options, state, emit, start)
-    finally:
-        _stop(proc)
+    proc = _serve(proc if proc is not None else launch(source, origin, options), options, state, emit, start)
     return _conclude(proc, source, options, state, emit, start)
 
 
@@ -191,11 +182,6 @@ def launch(source: str, origin: str, options: WorkerOptions) -> subprocess.Popen
     not go on to ``run_in_worker`` must ``stop`` the process.
     """
     return _start(request(source, origin, options), options)
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    """End a worker that ``launch`` started (its process group)."""
-    _stop(proc)
 
 
 def compare_in_worker(
@@ -221,7 +207,7 @@ def compare_in_worker(
     }
     state = _State()
     failures: list[Step] = []
-    proc = _serve(req, options, state, failures.append, start)
+    proc = _serve(_start(req, options), options, state, failures.append, start)
     final = state.final or {}
     if final.get("kind") == "compare":
         rows: list[dict[str, Any]] = final["rows"]
@@ -236,18 +222,17 @@ EXPERIMENTS_PER_EXPRESSION = 4
 
 
 def _serve(
-    req: dict[str, Any],
+    proc: subprocess.Popen[bytes],
     options: WorkerOptions,
     state: _State,
     emit: Callable[[Step], None],
     start: Callable[[RunInfo], None],
 ) -> subprocess.Popen[bytes]:
-    """Start a worker, send it ``req``, read its frames into ``state`` until it ends; the finished process."""
-    proc = _start(req, options)
+    """Read a started worker's frames into ``state`` until it ends, then end it; the finished process."""
     try:
         _pump(proc, options, state, emit, start)
     finally:
-        _stop(proc)
+        stop(proc)
     return proc
 
 
@@ -273,7 +258,7 @@ def _start(req: dict[str, Any], options: WorkerOptions) -> subprocess.Popen[byte
     try:
         _send_request(request_write, json.dumps(req).encode("utf-8"))
     except BaseException:
-        _stop(proc)
+        stop(proc)
         raise
     return proc
 
@@ -350,7 +335,7 @@ class WorkerSession:
                     self.proc.stdin.close()
                 except BrokenPipeError:
                     pass
-            _stop(self.proc)
+            stop(self.proc)
             self.proc = None
 
 
@@ -483,8 +468,8 @@ def _frame(
         raise WorkerInternalError(f"internal error (unknown frame {kind!r} from the worker). This is a bug in tcopy.")
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """Make sure the worker and anything it started are gone."""
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Make sure the worker and anything it started are gone (its process group)."""
     if proc.poll() is None:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -576,7 +561,7 @@ def _culprit(stderr: bytes) -> str:
     return "PyTorch"
 
 
-def _statement_text(source: str, position: Position | None) -> str:
+def _statement_text(source: str, position: wire.Position | None) -> str:
     """The statement's own source (one statement of several on a line; its first line if long)."""
     if position is None:
         return ""
@@ -591,7 +576,7 @@ def _statement_text(source: str, position: Position | None) -> str:
 
 
 def _failure_step(
-    proc: subprocess.Popen[bytes], source: str, options: WorkerOptions, state: _State, position: Position | None
+    proc: subprocess.Popen[bytes], source: str, options: WorkerOptions, state: _State, position: wire.Position | None
 ) -> Step:
     line = position[0] if position is not None else None
     text = _statement_text(source, position)

@@ -591,7 +591,7 @@ class Observer:
         tensors cost a comparison, and travel to the parent as a reference.
         """
         shape = t.shape
-        valid = not shape or min(shape) >= 0
+        valid = _sizes_valid(t)
         # Aliases of one view (a, a.detach(), a.data ...) are summarised once per step.
         key = (
             (storage, t.data_ptr(), tuple(shape), tuple(t.stride()), t.dtype)
@@ -630,6 +630,8 @@ class Observer:
         if version < 0 and "version_counter" in graph:
             graph["version_counter"] = "-"
         grad_fn = _grad_fn_name(t)
+        offset, stride = int(t.storage_offset()), tuple(t.stride())
+        requires_grad, is_leaf = bool(t.requires_grad), safe_is_leaf(t)
         facts = (
             id(t),
             tuple(shape),
@@ -638,13 +640,13 @@ class Observer:
             preview,
             ptr,
             storage,
-            int(t.storage_offset()),
+            offset,
             tuple(shares),
-            bool(t.requires_grad),
-            safe_is_leaf(t),
+            requires_grad,
+            is_leaf,
             grad_fn,
             version,
-            tuple(t.stride()),
+            stride,
             nbytes,
             graph,
         )
@@ -660,14 +662,14 @@ class Observer:
             preview=preview,
             data_ptr=ptr,
             storage=storage,
-            storage_offset=facts[7],
+            storage_offset=offset,
             shares_memory_with=shares,
-            requires_grad=facts[9],
-            is_leaf=facts[10],
+            requires_grad=requires_grad,
+            is_leaf=is_leaf,
             grad_fn=grad_fn,
             grad=grad,
             version=version,
-            stride=list(facts[13]),
+            stride=list(stride),
             element_size=int(t.element_size()),
             storage_nbytes=nbytes,
             object_id=id(t),
@@ -702,7 +704,8 @@ def _grad_fn_name(t: torch.Tensor) -> str | None:
 
 def _sizes_valid(t: torch.Tensor) -> bool:
     """False for a tensor with a negative size (torch 2.1 leaves one after ``resize_(-1)``)."""
-    return all(s >= 0 for s in t.shape)
+    shape = t.shape
+    return not shape or min(shape) >= 0
 
 
 def _fits_storage(t: torch.Tensor) -> bool:

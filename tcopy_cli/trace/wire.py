@@ -56,24 +56,29 @@ assert all(f.init for cls in _REGISTRY.values() for f in dataclasses.fields(cls)
 assert not any(hasattr(cls, "__post_init__") or hasattr(cls, "__slots__") for cls in _REGISTRY.values())
 
 
-def _is_int(v: Any) -> bool:
-    return type(v) is int
+# What a field of each simple annotation may hold on the wire (exact types: a bool is not
+# an int here, and a float turn of a loop, Infinity, would make the view count forever).
+_EXACT = {"str": str, "int": int, "bool": bool}
+_ELEMENT = {"list[str]": str, "list[int]": int}
+_OPTIONAL = {"str | None": str, "int | None": int}
+
+
+def _is(kind: type) -> Callable[[Any], bool]:
+    return lambda v: type(v) is kind
 
 
 def _is_list_of(kind: type) -> Callable[[Any], bool]:
     return lambda v: type(v) is list and all(type(x) is kind for x in v)
 
 
-# What a field of each simple annotation may hold on the wire (exact types: a bool is not
-# an int here, and a float turn of a loop, Infinity, would make the view count forever).
+def _is_optional(kind: type) -> Callable[[Any], bool]:
+    return lambda v: v is None or type(v) is kind
+
+
 _CHECKS: dict[str, Callable[[Any], bool]] = {
-    "str": lambda v: type(v) is str,
-    "int": _is_int,
-    "bool": lambda v: type(v) is bool,
-    "str | None": lambda v: v is None or type(v) is str,
-    "int | None": lambda v: v is None or _is_int(v),
-    "list[str]": _is_list_of(str),
-    "list[int]": _is_list_of(int),
+    **{a: _is(kind) for a, kind in _EXACT.items()},
+    **{a: _is_list_of(kind) for a, kind in _ELEMENT.items()},
+    **{a: _is_optional(kind) for a, kind in _OPTIONAL.items()},
 }
 _CHECKED: dict[type, tuple[tuple[int, str, Callable[[Any], bool]], ...]] = {
     cls: tuple(
@@ -81,11 +86,6 @@ _CHECKED: dict[type, tuple[tuple[int, str, Callable[[Any], bool]], ...]] = {
     )
     for cls in _REGISTRY.values()
 }
-
-
-_EXACT = {"str": str, "int": int, "bool": bool}
-_ELEMENT = {"list[str]": str, "list[int]": int}
-_OPTIONAL = {"str | None": str, "int | None": int}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,11 +145,15 @@ _NESTED: dict[type, tuple[int, ...]] = {
 }
 
 
-def _encode_record(cls: type, obj: Any) -> dict[str, list[Any]]:
+def _encode_record(cls: type, obj: Any, given: tuple[int, Any] | None = None) -> dict[str, list[Any]]:
+    """``{"__r": [class name, fields...]}``; ``given``: (position, data) of a field encoded already."""
     out = [cls.__name__, *_VALUES[cls](obj)]
+    skip = -1
+    if given is not None:
+        skip, out[given[0]] = given
     for i in _NESTED[cls]:
         v = out[i]
-        if type(v) not in _SCALARS:
+        if i != skip and type(v) not in _SCALARS:
             out[i] = encode(v)
     return {_REC: out}
 
@@ -310,13 +314,7 @@ class StepCodec:
             else:
                 last[name] = rec
                 tensors[name] = encode(rec)
-        out: list[Any] = [records.Step.__name__, *_VALUES[records.Step](step)]
-        out[_STEP_TENSORS + 1] = tensors
-        for i in _NESTED[records.Step]:
-            v = out[i]
-            if i != _STEP_TENSORS + 1 and type(v) not in _SCALARS:
-                out[i] = encode(v)
-        return {_REC: out}
+        return _encode_record(records.Step, step, (_STEP_TENSORS + 1, tensors))
 
     def resolve(self, step: Any) -> records.Step:
         """The step ``loads`` decoded, with each reference replaced by the record it names."""
@@ -336,6 +334,10 @@ class StepCodec:
         return step
 
 
+Position = tuple[int, int, int, int]
+"""A statement's line, column, end line and end column (as in ast)."""
+
+
 class RunningStack:
     """Which statement the worker is in: statements announced (``running`` frames) and not yet
     reported (``step`` frames).
@@ -348,12 +350,12 @@ class RunningStack:
     """
 
     def __init__(self) -> None:
-        self.positions: list[tuple[int, int, int, int]] = []
+        self.positions: list[Position] = []
 
     KEPT = 1000
     """Announcements kept (the innermost ones: the script's own nesting is far less deep)."""
 
-    def running(self, position: tuple[int, int, int, int]) -> None:
+    def running(self, position: Position) -> None:
         if not self.positions or self.positions[-1] != position:
             self.positions.append(position)
             if len(self.positions) > self.KEPT:
@@ -365,8 +367,8 @@ class RunningStack:
                 pass
 
     @property
-    def current(self) -> tuple[int, int, int, int] | None:
+    def current(self) -> Position | None:
         return self.positions[-1] if self.positions else None
 
 
-__all__ = ["RunningStack", "StepCodec", "WireError", "dumps", "encode", "loads", "registry"]
+__all__ = ["Position", "RunningStack", "StepCodec", "WireError", "dumps", "encode", "loads", "registry"]
