@@ -65,18 +65,6 @@ def _cell_segments(
     return None if lines is None else [Segment(line, style) for line in lines]
 
 
-def _trim(line: list[Segment]) -> None:
-    """``trim_line`` in place, for a line of plain segments."""
-    while line:
-        last = line[-1]
-        text = last.text.rstrip(" ")
-        if text:
-            if len(text) < len(last.text):
-                line[-1] = Segment(text, last.style)
-            return
-        line.pop()
-
-
 class Cell(NamedTuple):
     """A table cell: text in one style, and how it is cut (as the ``Text`` that ``text()`` makes)."""
 
@@ -110,26 +98,6 @@ class StepGrid:
         self.folding = list(folding)
         self.rows = rows
         self.table = table  # the same table built by Rich, for what this class doesn't draw
-
-    def lines(self, console: Console) -> list[list[str]] | None:
-        """Each cell's lines padded to its column, row by row; None if a cell has more than one style."""
-        out: list[list[str]] = []
-        for row in self.rows:
-            cells = self._cells(console, row)
-            if cells is None:
-                return None
-            out += cells
-        return out
-
-    def _cells(self, console: Console, row: list[Cell]) -> list[list[str]] | None:
-        """The lines of each cell of one row, padded to its column; None if a cell has more than one style."""
-        out: list[list[str]] = []
-        for cell, width, folding in zip(row, self.widths, self.folding):
-            lines = _cell_lines(console, cell, width, folding)
-            if lines is None:
-                return None
-            out.append(lines)
-        return out
 
     def segment_lines(
         self, console: Console, options: ConsoleOptions, trim: bool = False
@@ -180,9 +148,7 @@ class StepGrid:
                         end -= 1
                 line = template[: 2 * end - 1]
                 line[::2] = [c[k] if k < len(c) else b for c, b in zip(cells[:end], blanks)]
-                if trim:
-                    _trim(line)
-                out.append(line)
+                out.append(trim_line(line) if trim else line)
         return out
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
