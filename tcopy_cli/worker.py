@@ -58,6 +58,7 @@ class Channel:
         from tcopy_cli.trace import wire
 
         self.out = out
+        self.line = wire.frame_line
         self.steps = wire.StepCodec()
         self.stack = wire.RunningStack()
         """What the parent's stack of running statements holds, from the frames sent to it."""
@@ -73,7 +74,7 @@ class Channel:
         self.stack.finished(step.line)
 
     def write(self, frame: dict[str, Any]) -> None:
-        self.out.write(json.dumps(frame, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n")
+        self.out.write(self.line(frame))
         self.out.flush()
 
     def running(self, line: int, col: int, end_line: int, end_col: int) -> None:

@@ -13,9 +13,12 @@ if TYPE_CHECKING:
     from tcopy_cli.render.loops import LoopSummary
 
 
+_STRICT = json.JSONEncoder(allow_nan=False, ensure_ascii=False)  # one for all lines: dumps() makes one per call
+
+
 def dumps(obj: dict[str, Any]) -> str:
     """Strict JSON (no NaN/Infinity literals) on one line."""
-    return json.dumps(obj, allow_nan=False, ensure_ascii=False)
+    return _STRICT.encode(obj)
 
 
 class JsonRenderer:

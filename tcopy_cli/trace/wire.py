@@ -269,9 +269,20 @@ def _keys(items: Any) -> Any:
     return items
 
 
+# One encoder for every frame: ``json.dumps`` with options builds a new one per call, which
+# cost as much as the encoding of a step. No circular check: ``encode`` makes fresh lists
+# and dicts from frozen records, so there is no cycle to find.
+_COMPACT = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), check_circular=False)
+
+
 def dumps(obj: Any) -> str:
     """One line of JSON for a record (non-finite floats allowed: both ends are Python)."""
-    return json.dumps(encode(obj), ensure_ascii=True, separators=(",", ":"))
+    return _COMPACT.encode(encode(obj))
+
+
+def frame_line(frame: dict[str, Any]) -> bytes:
+    """A frame of ``encode``'s data as one line of ASCII JSON, newline included."""
+    return _COMPACT.encode(frame).encode("ascii") + b"\n"
 
 
 def loads(line: str | bytes) -> Any:
