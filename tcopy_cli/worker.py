@@ -338,6 +338,10 @@ def _worker_runner(
             announce(node)
             return super().header(node, action)
 
+        def turn(self, node: Any) -> None:
+            announce(node)
+            super().turn(node)
+
     class WorkerTrustedRunner(TrustedRunner):
         def starting(self, node: Any, header: bool) -> None:
             announce(node)

@@ -58,6 +58,10 @@ class StepHook(Protocol):
     def header(self, node: ast.stmt, action: Callable[[], Any]) -> tuple[bool, Any]:
         """Run a block header silently; a failure is reported as a step. (ok, result)."""
 
+    def turn(self, node: ast.stmt) -> None:
+        """A loop header about to take its next item where that can run no script code and
+        can't print, warn, record or fail (``for i in range(n)``): only the limits apply."""
+
 
 class OpSink(Protocol):
     """Where the interpreter reports each operation it performs (``trace.ops.OpRecorder``)."""
@@ -359,6 +363,11 @@ class Interpreter(Sealed):
             return True, action()
         return self.hook.header(stmt, action)
 
+    def _turn(self, stmt: ast.stmt) -> None:
+        self.frame.line = stmt.lineno
+        if not self.frame.silent:
+            self.hook.turn(stmt)
+
     def _exec_block(self, body: list[ast.stmt]) -> None:
         for stmt in body:
             handler = NODE_HANDLERS[type(stmt)]
@@ -448,21 +457,31 @@ class Interpreter(Sealed):
         iterator, total = started
         over = source[0] if self.ops is not None and isinstance(source[0], torch.Tensor) else None
         call = f"for {ast.unparse(stmt.target)} in {ast.unparse(stmt.iter)}" if over is not None else ""
+        # Taking the next item of a range, list or tuple runs no script code and can't fail:
+        # it needs no header around it (which captures output, warnings and operations).
+        plain = over is None and type(iterator) in _PLAIN_ITERATORS
         count = 0
         loop = self._enter_loop(stmt, total)
         try:
             while True:
-                ok, item = self._header(stmt, lambda: next(iterator, _END))
+                if plain:
+                    self._turn(stmt)
+                    ok, item = True, next(iterator, _END)
+                else:
+                    ok, item = self._header(stmt, lambda: next(iterator, _END))
                 if not ok or item is _END:
                     break
                 count += 1
                 loop[1] = count
                 if self._loop_limit_hit(stmt, count):
                     return
-                bind = functools.partial(statements.assign, self, stmt.target, item)
-                if over is not None:  # each item of a tensor is a view of it: recorded as an operation
-                    bind = functools.partial(self._iterate, stmt, over, item, bind, call)
-                ok, _ = self._header(stmt, bind)
+                if plain and statements.binds_quietly(self, stmt.target, item):
+                    statements.assign(self, stmt.target, item)
+                else:
+                    bind = functools.partial(statements.assign, self, stmt.target, item)
+                    if over is not None:  # each item of a tensor is a view of it: recorded as an operation
+                        bind = functools.partial(self._iterate, stmt, over, item, bind, call)
+                    ok, _ = self._header(stmt, bind)
                 if not ok or not self._loop_body(stmt.body):
                     return
         finally:
@@ -579,6 +598,9 @@ class Interpreter(Sealed):
 
 
 _SIZED = (range, list, tuple, dict, str, set, frozenset)
+_PLAIN_ITERATORS: frozenset[type] = frozenset(
+    {type(iter(range(1))), type(iter(range(1 << 64))), type(iter([])), type(iter(()))}
+)
 
 
 def _known_length(value: Any) -> int | None:

@@ -149,6 +149,21 @@ def on_classdef(interp: Interpreter, stmt: ast.ClassDef) -> None:
     interp.bind(stmt.name, make_class(interp, stmt))
 
 
+# Values whose binding to a name records no operation, whatever the name held unless a tensor.
+_QUIET_VALUES = frozenset({int, float, bool})
+
+
+def binds_quietly(interp: Interpreter, target: ast.expr, value: Any) -> bool:
+    """Whether ``assign(interp, target, value)`` only binds a name: ``value`` is a plain
+    number and the name holds no tensor or array, so there is nothing to refuse, record
+    or report (a ``for`` over a ``range`` binds its variable without a header's care)."""
+    if type(value) not in _QUIET_VALUES or not isinstance(target, ast.Name):
+        return False
+    scopes = interp.frame.scopes
+    scope = scopes[-1] if scopes else interp.ns
+    return not isinstance(scope.get(target.id), TENSORS)
+
+
 def assign(interp: Interpreter, target: ast.expr, value: Any, value_node: ast.expr | None = None) -> None:
     if isinstance(target, ast.Name):
         if not is_storable(value):

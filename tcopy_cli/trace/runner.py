@@ -412,6 +412,11 @@ class Runner:
         self._finish(node, printed, warned, error, ops=ops)
         return False, None
 
+    def turn(self, node: ast.stmt) -> None:
+        """A loop header that needs no capture (see ``StepHook.turn``): the limits still hold."""
+        self._check_deadline(node)
+        self.current_node = self.last_node = node
+
     def _pop_ops(self, node: ast.stmt) -> list[OpRecord]:
         """The running step's operation records, results named as the script now names them."""
         names: dict[int, list[str]] = {}

@@ -103,3 +103,20 @@ def test_a_view_torch_refuses_to_describe_does_not_fail_the_statement() -> None:
     assert last.tensors["x"].grad is not None and last.tensors["x"].grad.values == ns["gx"]
     assert last.tensors["y"].grad is not None and last.tensors["y"].grad.values == ns["gy"]
     assert last.tensors["c"].values == ns["out"]
+
+
+def test_a_range_loop_variable_that_held_a_tensor_is_still_a_rebinding() -> None:
+    # Taking the next number of a range needs no header around it, but binding it to a
+    # name that held a tensor is an operation: the loop's first step carries it.
+    trace = run_source("import torch\ni = torch.ones(2)\nj = i\nfor i in range(2):\n    k = i\n", keep_going=True)
+    first = next(s for s in trace.steps if s.line == 5)
+    rebind = [o for o in first.ops if o.kind == "rebind"]
+    assert len(rebind) == 1 and rebind[0].detail["still_held_by"] == ["j"]
+    second = [s for s in trace.steps if s.line == 5][1]
+    assert [o.kind for o in second.ops if o.kind == "rebind"] == []
+
+
+def test_a_list_loop_over_tensors_still_records_each_binding() -> None:
+    trace = run_source("import torch\nts = [torch.ones(1), torch.zeros(1)]\nfor t in ts:\n    u = t\n")
+    turns = [s for s in trace.steps if s.line == 4]
+    assert [next((o.kind, o.results[0].name) for o in s.ops) for s in turns] == [("bind", "t"), ("rebind", "t")]
