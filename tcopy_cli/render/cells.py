@@ -248,11 +248,16 @@ class Quiet:
     one_line: str | None
     """A definition or import step in one line (``defines class MLP``), or None."""
     told: bool
-    """The step only printed or answered: "(no tensor changed)" stands for its table."""
+    """"(no tensor changed)" stands for the step's table."""
 
 
-def quiet_form(step: Step, rows: Sequence[Row], gone: Sequence[str]) -> Quiet:
-    """Whether (and how) a step is told without its table: only when nothing it shows changed."""
+def quiet_form(step: Step, rows: Sequence[Row], gone: Sequence[str], drawn: bool = True) -> Quiet:
+    """Whether (and how) a step is told without its table: only when nothing it shows changed.
+
+    ``drawn``: a table was drawn before, which the step's would repeat. Until then a step
+    that changed nothing and printed nothing still draws its table (the first step a
+    ``--step``/``--from`` selection shows, say): the reader has not seen the tensors yet.
+    """
     unchanged = step.error is None and not gone and not any(r.new or r.changed for r in rows)
     if not unchanged:
         return Quiet(None, False)
@@ -262,5 +267,5 @@ def quiet_form(step: Step, rows: Sequence[Row], gone: Sequence[str]) -> Quiet:
             return Quiet(f"defines {'class' if m[1] == 'class' else 'function'} {m[2]}", False)
         if step.source.startswith(("import ", "from ")) and "\n" not in step.source:
             return Quiet(step.source, False)
-        return Quiet(None, False)
+        return Quiet(None, drawn)
     return Quiet(None, True)

@@ -27,6 +27,7 @@ class MarkdownRenderer:
         self.device = "cpu"
         self.list_open = False  # folded turns are list items: a blank line ends the list
         self.last_folded: FoldedTurn | None = None
+        self.tables = 0  # step tables written
 
     def start(self, info: RunInfo) -> None:
         """Title and run facts."""
@@ -57,7 +58,7 @@ class MarkdownRenderer:
         where = "".join(" · " + part for part in where_parts(step))
         rows = step_rows(step, self.previous, self.options.watch, self.options.only_changed)
         gone = removed_names(step, self.previous)
-        quiet = quiet_form(step, rows, gone)
+        quiet = quiet_form(step, rows, gone, self.tables > 0)
         told = f" · `{quiet.one_line}`" if quiet.one_line is not None else ""
         w(f"### Step {step.index} · line {step.line}{told}{where}{status}\n\n")
         for line in step.narration:
@@ -71,6 +72,7 @@ class MarkdownRenderer:
         if rows and quiet.told:
             w("*(no tensor changed)*\n\n")
         elif rows:
+            self.tables += 1
             devices = {r.cells["device"] for r in rows}
             cols = [c for c in COLUMNS if c.wide and (c.key != "device" or devices != {self.device})]
             w("| | " + " | ".join(c.header for c in cols) + " |\n")

@@ -40,6 +40,7 @@ class TableRenderer:
         self.level = 0  # columns given up so far (see layout.plan)
         self.memory_signature: tuple[object, ...] | None = None
         self.shown = 0  # steps drawn (fewer than run under --step/--from/--to/--depth)
+        self.tables = 0  # step tables drawn
         self.last_folded: FoldedTurn | None = None  # the folded turn drawn last, if nothing came after it
 
     def start(self, info: RunInfo) -> None:
@@ -97,7 +98,7 @@ class TableRenderer:
         where = Text("".join(" · " + part for part in where_parts(step)), style="magenta")
         rows = step_rows(step, previous, self.options.watch, self.options.only_changed)
         gone = removed_names(step, previous)
-        quiet = quiet_form(step, rows, gone)
+        quiet = quiet_form(step, rows, gone, self.tables > 0)
         if quiet.one_line is not None:  # class/def/import: one line, no table (JSON keeps the whole step)
             title = Text.assemble((f"Step {step.index}", "bold"), f" · line {step.line} · ", quiet.one_line, where)
             parts.append(Rule(title, **RULE))
@@ -194,6 +195,7 @@ class TableRenderer:
     def _table(self, rows: list[Row]) -> StepGrid:
         show_device = {r.cells["device"] for r in rows} != {self.device}
         layout, self.level = plan(rows, self.console.width, show_device, self.level)
+        self.tables += 1
         headers = ["", *(c.header for c in layout.columns)]
         widths = [1, *(layout.widths[c.key] for c in layout.columns)]
         body: list[list[Cell]] = []

@@ -254,3 +254,29 @@ def test_steps_that_change_no_tensor_draw_no_table() -> None:
     steps = [e for e in map(json.loads, out.splitlines()) if e["event"] == "step"]
     assert [s["line"] for s in steps] == [1, 2, 3, 4, 5, 8, 10, 11]
     assert all(list(s["tensors"]) == ["a"] for s in steps[2:6])
+
+
+SILENT_SCRIPT = """\
+import torch
+a = torch.ones(2)
+n = a.numel()
+b = a * 2
+c = a.sum().item()
+"""
+
+
+def test_a_silent_step_that_changes_no_tensor_draws_no_table_once_one_was_drawn() -> None:
+    """`n = a.numel()` changes no tensor and prints nothing: after a drawn table, one line says so.
+    The first step a --from selection shows draws its table even so."""
+    for fmt, table in (("table", re.compile(r"^  name ", re.M)), ("markdown", re.compile(r"^\| \| name ", re.M))):
+        out = runner.invoke(app, ["run", "-e", SILENT_SCRIPT, "--no-color", "--width", "80", "-f", fmt]).stdout
+        blocks = re.split(r"^#* ?Step \d+ · ", out, flags=re.M)[1:]
+        assert [bool(table.search(b)) for b in blocks] == [False, True, False, True, False], fmt
+        assert "(no tensor changed)" in blocks[2] and "(no tensor changed)" in blocks[4], fmt
+        out = runner.invoke(app, ["run", "-e", SILENT_SCRIPT, "--no-color", "--from", "3", "-f", fmt]).stdout
+        blocks = re.split(r"^#* ?Step \d+ · ", out, flags=re.M)[1:]
+        assert [bool(table.search(b)) for b in blocks] == [True, True, False], fmt
+    a = torch.ones(2)
+    out = runner.invoke(app, ["run", "-e", SILENT_SCRIPT, "-f", "json"]).stdout
+    steps = [e for e in map(json.loads, out.splitlines()) if e["event"] == "step"]
+    assert steps[2]["tensors"]["a"]["values"] == a.tolist() and len(steps) == 5
