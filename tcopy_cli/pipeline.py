@@ -21,7 +21,7 @@ from tcopy_cli.explain.debugger import debugger_calls
 from tcopy_cli.explain.errors import caught_error, expect_outcome, explain_step_error
 from tcopy_cli.explain.explainer import Explainer
 from tcopy_cli.explain.facts import Rule, each_kept_name, each_new_name
-from tcopy_cli.explain.grads import corrupted_grads, grad_changes, zero_grad_hint
+from tcopy_cli.explain.grads import corrupted_grads, grad_changes
 from tcopy_cli.explain.ops import op_notes
 from tcopy_cli.explain.relations import new_memory, rebinding, same_object, shared_memory
 from tcopy_cli.explain.saved import saved_tensor_events
@@ -40,7 +40,6 @@ NOTE_RULES: tuple[Rule, ...] = (
     in_place_writes,
     numpy_aliases,
     grad_changes,
-    zero_grad_hint,
     corrupted_grads,
     saved_tensor_events,
     torch_warnings,

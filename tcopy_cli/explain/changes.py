@@ -2,34 +2,49 @@
 
 from __future__ import annotations
 
-from tcopy_cli.explain.facts import StepFacts, names_text, note
+from tcopy_cli.explain.facts import Findings, StepFacts, agree, led_group, names_text, note
 from tcopy_cli.explain.ops import explained_names, leaf_sharing_tail
 from tcopy_cli.trace.records import Note
 
 
 def requires_grad_flip(f: StepFacts, name: str) -> list[Note]:
-    """``requires_grad_()`` on a leaf, or a tensor that stopped requiring grad."""
-    r, old = f.tensors[name], f.before[name]
-    if name in explained_names(f):  # the operation record says which call flipped it
+    """``requires_grad_()`` on a leaf, or a tensor that stopped requiring grad (one note for the
+    names of the step that flipped the same way, as ``model.requires_grad_(False)`` flips them all)."""
+    names = led_group(f, "requires_grad_flip", name, f.kept_names, lambda n: _flip(f, n))
+    if not names:
         return []
-    if r.requires_grad and not old.requires_grad and r.is_leaf:
-        tail, sharing = leaf_sharing_tail(f, name)
+    if f.tensors[name].requires_grad:
+        tail, sharing = leaf_sharing_tail(f, name) if len(names) == 1 else ("", [])
+        grads = names_text([n + ".grad" for n in names])
+        leaf = agree(names, "requires grad: it is a leaf", "require grad: they are leaves")
         return [
             note(
                 "change.requires-grad-on",
-                f"{name} now requires grad: it is a leaf, and backward will fill {name}.grad.{tail}",
-                [name, *sharing],
+                f"{names_text(names)} now {leaf}, and backward will fill {grads}.{tail}",
+                [*names, *sharing],
             )
         ]
+    return [
+        note(
+            "change.requires-grad-off",
+            f"{names_text(names)} no longer {agree(names, 'requires', 'require')} grad: autograd stops tracking "
+            f"operations on {agree(names, 'it', 'them')}.",
+            names,
+        )
+    ]
+
+
+def _flip(f: StepFacts, name: str) -> tuple[str, ...] | None:
+    """How ``name``'s requires_grad flipped (a leaf that shares memory with a tensor that requires grad
+    gets a note of its own: it says which), or None."""
+    r, old = f.tensors[name], f.before[name]
+    if name in explained_names(f):  # the operation record says which call flipped it
+        return None
+    if r.requires_grad and not old.requires_grad and r.is_leaf:
+        return ("on", name) if leaf_sharing_tail(f, name)[1] else ("on",)
     if not r.requires_grad and old.requires_grad:
-        return [
-            note(
-                "change.requires-grad-off",
-                f"{name} no longer requires grad: autograd stops tracking operations on it.",
-                [name],
-            )
-        ]
-    return []
+        return ("off",)
+    return None
 
 
 def joined_graph(f: StepFacts, name: str) -> list[Note]:
@@ -106,30 +121,50 @@ def _alias_write(f: StepFacts, name: str) -> tuple[str, str] | None:
 
 
 def in_place_writes(f: StepFacts) -> list[Note]:
-    """Version counters that moved, grouped by storage and counter."""
+    """Version counters that moved, grouped by storage and counter; tensors each on their own
+    memory whose versions moved alike (as ``opt.step()`` moves every parameter's) in one note."""
     groups: dict[tuple[str, int, int], list[str]] = {}
     for name, r in f.tensors.items():
         old = f.before.get(name)
         if old is not None and name not in f.new_names and r.version > old.version >= 0:
             groups.setdefault((r.storage, old.version, r.version), []).append(name)
-    out = []
+    found = Findings()
     for (storage, v0, v1), names in groups.items():
-        # Names on the storage whose own bytes were not written (values equal) only
-        # share the counter: say so, rather than claim they changed.
-        untouched = [n for n in names if f.tensors[n].values is not None and f.tensors[n].values == f.before[n].values]
-        written = [n for n in names if n not in untouched] or names
-        verb = "was" if len(written) == 1 else "were"
-        together = f" together: they share memory ({storage}) and one version counter" if len(written) > 1 else ""
-        sentence = f"{names_text(written)} {verb} changed in place (version {v0} → {v1}){together}."
-        if untouched and untouched != names:
-            one = len(untouched) == 1
-            sentence += (
-                f" {names_text(untouched)} {'shares' if one else 'share'} that version counter, so "
-                f"{'its' if one else 'their'} version moved too, but "
-                f"{'its' if one else 'their'} own bytes were not written."
-            )
-        out.append(note("change.in-place", sentence, names))
-    return out
+        if len(names) == 1:
+            found.group((v0, v1), names[0])
+        else:
+            found.add([_shared_write(f, storage, v0, v1, names)])
+    return found.notes(_own_writes)
+
+
+def _own_writes(versions: tuple[int, int], names: list[str]) -> Note:
+    """Tensors on memory of their own (one per storage), each changed in place."""
+    v0, v1 = versions
+    own = ", each on its own memory" if len(names) > 1 else ""
+    return note(
+        "change.in-place",
+        f"{names_text(names)} {agree(names, 'was', 'were')} changed in place (version {v0} → {v1}){own}.",
+        names,
+    )
+
+
+def _shared_write(f: StepFacts, storage: str, v0: int, v1: int, names: list[str]) -> Note:
+    """Names on one storage whose shared version counter moved."""
+    # Names on the storage whose own bytes were not written (values equal) only
+    # share the counter: say so, rather than claim they changed.
+    untouched = [n for n in names if f.tensors[n].values is not None and f.tensors[n].values == f.before[n].values]
+    written = [n for n in names if n not in untouched] or names
+    verb = "was" if len(written) == 1 else "were"
+    together = f" together: they share memory ({storage}) and one version counter" if len(written) > 1 else ""
+    sentence = f"{names_text(written)} {verb} changed in place (version {v0} → {v1}){together}."
+    if untouched and untouched != names:
+        one = len(untouched) == 1
+        sentence += (
+            f" {names_text(untouched)} {'shares' if one else 'share'} that version counter, so "
+            f"{'its' if one else 'their'} version moved too, but "
+            f"{'its' if one else 'their'} own bytes were not written."
+        )
+    return note("change.in-place", sentence, names)
 
 
 def numpy_aliases(f: StepFacts) -> list[Note]:

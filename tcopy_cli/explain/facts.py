@@ -10,7 +10,7 @@ sharing, graph reach, grads, versions, saved-tensor events, and the operation re
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,6 +123,11 @@ class StepFacts:
         b = self.tensors[name]
         return [n for n in self.others(name) if self.tensors[n].storage == b.storage]
 
+    @property
+    def kept_names(self) -> list[str]:
+        """Names that still hold the tensor they held before the step, in table order."""
+        return [n for n in self.tensors if n in self.before and n not in self.new_names]
+
     def kinds(self, kind: str) -> list[Note]:
         """Notes of one kind made so far for this step."""
         return [n for n in self.notes if n.kind == kind]
@@ -146,8 +151,7 @@ def each_kept_name(*rules: NameRule) -> Rule:
     """A rule that runs ``rules`` in order for every name that still holds its tensor."""
 
     def run(f: StepFacts) -> list[Note]:
-        kept = [n for n in f.tensors if n in f.before and n not in f.new_names]
-        return [note for name in kept for rule in rules for note in rule(f, name)]
+        return [note for name in f.kept_names for rule in rules for note in rule(f, name)]
 
     run.__name__ = "each_kept_name(" + ", ".join(r.__name__ for r in rules) + ")"
     return run
@@ -156,6 +160,58 @@ def each_kept_name(*rules: NameRule) -> Rule:
 def note(kind: str, text: str, tensors: Sequence[str] = (), severity: Severity = "info", op: int | None = None) -> Note:
     """A Note (names deduplicated, in order); ``op``: the operation of the step it is about."""
     return Note(kind=kind, severity=severity, text=text, tensors=tuple(dict.fromkeys(tensors)), op=op)
+
+
+@dataclass(frozen=True)
+class _Slot:
+    key: Hashable
+
+
+class Findings:
+    """A rule's notes in order, where one finding about several names is one note.
+
+    ``group(key, name)`` adds ``name`` to the finding ``key`` (same kind, operation,
+    numbers and reason); the finding's note takes the place its first name reached.
+    """
+
+    def __init__(self) -> None:
+        self._items: list[Note | _Slot] = []
+        self._names: dict[Hashable, list[str]] = {}
+
+    def add(self, made: Iterable[Note]) -> None:
+        """Notes about one finding each."""
+        self._items.extend(made)
+
+    def group(self, key: Hashable, name: str) -> None:
+        """``name`` shares the finding ``key``."""
+        if key not in self._names:
+            self._names[key] = []
+            self._items.append(_Slot(key))
+        self._names[key].append(name)
+
+    def notes(self, make: Callable[[Any, list[str]], Note]) -> list[Note]:
+        """The notes, each group's made by ``make(key, names)``."""
+        return [make(i.key, self._names[i.key]) if isinstance(i, _Slot) else i for i in self._items]
+
+
+def led_group(f: StepFacts, rule: str, name: str, names: Iterable[str], key: Callable[[str], Hashable]) -> list[str]:
+    """For a rule run name by name: the names sharing ``name``'s finding if ``name`` is the first of
+    them, else nothing (the first name's note tells them all). ``key(n)`` is a name's finding, or
+    None for none; the groups are worked out once per step (cached under ``rule``)."""
+    leaders = f.cache.get(rule)
+    if leaders is None:
+        by_key: dict[Hashable, list[str]] = {}
+        for n in names:
+            k = key(n)
+            if k is not None:
+                by_key.setdefault(k, []).append(n)
+        leaders = f.cache[rule] = {group[0]: group for group in by_key.values()}
+    return list(leaders.get(name, []))
+
+
+def agree(names: Sequence[str], one: str, many: str) -> str:
+    """``one`` for a single name, ``many`` for several (``was``/``were``, ``it``/``them``)."""
+    return one if len(names) == 1 else many
 
 
 def names_text(names: Sequence[str]) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tcopy_cli.explain.facts import StepFacts, names_text, note
+from tcopy_cli.explain.facts import Findings, StepFacts, agree, names_text, note
 from tcopy_cli.explain.ops import written_tensor
 from tcopy_cli.trace.records import Note, TensorRecord
 from tcopy_cli.trace.values import format_nested
@@ -40,8 +40,9 @@ def _changed(g: TensorRecord, og: TensorRecord) -> bool:
 
 
 def grad_changes(f: StepFacts) -> list[Note]:
-    """Each tensor whose .grad was set, added to, zeroed or reset in this step."""
-    out: list[Note] = []
+    """Each tensor whose .grad was set or added to in this step; the grads zeroed, and those reset,
+    in one note each (``optimizer.zero_grad()`` resets every parameter's)."""
+    found = Findings()
     counts = f.state.backward_counts
     stepped: dict[int, int] = {}
     for name, r in f.tensors.items():
@@ -53,18 +54,16 @@ def grad_changes(f: StepFacts) -> list[Note]:
             counts[r.object_id] = 0 if g is None else 1
             continue
         if g is None and og is not None:
-            out.append(
-                note("grad.reset", f"{name}.grad was reset to None: the next backward starts from nothing.", [name])
-            )
+            found.group("grad.reset", name)
             counts[r.object_id] = 0
         elif g is not None and og is None:
             counts[r.object_id] = 1
-            out.append(note("grad.received", f"backward put a gradient into {name}.grad: {g.preview}.", [name]))
+            found.add([note("grad.received", f"backward put a gradient into {name}.grad: {g.preview}.", [name])])
         elif g is not None and og is not None and _changed(g, og):
             if (g.values is not None and _all_zero(g.values) and not _all_zero(og.values)) or (
                 g.values is None and _zeroed_by_call(f, name)
             ):
-                out.append(note("grad.zeroed", f"{name}.grad was zeroed in place (same memory, values now 0).", [name]))
+                found.group("grad.zeroed", name)
                 counts[r.object_id] = 0
                 continue
             # One tensor under several names (an argument and the caller's name) counts once.
@@ -72,15 +71,33 @@ def grad_changes(f: StepFacts) -> list[Note]:
             counts[r.object_id] = stepped[r.object_id] = n
             inc = _subtract(g.values, og.values)
             inc_text = f" (+{format_nested(inc)})" if inc is not None and not _contains_none(inc) else ""
-            out.append(
-                note(
-                    "grad.accumulated",
-                    f"backward added into {name}.grad: {og.preview} → {g.preview}{inc_text}. Gradients "
-                    f"accumulate: this is backward #{n} into {name}.grad since it was last reset.",
-                    [name],
-                )
+            found.add(
+                [
+                    note(
+                        "grad.accumulated",
+                        f"backward added into {name}.grad: {og.preview} → {g.preview}{inc_text}. Gradients "
+                        f"accumulate: this is backward #{n} into {name}.grad since it was last reset.",
+                        [name],
+                    )
+                ]
             )
-    return out
+    return found.notes(lambda kind, names: _cleared(f, kind, names))
+
+
+def _cleared(f: StepFacts, kind: str, names: list[str]) -> Note:
+    """The grads reset to None (``grad.reset``) or zeroed in place (``grad.zeroed``) in the step."""
+    grads = names_text([n + ".grad" for n in names])
+    were = agree(names, "was", "were")
+    if kind == "grad.zeroed":
+        return note(kind, f"{grads} {were} zeroed in place (same memory, values now 0).", names)
+    if len({f.tensors[n].object_id for n in names}) < 2:  # one tensor, under one name or several
+        return note(kind, f"{grads} {were} reset to None: the next backward starts from nothing.", names)
+    return note(
+        kind,
+        f"{grads} were reset to None at once, as optimizer.zero_grad() and module.zero_grad() do by default: "
+        f"the next backward starts from nothing. zero_grad(set_to_none=False) zeroes them in place instead.",
+        names,
+    )
 
 
 def _grad_assigned(f: StepFacts, name: str) -> bool:
@@ -100,20 +117,6 @@ def _zeroed_by_call(f: StepFacts, name: str) -> bool:
         op.function == "zero_" and op.error is None and op.inputs and op.inputs[0].expr == f"{name}.grad"
         for op in f.step.ops
     )
-
-
-def zero_grad_hint(f: StepFacts) -> list[Note]:
-    """Several grads reset to None at once: what zero_grad() does."""
-    if len(f.kinds("grad.reset")) < 2:
-        return []
-    return [
-        note(
-            "grad.zero-grad",
-            "Several grads were reset to None at once, as optimizer.zero_grad() and module.zero_grad() do by "
-            "default; zero_grad(set_to_none=False) zeroes them in place instead.",
-            [t for n in f.kinds("grad.reset") for t in n.tensors],
-        )
-    ]
 
 
 def corrupted_grads(f: StepFacts) -> list[Note]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from tcopy_cli.explain.facts import StepFacts, names_text, note, overlaps, storage_text
+from tcopy_cli.explain.facts import Findings, StepFacts, agree, names_text, note, overlaps, storage_text
 from tcopy_cli.trace.records import ArrayRecord, Note, OpInput, OpRecord, OpResult, TensorRecord
 
 # Calls that return their input itself when nothing needs converting.
@@ -111,16 +111,21 @@ def _analyse(f: StepFacts, explained: set[str]) -> list[Note]:
     ops = f.step.ops
     if not ops:
         return []
-    out: list[Note] = []
+    notes = Findings()
     for name in f.new_names:
         found = _defining(ops, name)
         if found is None or (":" in name and found[0].kind in STRUCTURAL):
             continue
         op, res = found
         made = _result_notes(f, ops, op, res, name)
-        if made:
+        born = _born_reason(op, res, f.tensors[name])
+        if made or born:
             explained.add(name)
-            out += made
+        notes.add(made)
+        if born is not None:  # the names one call made at one version, for one reason: one note
+            notes.group((op.index, f.tensors[name].version, born), name)
+    by_index = {op.index: op for op in ops}
+    out = notes.notes(lambda key, names: _born_note(by_index[key[0]], key[1], key[2], names))
     for name, a in f.step.arrays.items():
         old = f.state.previous_arrays.get(name)
         if old is not None and old.data_ptr == a.data_ptr:
@@ -147,17 +152,16 @@ def _tensor(f: StepFacts, name: str) -> TensorRecord | None:
 def _result_notes(f: StepFacts, ops: list[OpRecord], op: OpRecord, res: OpResult, name: str) -> list[Note]:
     b = f.tensors[name]
     srcs = sources(ops, op, res)
-    born = _born_note(op, res, name, b)
     if not srcs:
-        return born
+        return []
     src = srcs[0]
     if src.name == name and src.relation == "same-object":
-        return born
+        return []
     a = _tensor(f, src.name)
     if src.name == name:  # x = x.t(): the source is the tensor the name held before
         src = replace(src, name=f"the old {name}")
     made = _relation_note(f, op, name, b, src, a, srcs)
-    return ([made] if made is not None else []) + born
+    return [made] if made is not None else []
 
 
 def _call(op: OpRecord) -> str:
@@ -400,28 +404,44 @@ def _new_note(f: StepFacts, op: OpRecord, name: str, b: TensorRecord, srcs: list
     return None
 
 
-def _born_note(op: OpRecord, res: OpResult, name: str, b: TensorRecord) -> list[Note]:
+def _born_reason(op: OpRecord, res: OpResult, b: TensorRecord) -> str | None:
+    """Why a call's new result starts at a version above 0 (``deepcopy``, ``layers``, ``layer``,
+    ``filled``), or None when it starts at 0 or is not new."""
     if op.kind != "call" or b.version < 1 or any(r.relation in ("same-object", "view", "alias") for r in res.relations):
-        return []
+        return None
     if any(op.bumped):
-        return []
+        return None
     if op.function == "deepcopy":
-        why = "deepcopy makes an empty tensor and then copies the values into it in place"
-    elif res.item.startswith(".") and "." in res.item[1:]:
-        why = "each layer initialises its parameters in place (its reset_parameters)"
-    elif res.item.startswith("."):
-        why = f"the layer initialises its parameters in place (for example {op.function}'s reset_parameters)"
-    else:
-        why = "the call filled it in place after creating it"
-    return [
-        note(
-            "relation.born-version",
-            f"{name} starts at version {b.version}, not 0: {_call(op)} created it and {why}; the version counter "
-            f"counts that write too. Nothing is wrong with it.",
-            [name],
-            op=op.index,
+        return "deepcopy"
+    if res.item.startswith(".") and "." in res.item[1:]:
+        return "layers"
+    if res.item.startswith("."):
+        return "layer"
+    return "filled"
+
+
+def _born_note(op: OpRecord, version: int, reason: str, names: list[str]) -> Note:
+    """The names ``op`` made that start at ``version`` for one ``reason``: one note."""
+    one = len(names) == 1
+    why = {
+        "deepcopy": "deepcopy makes an empty tensor and then copies the values into it in place"
+        if one
+        else "deepcopy makes empty tensors and then copies the values into them in place",
+        "layers": "each layer initialises its parameters in place (its reset_parameters)",
+        "layer": f"the layer initialises its parameters in place (for example {op.function}'s reset_parameters)",
+        "filled": f"the call filled {agree(names, 'it', 'them')} in place after creating {agree(names, 'it', 'them')}",
+    }[reason]
+    if one:
+        text = (
+            f"{names[0]} starts at version {version}, not 0: {_call(op)} created it and {why}; the version "
+            f"counter counts that write too. Nothing is wrong with it."
         )
-    ]
+    else:
+        text = (
+            f"{names_text(names)} start at version {version}, not 0: {_call(op)} created them and {why}; their "
+            f"version counters count those writes too. Nothing is wrong with them."
+        )
+    return note("relation.born-version", text, names, op=op.index)
 
 
 def _array_notes(ops: list[OpRecord], op: OpRecord, res: OpResult, name: str, arr: ArrayRecord) -> list[Note]:

@@ -386,7 +386,7 @@ FAMILIES = {
     "copy_slices": ("change.copy-slices", "y.grad_fn is now CopySlices"),
     "copy_slices_setitem": ("change.copy-slices", "y.grad_fn is now CopySlices"),
     "deepcopy_leaf": ("relation.born-version", "d starts at version 1"),
-    "linear_params": ("relation.born-version", "lin.weight starts at version 1"),
+    "linear_params": ("relation.born-version", "lin.weight and lin.bias start at version 1"),
     "data_alias": ("relation.untracked-alias", "autograd will NOT notice"),
     "detach_view": ("relation.detached", "cut from the graph"),
     "grad_reset": ("change.grad-replaced", "removed x's gradient"),
