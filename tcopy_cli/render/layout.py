@@ -229,7 +229,9 @@ def _drawn(row: Row, key: str, width: int, identity: tuple[Hashable, object] | N
     return _DRAWN.get((name, width), work_out, owner=owner)
 
 
-def _profile(row: Row, key: str, lo: int, hi: int) -> tuple[list[int], list[int], list[str]]:
+def _profile(
+    row: Row, key: str, lo: int, hi: int, identity: tuple[Hashable, object] | None = None
+) -> tuple[list[int], list[int], list[str]]:
     """A cell's lines at every width from ``lo`` to ``hi``: (first widths, lines, texts) of each stretch.
 
     Between two widths where the cell takes as many lines and says the same thing, it is
@@ -237,7 +239,7 @@ def _profile(row: Row, key: str, lo: int, hi: int) -> tuple[list[int], list[int]
     says more, not less, as it widens). Stretches are found from the top: the lines drawn
     at a width say how narrow the column can be for the same lines (checked), else by halving.
     """
-    identity = _identity(row, key)
+    identity = identity or _identity(row, key)
 
     def work_out() -> tuple[list[int], list[int], list[str]]:
         first = _drawn(row, key, lo, identity)
@@ -286,11 +288,12 @@ def fewest_lines(rows: list[Row], columns: list[Column], f: Fit) -> dict[str, in
     if f.spare <= 0 or f.quality == 2 or not rows:
         return chosen
     folding = [c.key for c in columns if c.key in FOLDING]
-    heights = [[_drawn(row, k, chosen[k]).lines for k in folding] for row in rows]
+    ids = {k: [_identity(row, k) for row in rows] for k in folding}
+    heights = [[_drawn(row, k, chosen[k], ids[k][r]).lines for k in folding] for r, row in enumerate(rows)]
     if all(h == 1 for row in heights for k, h in zip(folding, row) if k != "values"):
         return chosen  # only values wrap, and they have all the width they can get
     others = [k for k in folding if k != "values" and f.least[k] < f.natural[k]]
-    profiles = {k: [_profile(row, k, f.least[k], f.natural[k]) for row in rows] for k in others}
+    profiles = {k: [_profile(row, k, f.least[k], f.natural[k], i) for row, i in zip(rows, ids[k])] for k in others}
     known: dict[tuple[str, int], list[int]] = {}
 
     def lines_at(k: str, w: int) -> list[int]:
@@ -312,30 +315,36 @@ def fewest_lines(rows: list[Row], columns: list[Column], f: Fit) -> dict[str, in
     while math.prod(len(ws) for ws in tried.values()) > MAX_TRIED:  # every other one, first and last kept
         ws = max(tried.values(), key=len)
         ws[:] = ws[:-1:2] + ws[-1:]
-    hopeful = []  # (the best the combination could do, its widths)
+    best = (sum(max([1, *h]) for h in heights), sum(map(sum, heights)), _order(chosen))
+    least_cells = base_cells + sum(today)
+    hopeful: list[tuple[tuple[int, int, tuple[int, ...]], dict[str, int]]] = []  # (the best it could do, widths)
     for combo in product(*(tried[k] for k in others)):
-        widths = dict(f.least)
-        widths.update(zip(others, combo))
         left = f.spare - sum(w - f.least[k] for k, w in zip(others, combo))
         if left < 0:
             continue
+        lines = [lines_at(k, w) for k, w in zip(others, combo)]
+        could = (sum(map(max, base, today, *lines)), least_cells + sum(map(sum, lines)))
+        if could > best[:2]:
+            continue  # not even with the values at their fewest lines
+        widths = dict(f.least)
+        widths.update(zip(others, combo))
         values = min(left, chosen["values"] - f.least["values"])
         widths["values"] = f.least["values"] + values
-        _spend(widths, left - values, f, others, lines_at)
-        lines = [lines_at(k, widths[k]) for k in others]
-        could = (sum(map(max, base, today, *lines)), base_cells + sum(today) + sum(map(sum, lines)), _order(widths))
-        hopeful.append((could, widths))
-    best = (sum(max([1, *h]) for h in heights), sum(map(sum, heights)), _order(chosen))
-    says = [_drawn(row, "values", chosen["values"]).text for row in rows]
-    for could, widths in sorted(hopeful, key=lambda c: c[0]):
-        if could >= best:
+        if left > values:
+            _spend(widths, left - values, f, others, lines_at)
+            lines = [lines_at(k, widths[k]) for k in others]
+            could = (sum(map(max, base, today, *lines)), least_cells + sum(map(sum, lines)))
+        hopeful.append(((could[0], could[1], _order(widths)), widths))
+    says = [_drawn(row, "values", chosen["values"], i).text for row, i in zip(rows, ids["values"])]
+    for hope, widths in sorted(hopeful, key=lambda c: c[0]):
+        if hope >= best:
             break  # none of the rest can do better
-        drawn = [_drawn(row, "values", widths["values"]) for row in rows]
+        drawn = [_drawn(row, "values", widths["values"], i) for row, i in zip(rows, ids["values"])]
         if any(d.text != text for d, text in zip(drawn, says)):
             continue  # the values would say less
         shown = [d.lines for d in drawn]
         lines = [lines_at(k, widths[k]) for k in others]
-        key = (sum(map(max, base, shown, *lines)), could[1] - sum(today) + sum(shown), could[2])
+        key = (sum(map(max, base, shown, *lines)), hope[1] - sum(today) + sum(shown), hope[2])
         if key < best:
             best = key
             chosen = widths
