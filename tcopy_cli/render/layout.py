@@ -33,7 +33,7 @@ from typing import NamedTuple
 from rich.console import Console, OverflowMethod
 
 from tcopy_cli.render.cells import COLUMNS, Column, Row
-from tcopy_cli.render.grid import Cell, cell_extent
+from tcopy_cli.render.grid import Cell, cell_height
 from tcopy_cli.render.memo import Memo
 from tcopy_cli.render.values import natural_width, value_lines
 from tcopy_cli.trace.records import ArrayRecord, TensorRecord
@@ -198,8 +198,6 @@ class Drawn(NamedTuple):
     lines: int
     text: str
     """What it says, however it is broken into lines."""
-    narrowest: int
-    """Its widest line: from there up to this width it is drawn the same (a hint: checked)."""
 
 
 def _console() -> Console:
@@ -223,8 +221,8 @@ def _drawn(row: Row, key: str, width: int, identity: tuple[Hashable, object] | N
 
     def work_out() -> Drawn:
         plain, no_wrap, overflow = _content(row, key, width, False)
-        lines, widest = cell_extent(_console(), Cell(plain, "", no_wrap, overflow), width, key in FOLDING)
-        return Drawn(lines, plain.replace("\n", " "), widest)
+        lines = cell_height(_console(), Cell(plain, "", no_wrap, overflow), width, key in FOLDING)
+        return Drawn(lines, plain.replace("\n", " "))
 
     return _DRAWN.get((name, width), work_out, owner=owner)
 
@@ -234,10 +232,9 @@ def _profile(
 ) -> tuple[list[int], list[int], list[str]]:
     """A cell's lines at every width from ``lo`` to ``hi``: (first widths, lines, texts) of each stretch.
 
-    Between two widths where the cell takes as many lines and says the same thing, it is
-    taken to do so throughout (more width never adds lines to the same text, and a cell
-    says more, not less, as it widens). Stretches are found from the top: the lines drawn
-    at a width say how narrow the column can be for the same lines (checked), else by halving.
+    Found by halving: between two widths where the cell takes as many lines and says the
+    same thing, it is taken to do so throughout (more width never adds lines to the same
+    text, and a cell says more, not less, as it widens).
     """
     identity = identity or _identity(row, key)
 
@@ -245,26 +242,14 @@ def _profile(
         first = _drawn(row, key, lo, identity)
         starts, heights, texts = [lo], [first.lines], [first.text]
 
-        def add(w: int, at: Drawn) -> None:
-            starts.append(w)
-            heights.append(at.lines)
-            texts.append(at.text)
-
-        def walk(a: int, at_a: Drawn, b: int, at_b: Drawn, hinted: bool = True) -> None:
-            if at_a[:2] == at_b[:2]:
+        def walk(a: int, at_a: Drawn, b: int, at_b: Drawn) -> None:
+            if at_a == at_b:
                 return
             if b - a == 1:
-                add(b, at_b)
+                starts.append(b)
+                heights.append(at_b.lines)
+                texts.append(at_b.text)
                 return
-            m = at_b.narrowest
-            if hinted and a < m < b:
-                at_m = _drawn(row, key, m, identity)
-                if at_m[:2] == at_b[:2]:
-                    below = _drawn(row, key, m - 1, identity) if m - 1 > a else at_a
-                    walk(a, at_a, m - 1, below, hinted=below[:2] != at_m[:2])
-                    if below[:2] != at_m[:2]:
-                        add(m, at_m)
-                    return
             m = (a + b) // 2
             at_m = _drawn(row, key, m, identity)
             walk(a, at_a, m, at_m)

@@ -157,29 +157,18 @@ def _wrap_line(plain: str, width: int, justify: JustifyMethod, overflow: Overflo
     return out
 
 
-def line_extent(plain: str, width: int, overflow: OverflowMethod, no_wrap: bool) -> tuple[int, int] | None:
-    """(lines, widest) of ``plain_lines`` for unstyled text justified "left", without making them.
+def line_count(plain: str, width: int, overflow: OverflowMethod, no_wrap: bool) -> int | None:
+    """How many lines ``plain_lines`` gives for unstyled text justified "left", without making them.
 
-    ``widest``: the cells of its widest line, trailing spaces left out (at any width from
-    there up to ``width`` the lines break in the same places). None where the lines are
-    not worked out on the string (tabs, characters wider than a cell).
+    None where the lines are not worked out on the string (tabs, characters wider than a cell).
     """
     lines = plain.split("\n")
     if width <= 0 or overflow == "ignore" or not all(_narrow(line) for line in lines):
         return None
     if no_wrap:
-        return len(lines), max(min(len(line), width) for line in lines)
-    count = widest = 0
+        return len(lines)
     fold = overflow == "fold"
-    for line in lines:
-        if len(line) <= width:
-            count += 1
-            widest = max(widest, len(line))
-            continue
-        bounds = [0, *_divide_narrow(line, width, fold), len(line)]
-        count += len(bounds) - 1
-        widest = max(widest, *(min(width, len(line[i:j].rstrip())) for i, j in pairwise(bounds)))
-    return count, widest
+    return sum(1 if len(line) <= width else len(_divide_narrow(line, width, fold)) + 1 for line in lines)
 
 
 def plain_lines(
