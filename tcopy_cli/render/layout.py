@@ -302,34 +302,32 @@ def fewest_lines(rows: list[Row], columns: list[Column], f: Fit) -> dict[str, in
         ws[:] = ws[:-1:2] + ws[-1:]
     best = (sum(max([1, *h]) for h in heights), sum(map(sum, heights)), _order(chosen))
     least_cells = base_cells + sum(today)
-    hopeful: list[tuple[tuple[int, int, tuple[int, ...]], dict[str, int]]] = []  # (the best it could do, widths)
+    hopeful = []  # (the fewest lines and cell lines it could take, the widths of name, grad, shares, the rest)
     for combo in product(*(tried[k] for k in others)):
         left = f.spare - sum(w - f.least[k] for k, w in zip(others, combo))
-        if left < 0:
-            continue
-        lines = [lines_at(k, w) for k, w in zip(others, combo)]
-        could = (sum(map(max, base, today, *lines)), least_cells + sum(map(sum, lines)))
+        if left >= 0:
+            lines = [lines_at(k, w) for k, w in zip(others, combo)]
+            hopeful.append(((sum(map(max, base, today, *lines)), least_cells + sum(map(sum, lines))), combo, left))
+    hopeful.sort(key=lambda h: h[0])
+    says = [_drawn(row, "values", chosen["values"], i).text for row, i in zip(rows, ids["values"])]
+    for could, combo, left in hopeful:
         if could > best[:2]:
-            continue  # not even with the values at their fewest lines
+            break  # nor can the rest, even with the values at their fewest lines
         widths = dict(f.least)
         widths.update(zip(others, combo))
         values = min(left, chosen["values"] - f.least["values"])
         widths["values"] = f.least["values"] + values
         if left > values:
             _spend(widths, left - values, f, others, lines_at)
-            lines = [lines_at(k, widths[k]) for k in others]
-            could = (sum(map(max, base, today, *lines)), least_cells + sum(map(sum, lines)))
-        hopeful.append(((could[0], could[1], _order(widths)), widths))
-    says = [_drawn(row, "values", chosen["values"], i).text for row, i in zip(rows, ids["values"])]
-    for hope, widths in sorted(hopeful, key=lambda c: c[0]):
-        if hope >= best:
-            break  # none of the rest can do better
+        lines = [lines_at(k, widths[k]) for k in others]
+        cells = base_cells + sum(map(sum, lines))
+        if (sum(map(max, base, today, *lines)), cells + sum(today), _order(widths)) >= best:
+            continue
         drawn = [_drawn(row, "values", widths["values"], i) for row, i in zip(rows, ids["values"])]
         if any(d.text != text for d, text in zip(drawn, says)):
             continue  # the values would say less
         shown = [d.lines for d in drawn]
-        lines = [lines_at(k, widths[k]) for k in others]
-        key = (sum(map(max, base, shown, *lines)), hope[1] - sum(today) + sum(shown), hope[2])
+        key = (sum(map(max, base, shown, *lines)), cells + sum(shown), _order(widths))
         if key < best:
             best = key
             chosen = widths
