@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tcopy_cli.render.memo import Memo
-from tcopy_cli.render.trim import plain_lines, trim_line
+from tcopy_cli.render.trim import line_count, plain_lines, trim_line
 
 HEADER_STYLE = "bold"
 BOX = box.SIMPLE_HEAD
@@ -52,6 +52,22 @@ def _cell_lines(console: Console, cell: Cell, width: int, folding: bool) -> list
     if all(len(line) <= width and line.isascii() and line.isprintable() for line in lines):
         return [line.ljust(width) for line in lines]
     return _wrapped(console, cell.text(), width, folding)
+
+
+def cell_height(console: Console, cell: Cell, width: int, folding: bool) -> int:
+    """How many lines ``cell`` takes in a column ``width`` wide, as ``StepGrid`` draws it.
+
+    Counted on the string where ``_cell_lines`` would wrap it there (``line_count``); else
+    the lines ``_cell_lines`` gives, or where it gives none, those Rich's Table wraps it into.
+    """
+    no_wrap = cell.no_wrap if cell.no_wrap is not None else not folding
+    count = line_count(cell.plain, width, cell.overflow or "fold", no_wrap)
+    if count is not None:
+        return count
+    lines = _cell_lines(console, cell, width, folding)
+    if lines is not None:
+        return len(lines)
+    return len(cell.text().wrap(console, width, justify="left", overflow=cell.overflow or "fold", no_wrap=no_wrap))
 
 
 _SEGMENTS: Memo[list[Segment] | None] = Memo()

@@ -17,13 +17,12 @@ from tcopy_cli.render.controls import visible
 from tcopy_cli.render.folding import FoldedTurn, StepFlow, printed_lines, turn_label, turn_parts
 from tcopy_cli.render.graph import graph_tree
 from tcopy_cli.render.grid import BOX, HEADER_STYLE, Cell, StepGrid
-from tcopy_cli.render.layout import plan
+from tcopy_cli.render.layout import FOLDING, cell, plan
 from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading
 from tcopy_cli.render.memory import memory_map, memory_signature
 from tcopy_cli.render.trim import Trimmed
-from tcopy_cli.render.values import value_lines
 from tcopy_cli.render.where import where_parts
-from tcopy_cli.trace.records import TRUSTED_HEADER, RunInfo, RunSummary, Step, TensorRecord
+from tcopy_cli.trace.records import TRUSTED_HEADER, RunInfo, RunSummary, Step
 
 NOTE_STYLES = {"info": "cyan", "warning": "bold yellow"}
 
@@ -203,7 +202,7 @@ class TableRenderer:
             mark = row.marker()
             cells: list[Cell] = [Cell(mark, "bold green" if mark == "+" else "bold yellow")]
             for c in layout.columns:
-                cells.append(_cell(row, c.key, layout.widths[c.key]))
+                cells.append(cell(row, c.key, layout.widths[c.key]))
             body.append(cells)
 
         def rich_table() -> Table:
@@ -246,24 +245,3 @@ class TableRenderer:
 
 RULE: dict[str, Any] = {"align": "left", "style": "dim"}
 """How the line that opens a step is drawn."""
-# Columns whose text may wrap onto more lines; the rest stay on one line and end in "…".
-FOLDING = ("values", "grad", "shares", "name")
-
-
-def _cell(row: Row, key: str, width: int) -> Cell:
-    """One cell: values as a line, a grid or a summary; other facts as their text."""
-    value = row.cells[key]
-    style = ""
-    if key in row.changed and not row.new:
-        style = "bold yellow"
-    elif row.new and key == "name":
-        style = "bold green"
-    elif value in ("yes", "leaf+grad"):
-        style = "green"
-    record = row.record
-    if key == "grad" and isinstance(record, TensorRecord):
-        record = record.grad
-    if key in ("values", "grad") and record is not None:
-        lines, wraps = value_lines(record, width)
-        return Cell("\n".join(lines), style, not wraps, "fold" if wraps else "ellipsis")
-    return Cell(value, style, None, "fold" if key in FOLDING else "ellipsis")

@@ -157,6 +157,20 @@ def _wrap_line(plain: str, width: int, justify: JustifyMethod, overflow: Overflo
     return out
 
 
+def line_count(plain: str, width: int, overflow: OverflowMethod, no_wrap: bool) -> int | None:
+    """How many lines ``plain_lines`` gives for unstyled text justified "left", without making them.
+
+    None where the lines are not worked out on the string (tabs, characters wider than a cell).
+    """
+    lines = plain.split("\n")
+    if width <= 0 or overflow == "ignore" or not all(_narrow(line) for line in lines):
+        return None
+    if no_wrap:
+        return len(lines)
+    fold = overflow == "fold"
+    return sum(1 if len(line) <= width else len(_divide_narrow(line, width, fold)) + 1 for line in lines)
+
+
 def plain_lines(
     console: Console,
     text: Text,

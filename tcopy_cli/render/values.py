@@ -106,14 +106,18 @@ def natural_width(r: TensorRecord | ArrayRecord) -> int:
 
 
 _LINES: Memo[tuple[list[str], bool]] = Memo()
+_STATISTICS: Memo[str | None] = Memo()  # of a values list, which is the same at every width
 
 
-def value_lines(r: TensorRecord | ArrayRecord, width: int) -> tuple[list[str], bool]:
+def value_lines(r: TensorRecord | ArrayRecord, width: int, remember: bool = True) -> tuple[list[str], bool]:
     """(lines, may wrap) for the values of ``r`` in ``width`` columns.
 
     Remembered for the same ``values`` object (a tensor that did not change keeps its
-    record, or at least its values list, from step to step), preview, shape and width.
+    record, or at least its values list, from step to step), preview, shape and width;
+    ``remember=False`` works them out without keeping them (the layout tries many widths).
     """
+    if not remember:
+        return _value_lines(r, width)
     key = (type(r), id(r.values), r.preview, tuple(r.shape), r.dtype, width)
     return _LINES.get(key, _value_lines, r, width, owner=r.values)
 
@@ -137,7 +141,7 @@ def _value_lines(r: TensorRecord | ArrayRecord, width: int) -> tuple[list[str], 
     elif len(r.shape) < 2 and -(-len(one_line) // max(width, 1)) <= MAX_WRAPPED_LINES:
         return [one_line], True
     else:
-        summary = statistics(r.values)
+        summary = _STATISTICS.get(id(r.values), statistics, r.values, owner=r.values)
     if summary is None:
         return [one_line], True
     if len(summary) <= width:
