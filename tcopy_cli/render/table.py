@@ -234,8 +234,7 @@ class TableRenderer:
         shown = f"{self.shown} of " if hidden else ""
         self.console.print(
             Text(
-                f"{shown}{plural(summary.steps, 'step')}{' shown' if hidden else ''}, "
-                f"{error_counts(summary)}",
+                f"{shown}{plural(summary.steps, 'step')}{' shown' if hidden else ''}, {error_counts(summary)}",
                 style=style,
             )
         )
