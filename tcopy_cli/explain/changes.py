@@ -141,11 +141,12 @@ def _own_writes(versions: tuple[int, int], names: list[str]) -> Note:
     """Tensors on memory of their own (one per storage), each changed in place."""
     v0, v1 = versions
     own = ", each on its own memory" if len(names) > 1 else ""
-    return note(
-        "change.in-place",
-        f"{names_text(names)} {agree(names, 'was', 'were')} changed in place (version {v0} → {v1}){own}.",
-        names,
-    )
+    return note("change.in-place", _written_sentence(names, v0, v1, own), names)
+
+
+def _written_sentence(names: list[str], v0: int, v1: int, how: str) -> str:
+    """``a was changed in place (version 1 → 2)``, ``how`` before its full stop."""
+    return f"{names_text(names)} {agree(names, 'was', 'were')} changed in place (version {v0} → {v1}){how}."
 
 
 def _shared_write(f: StepFacts, storage: str, v0: int, v1: int, names: list[str]) -> Note:
@@ -154,15 +155,13 @@ def _shared_write(f: StepFacts, storage: str, v0: int, v1: int, names: list[str]
     # share the counter: say so, rather than claim they changed.
     untouched = [n for n in names if f.tensors[n].values is not None and f.tensors[n].values == f.before[n].values]
     written = [n for n in names if n not in untouched] or names
-    verb = "was" if len(written) == 1 else "were"
     together = f" together: they share memory ({storage}) and one version counter" if len(written) > 1 else ""
-    sentence = f"{names_text(written)} {verb} changed in place (version {v0} → {v1}){together}."
+    sentence = _written_sentence(written, v0, v1, together)
     if untouched and untouched != names:
-        one = len(untouched) == 1
+        its = agree(untouched, "its", "their")
         sentence += (
-            f" {names_text(untouched)} {'shares' if one else 'share'} that version counter, so "
-            f"{'its' if one else 'their'} version moved too, but "
-            f"{'its' if one else 'their'} own bytes were not written."
+            f" {names_text(untouched)} {agree(untouched, 'shares', 'share')} that version counter, so "
+            f"{its} version moved too, but {its} own bytes were not written."
         )
     return note("change.in-place", sentence, names)
 
