@@ -35,7 +35,7 @@ from rich.console import Console, OverflowMethod
 from tcopy_cli.render.cells import COLUMNS, Column, Row
 from tcopy_cli.render.grid import Cell, cell_height
 from tcopy_cli.render.memo import Memo
-from tcopy_cli.render.values import natural_width, value_lines
+from tcopy_cli.render.values import natural_width, value_lines, values_key
 from tcopy_cli.trace.records import ArrayRecord, TensorRecord
 
 WIDE = 120
@@ -212,7 +212,7 @@ def _identity(row: Row, key: str) -> tuple[Hashable, object]:
     record = _record(row, key)
     if record is None:
         return (key in FOLDING, row.cells[key]), None
-    return (type(record), id(record.values), record.preview, tuple(record.shape), record.dtype), record.values
+    return values_key(record), record.values
 
 
 def _drawn(row: Row, key: str, width: int, identity: tuple[Hashable, object] | None = None) -> Drawn:

@@ -109,6 +109,12 @@ _LINES: Memo[tuple[list[str], bool]] = Memo()
 _STATISTICS: Memo[str | None] = Memo()  # of a values list, which is the same at every width
 
 
+def values_key(r: TensorRecord | ArrayRecord) -> tuple[Any, ...]:
+    """What a record's drawn values are made of (its ``values`` object by identity): the key
+    under which their lines are remembered, here and by the layout."""
+    return (type(r), id(r.values), r.preview, tuple(r.shape), r.dtype)
+
+
 def value_lines(r: TensorRecord | ArrayRecord, width: int, remember: bool = True) -> tuple[list[str], bool]:
     """(lines, may wrap) for the values of ``r`` in ``width`` columns.
 
@@ -118,7 +124,7 @@ def value_lines(r: TensorRecord | ArrayRecord, width: int, remember: bool = True
     """
     if not remember:
         return _value_lines(r, width)
-    key = (type(r), id(r.values), r.preview, tuple(r.shape), r.dtype, width)
+    key = (*values_key(r), width)
     return _LINES.get(key, _value_lines, r, width, owner=r.values)
 
 
