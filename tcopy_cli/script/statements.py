@@ -159,17 +159,21 @@ def binds_quietly(interp: Interpreter, target: ast.expr, value: Any) -> bool:
     or report (a ``for`` over a ``range`` binds its variable without a header's care)."""
     if type(value) not in _QUIET_VALUES or not isinstance(target, ast.Name):
         return False
+    return not isinstance(_binding_scope(interp).get(target.id), TENSORS)
+
+
+def _binding_scope(interp: Interpreter) -> dict[str, Any]:
+    """The scope ``assign`` reads a name's old value from, to tell a rebinding: the innermost
+    one (a comprehension's, a function's locals), or the module's names."""
     scopes = interp.frame.scopes
-    scope = scopes[-1] if scopes else interp.ns
-    return not isinstance(scope.get(target.id), TENSORS)
+    return scopes[-1] if scopes else interp.ns
 
 
 def assign(interp: Interpreter, target: ast.expr, value: Any, value_node: ast.expr | None = None) -> None:
     if isinstance(target, ast.Name):
         if not is_storable(value):
             raise NotAllowedError(f"{type_name(value)} can't be stored in a variable")
-        scopes = interp.frame.scopes
-        scope = scopes[-1] if scopes else interp.ns
+        scope = _binding_scope(interp)
         # A comprehension's variable is no table name: binding it is no operation to explain.
         if interp.ops is not None and (scope is interp.ns or scope is interp.frame.locals):
             old = scope.get(target.id)
