@@ -190,7 +190,9 @@ def run(
     all_steps: Annotated[
         bool,
         typer.Option(
-            "--all-steps", help="Show every step in full (by default later turns of a loop are one line each)."
+            "--all-steps",
+            help="Show every step in full, every row too (by default later turns of a loop are one line each, "
+            "and three or more rows the step left as the table above showed them fold into one line).",
         ),
     ] = False,
     max_values: MaxValuesOpt = MAX_VALUES,

@@ -49,6 +49,10 @@ class ViewOptions:
             return step.explanations
         return [n for n in step.explanations if not n.tensors or any(self.watches(t) for t in n.tensors)]
 
+    def noted_names(self, step: Step) -> list[str]:
+        """The names the notes a view shows under a step are about (none with --no-explain)."""
+        return [name for note in self.notes_of(step) for name in note.tensors] if self.explain else []
+
     def watched_only(self, named: dict[str, T]) -> dict[str, T]:
         """``named`` without the names --watch leaves out."""
         return {k: v for k, v in named.items() if self.watches(k)} if self.watch else named

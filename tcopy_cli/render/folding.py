@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Union
 
 from tcopy_cli.render import ViewOptions, plural
+from tcopy_cli.render.cells import Row
 from tcopy_cli.render.loops import LoopSummary, LoopTracker, number, scalar_of
 from tcopy_cli.render.where import iteration_text
 from tcopy_cli.render.where import turn as where_turn
@@ -510,12 +511,70 @@ def line_ranges(lines: Iterable[int]) -> str:
     return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}–{r[-1]}" for r in runs)
 
 
+UNCHANGED_FOLD = 3
+"""Unchanged rows fold into one line when there are at least this many (two stay as rows)."""
+
+
+def fold_unchanged(
+    rows: list[Row], seen: dict[str, dict[str, str]], named: Iterable[str] = ()
+) -> tuple[list[Row], list[str]]:
+    """The rows a table draws, and the names of the unchanged rows folded into one line.
+
+    A row folds when the step changed nothing about its tensor (no ``+`` or ``~`` mark)
+    and it reads, cell for cell, as it did in the table drawn last (``seen``: that table's
+    cells by name): the reader has it right above. A tensor that changed in steps not
+    drawn since reads differently and keeps its row. So does one the step's notes name
+    (``named``; ``x.grad`` names ``x``), and one whose storage a drawn row shows too: a
+    note or a shared storage label points the reader at the row. Fewer than
+    ``UNCHANGED_FOLD`` such rows stay drawn, so a small table is always whole.
+    """
+    kept = {n.removesuffix(".grad") for n in named}
+    same = [
+        r
+        for r in rows
+        if not r.new and not r.changed and r.cells["name"] not in kept and seen.get(r.cells["name"]) == r.cells
+    ]
+    folded = {id(r) for r in same}
+    drawn_storage = {_storage_label(r) for r in rows if id(r) not in folded} - {None}
+    same = [r for r in same if _storage_label(r) not in drawn_storage]
+    if len(same) < UNCHANGED_FOLD or len(same) == len(rows):
+        return rows, []
+    folded = {id(r) for r in same}
+    return [r for r in rows if id(r) not in folded], [r.cells["name"] for r in same]
+
+
+class SeenRows:
+    """The cells of the table drawn last, by name: what a later table's unchanged rows are held against."""
+
+    def __init__(self) -> None:
+        self.cells: dict[str, dict[str, str]] = {}
+
+    def fold(
+        self, rows: list[Row], step: Step, options: ViewOptions, fresh: bool = False
+    ) -> tuple[list[Row], list[str]]:
+        """``fold_unchanged`` for a table about to be drawn (none with --all-steps or ``fresh``); remembers it."""
+        drawn, names = (
+            (rows, []) if fresh or not options.fold else fold_unchanged(rows, self.cells, options.noted_names(step))
+        )
+        self.cells = {r.cells["name"]: r.cells for r in rows}
+        return drawn, names
+
+
+def _storage_label(row: Row) -> str | None:
+    """``S3`` for a row whose storage column reads ``S3`` or ``S3+16`` (None for none)."""
+    label = row.cells.get("storage", "-").partition("+")[0]
+    return None if label in ("", "-") else label
+
+
 def grouped_names(names: list[str], most: int = 6) -> str:
     """``model.fc1.{weight,bias}, model.fc2.weight``: names with one owner written together."""
     groups: dict[str, list[str]] = {}
-    for name in names:
+    for name in dict.fromkeys(names):
         owner, dot, leaf = name.rpartition(".")
-        groups.setdefault(owner + dot, []).append(leaf)
+        if owner:
+            groups.setdefault(owner + dot, []).append(leaf)
+        else:  # a name with no owner stands alone: ``x, y``, not ``{x,y}``
+            groups[name] = [""]
     parts = [
         prefix + (leaves[0] if len(leaves) == 1 else "{" + ",".join(leaves) + "}") for prefix, leaves in groups.items()
     ]

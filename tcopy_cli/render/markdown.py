@@ -7,7 +7,15 @@ from typing import TextIO
 from tcopy_cli.render import ViewOptions, error_counts, plural
 from tcopy_cli.render.cells import COLUMNS, quiet_form, removed_names, step_rows
 from tcopy_cli.render.controls import visible
-from tcopy_cli.render.folding import FoldedTurn, StepFlow, printed_lines, turn_label, turn_parts
+from tcopy_cli.render.folding import (
+    FoldedTurn,
+    SeenRows,
+    StepFlow,
+    grouped_names,
+    printed_lines,
+    turn_label,
+    turn_parts,
+)
 from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading
 from tcopy_cli.render.where import where_parts
 from tcopy_cli.trace.records import TRUSTED_HEADER, RunInfo, RunSummary, Step
@@ -28,6 +36,7 @@ class MarkdownRenderer:
         self.list_open = False  # folded turns are list items: a blank line ends the list
         self.last_folded: FoldedTurn | None = None
         self.tables = 0  # step tables written
+        self.seen = SeenRows()
 
     def start(self, info: RunInfo) -> None:
         """Title and run facts."""
@@ -73,6 +82,7 @@ class MarkdownRenderer:
             w("*(no tensor changed)*\n\n")
         elif rows:
             self.tables += 1
+            rows, unchanged = self.seen.fold(rows, step, self.options)
             devices = {r.cells["device"] for r in rows}
             cols = [c for c in COLUMNS if c.wide and (c.key != "device" or devices != {self.device})]
             w("| | " + " | ".join(c.header for c in cols) + " |\n")
@@ -88,6 +98,8 @@ class MarkdownRenderer:
                     cells.append(text)
                 w(f"| {row.marker().strip() or ' '} | " + " | ".join(cells) + " |\n")
             w("\n")
+            if unchanged:
+                w(f"*unchanged: {grouped_names(unchanged)}*\n\n")
         if gone:
             w("Removed: " + ", ".join(f"`{n}`" for n in gone) + "\n\n")
         if step.hooks:

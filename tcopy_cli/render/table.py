@@ -14,7 +14,15 @@ from rich.text import Text
 from tcopy_cli.render import ViewOptions, error_counts, plural
 from tcopy_cli.render.cells import Row, quiet_form, removed_names, step_rows
 from tcopy_cli.render.controls import visible
-from tcopy_cli.render.folding import FoldedTurn, StepFlow, printed_lines, turn_label, turn_parts
+from tcopy_cli.render.folding import (
+    FoldedTurn,
+    SeenRows,
+    StepFlow,
+    grouped_names,
+    printed_lines,
+    turn_label,
+    turn_parts,
+)
 from tcopy_cli.render.graph import graph_tree
 from tcopy_cli.render.grid import BOX, HEADER_STYLE, Cell, StepGrid
 from tcopy_cli.render.layout import FOLDING, cell, plan
@@ -40,6 +48,7 @@ class TableRenderer:
         self.memory_signature: tuple[object, ...] | None = None
         self.shown = 0  # steps drawn (fewer than run under --step/--from/--to/--depth)
         self.tables = 0  # step tables drawn
+        self.seen = SeenRows()
         self.last_folded: FoldedTurn | None = None  # the folded turn drawn last, if nothing came after it
 
     def start(self, info: RunInfo) -> None:
@@ -111,7 +120,10 @@ class TableRenderer:
         if step.value is not None:  # tcopy repl: the expression's value, under it as Python's REPL shows it
             parts.append(Text(step.value))
         if rows and not quiet.told:
-            parts.append(self._table(rows))
+            drawn, unchanged = self.seen.fold(rows, step, self.options, fresh)
+            parts.append(self._table(drawn))
+            if unchanged:
+                parts.append(Text("  unchanged: " + grouped_names(unchanged), style="dim"))
         elif (self.options.only_changed or quiet.told) and (step.tensors or step.arrays):
             parts.append(Text("  (no tensor changed)", style="dim"))
         if gone:

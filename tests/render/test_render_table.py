@@ -61,9 +61,11 @@ def markdown_marks(text: str) -> dict[int, dict[str, str]]:
 
 def test_marks_are_the_same_at_80_and_160_columns_and_in_markdown() -> None:
     names = _names_by_step(MARKS_SCRIPT)
-    narrow = table_marks(runner.invoke(app, ["run", "-e", MARKS_SCRIPT, "--width", "80"]).stdout, names)
-    wide = table_marks(runner.invoke(app, ["run", "-e", MARKS_SCRIPT, "--width", "160"]).stdout, names)
-    md = markdown_marks(runner.invoke(app, ["run", "-e", MARKS_SCRIPT, "-f", "markdown"]).stdout)
+    # --all-steps: every row drawn, the unchanged ones too (by default they may fold into one line).
+    every = ["run", "-e", MARKS_SCRIPT, "--all-steps"]
+    narrow = table_marks(runner.invoke(app, [*every, "--width", "80"]).stdout, names)
+    wide = table_marks(runner.invoke(app, [*every, "--width", "160"]).stdout, names)
+    md = markdown_marks(runner.invoke(app, [*every, "-f", "markdown"]).stdout)
     assert narrow == wide
     assert {k: v for k, v in md.items() if v} == {k: v for k, v in narrow.items() if v}
     # What plain torch says changed, step by step (0-based lines of MARKS_SCRIPT + 1).

@@ -159,7 +159,8 @@ def test_long_name_beside_long_values_keeps_its_line() -> None:
 
 def test_a_grid_stays_a_grid() -> None:
     # 120 columns show the 8x4 weight as an aligned grid; the names get their width, the grid stays.
-    out = runner.invoke(app, ["run", "-e", MLP, "--width", "120", "--no-explain"]).stdout
+    # --all-steps: the unchanged weight keeps its row (no note names it with --no-explain).
+    out = runner.invoke(app, ["run", "-e", MLP, "--width", "120", "--no-explain", "--all-steps"]).stdout
     lines = _steps(out)[-2].splitlines()  # the loss step, before any grad
     at = next(i for i, line in enumerate(lines) if re.match(r"^[~+ ] model\.0\.weight +\[\[", line))
     col = lines[at].index("[[")
