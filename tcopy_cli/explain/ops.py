@@ -373,7 +373,7 @@ def _new_note(f: StepFacts, op: OpRecord, name: str, b: TensorRecord, srcs: list
             "relation.computed",
             f"{reason or _call(op) + ': '}{name} is a new tensor in the graph ({b.grad_fn}), computed from "
             f"{_few(linked)}{reach}.{tail}",
-            [name, *(n for n in dict.fromkeys(linked + leaves + plain) if n in f.tensors and n != name)],
+            [name, *(n for n in linked + plain if n in f.tensors and n != name)],
             op=op.index,
         )
     if not f.step.grad_enabled and not b.requires_grad and any(s.input.requires_grad for s in srcs):

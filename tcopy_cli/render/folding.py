@@ -524,9 +524,10 @@ def fold_unchanged(
     and it reads, cell for cell, as it did in the table drawn last (``seen``: that table's
     cells by name): the reader has it right above. A tensor that changed in steps not
     drawn since reads differently and keeps its row. So does one the step's notes name
-    (``named``; ``x.grad`` names ``x``), and one whose storage a drawn row shows too: a
-    note or a shared storage label points the reader at the row. Fewer than
-    ``UNCHANGED_FOLD`` such rows stay drawn, so a small table is always whole.
+    (``named``; ``x.grad`` names ``x``), one whose storage a drawn row shows too, and one
+    a drawn tensor's backward reaches (its measured graph reach): a note, a shared storage
+    label or the graph points the reader at the row. Fewer than ``UNCHANGED_FOLD`` such
+    rows stay drawn, so a small table is always whole.
     """
     kept = {n.removesuffix(".grad") for n in named}
     same = [
@@ -535,8 +536,10 @@ def fold_unchanged(
         if not r.new and not r.changed and r.cells["name"] not in kept and seen.get(r.cells["name"]) == r.cells
     ]
     folded = {id(r) for r in same}
-    drawn_storage = {_storage_label(r) for r in rows if id(r) not in folded} - {None}
-    same = [r for r in same if _storage_label(r) not in drawn_storage]
+    drawn = [r for r in rows if id(r) not in folded]
+    drawn_storage = {_storage_label(r) for r in drawn} - {None}
+    reached = {n for r in drawn if isinstance(r.record, TensorRecord) for n in r.record.reaches}
+    same = [r for r in same if _storage_label(r) not in drawn_storage and r.cells["name"] not in reached]
     if len(same) < UNCHANGED_FOLD or len(same) == len(rows):
         return rows, []
     folded = {id(r) for r in same}

@@ -131,3 +131,23 @@ z = torch.zeros(1)
     assert "w" in _rows(last)
     assert "[3., 3.]" in last
     assert set(_folded(last) or []) == {"a", "b", "c"}
+
+
+def test_a_row_a_drawn_tensor_reaches_in_the_graph_stays() -> None:
+    script = """\
+import torch
+x = torch.ones(3, requires_grad=True)
+h = x * 2
+p = torch.ones(1)
+q = torch.ones(2)
+r = torch.ones(3)
+k = h + 1
+"""
+    # k's note names k and h; its backward also reaches x (plain torch: k.grad_fn leads to x's AccumulateGrad).
+    x = torch.ones(3, requires_grad=True)
+    k = (x * 2) + 1
+    assert k.grad_fn is not None and k.grad_fn.next_functions[0][0].next_functions[0][0].variable is x
+    assert "x" not in _notes_name(script, 7)
+    steps = _steps(runner.invoke(app, ["run", "-e", script, "--width", "100"]).stdout)
+    assert {"k", "h", "x"} <= _rows(steps[7])
+    assert set(_folded(steps[7]) or []) == {"p", "q", "r"}
