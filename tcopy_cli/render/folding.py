@@ -535,11 +535,15 @@ def fold_unchanged(
         for r in rows
         if not r.new and not r.changed and r.cells["name"] not in kept and seen.get(r.cells["name"]) == r.cells
     ]
-    folded = {id(r) for r in same}
-    drawn = [r for r in rows if id(r) not in folded]
-    drawn_storage = {_storage_label(r) for r in drawn} - {None}
-    reached = {n for r in drawn if isinstance(r.record, TensorRecord) for n in r.record.reaches}
-    same = [r for r in same if _storage_label(r) not in drawn_storage and r.cells["name"] not in reached]
+    while True:  # a row kept for a drawn row can keep others in turn (x reached, then x's view)
+        folded = {id(r) for r in same}
+        drawn = [r for r in rows if id(r) not in folded]
+        drawn_storage = {_storage_label(r) for r in drawn} - {None}
+        reached = {n for r in drawn if isinstance(r.record, TensorRecord) for n in r.record.reaches}
+        still = [r for r in same if _storage_label(r) not in drawn_storage and r.cells["name"] not in reached]
+        if len(still) == len(same):
+            break
+        same = still
     if len(same) < UNCHANGED_FOLD or len(same) == len(rows):
         return rows, []
     folded = {id(r) for r in same}

@@ -137,17 +137,19 @@ def test_a_row_a_drawn_tensor_reaches_in_the_graph_stays() -> None:
     script = """\
 import torch
 x = torch.ones(3, requires_grad=True)
+d = x.data
 h = x * 2
 p = torch.ones(1)
 q = torch.ones(2)
 r = torch.ones(3)
 k = h + 1
 """
-    # k's note names k and h; its backward also reaches x (plain torch: k.grad_fn leads to x's AccumulateGrad).
+    # k's note names k and h; its backward also reaches x (plain torch: k.grad_fn leads to x's
+    # AccumulateGrad), and d, which shares x's memory, stays beside x.
     x = torch.ones(3, requires_grad=True)
     k = (x * 2) + 1
     assert k.grad_fn is not None and k.grad_fn.next_functions[0][0].next_functions[0][0].variable is x
-    assert "x" not in _notes_name(script, 7)
+    assert not {"x", "d"} & _notes_name(script, 8)
     steps = _steps(runner.invoke(app, ["run", "-e", script, "--width", "100"]).stdout)
-    assert {"k", "h", "x"} <= _rows(steps[7])
-    assert set(_folded(steps[7]) or []) == {"p", "q", "r"}
+    assert {"k", "h", "x", "d"} <= _rows(steps[8])
+    assert set(_folded(steps[8]) or []) == {"p", "q", "r"}
