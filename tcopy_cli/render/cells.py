@@ -246,9 +246,15 @@ class Quiet:
     """How a step in which no shown tensor changed is told, without redrawing its table."""
 
     one_line: str | None
-    """A definition or import step in one line (``defines class MLP``), or None."""
+    """A definition or import step in one line (``defines class MLP``), a one-line statement
+    that changed nothing and said nothing (``opt.zero_grad()``), or None."""
     told: bool
-    """"(no tensor changed)" stands for the step's table."""
+    """"(no tensor changed)" stands for the step's table (for a statement's one line: where it
+    does not fit the width and the step is told in full)."""
+    after: str = ""
+    """What follows the one line, outside its code: `` · no tensor changed`` for a statement."""
+    statement: bool = False
+    """The one line is the statement itself: told in full instead where it does not fit."""
 
 
 def quiet_form(step: Step, rows: Sequence[Row], gone: Sequence[str], drawn: bool = True) -> Quiet:
@@ -267,5 +273,8 @@ def quiet_form(step: Step, rows: Sequence[Row], gone: Sequence[str], drawn: bool
             return Quiet(f"defines {'class' if m[1] == 'class' else 'function'} {m[2]}", False)
         if step.source.startswith(("import ", "from ")) and "\n" not in step.source:
             return Quiet(step.source, False)
+        has = bool(step.tensors or step.arrays)
+        if "\n" not in step.source and not (step.warnings or step.explanations or step.hooks) and (drawn or not has):
+            return Quiet(step.source, drawn, " · no tensor changed" if has else "", statement=True)
         return Quiet(None, drawn)
     return Quiet(None, True)

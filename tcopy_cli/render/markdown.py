@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from tcopy_cli.render import ViewOptions, error_counts, plural
-from tcopy_cli.render.cells import COLUMNS, quiet_form, removed_names, step_rows
+from tcopy_cli.render.cells import COLUMNS, Quiet, quiet_form, removed_names, step_rows
 from tcopy_cli.render.controls import visible
 from tcopy_cli.render.folding import (
     FoldedTurn,
@@ -68,7 +68,9 @@ class MarkdownRenderer:
         rows = step_rows(step, self.previous, self.options.watch, self.options.only_changed)
         gone = removed_names(step, self.previous)
         quiet = quiet_form(step, rows, gone, self.tables > 0)
-        told = f" · `{quiet.one_line}`" if quiet.one_line is not None else ""
+        if quiet.statement and "`" in (quiet.one_line or ""):  # no inline code for it: told in full
+            quiet = Quiet(None, quiet.told)
+        told = f" · `{quiet.one_line}`{quiet.after}" if quiet.one_line is not None else ""
         w(f"### Step {step.index} · line {step.line}{told}{where}{status}\n\n")
         for line in step.narration:
             w(f"*{line}*\n\n")

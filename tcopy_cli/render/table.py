@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tcopy_cli.render import ViewOptions, error_counts, plural
-from tcopy_cli.render.cells import Row, quiet_form, removed_names, step_rows
+from tcopy_cli.render.cells import Quiet, Row, quiet_form, removed_names, step_rows
 from tcopy_cli.render.controls import visible
 from tcopy_cli.render.folding import (
     FoldedTurn,
@@ -107,8 +107,12 @@ class TableRenderer:
         rows = step_rows(step, previous, self.options.watch, self.options.only_changed)
         gone = removed_names(step, previous)
         quiet = quiet_form(step, rows, gone, self.tables > 0)
-        if quiet.one_line is not None:  # class/def/import: one line, no table (JSON keeps the whole step)
-            title = Text.assemble((f"Step {step.index}", "bold"), f" · line {step.line} · ", quiet.one_line, where)
+        title = Text.assemble(
+            (f"Step {step.index}", "bold"), f" · line {step.line} · ", visible(quiet.one_line or ""), where, quiet.after
+        )
+        if quiet.statement and title.cell_len + 4 > self.console.width:  # a statement too long for one line
+            quiet = Quiet(None, quiet.told)
+        if quiet.one_line is not None:  # class/def/import, a quiet statement: one line (JSON keeps the whole step)
             parts.append(Rule(title, **RULE))
             self._notes(parts, step)
             return Trimmed(Group(*parts))

@@ -274,7 +274,9 @@ def test_a_silent_step_that_changes_no_tensor_draws_no_table_once_one_was_drawn(
         out = runner.invoke(app, ["run", "-e", SILENT_SCRIPT, "--no-color", "--width", "80", "-f", fmt]).stdout
         blocks = re.split(r"^#* ?Step \d+ · ", out, flags=re.M)[1:]
         assert [bool(table.search(b)) for b in blocks] == [False, True, False, True, False], fmt
-        assert "(no tensor changed)" in blocks[2] and "(no tensor changed)" in blocks[4], fmt
+        # One line: the step's header names the statement and says so.
+        assert re.match(r"line 3 · `?n = a\.numel\(\)`? · no tensor changed", blocks[2]), (fmt, blocks[2])
+        assert "no tensor changed" in blocks[4].splitlines()[0], fmt
         out = runner.invoke(app, ["run", "-e", SILENT_SCRIPT, "--no-color", "--from", "3", "-f", fmt]).stdout
         blocks = re.split(r"^#* ?Step \d+ · ", out, flags=re.M)[1:]
         assert [bool(table.search(b)) for b in blocks] == [True, True, False], fmt
@@ -282,3 +284,29 @@ def test_a_silent_step_that_changes_no_tensor_draws_no_table_once_one_was_drawn(
     out = runner.invoke(app, ["run", "-e", SILENT_SCRIPT, "-f", "json"]).stdout
     steps = [e for e in map(json.loads, out.splitlines()) if e["event"] == "step"]
     assert steps[2]["tensors"]["a"]["values"] == a.tolist() and len(steps) == 5
+
+
+def test_a_quiet_statement_too_long_for_one_line_or_with_a_backtick_is_told_in_full() -> None:
+    script = 'import torch\na = torch.ones(2)\nn = a.numel() + len("' + "x" * 60 + '")\nm = len("`")\n'
+    out = runner.invoke(app, ["run", "-e", script, "--width", "80"]).stdout
+    blocks = re.split(r"^Step \d+ · ", out, flags=re.M)[1:]
+    # 80 columns: the long statement gets its own line and "(no tensor changed)" under it.
+    assert blocks[2].startswith("line 3 ─") and "(no tensor changed)" in blocks[2], blocks[2]
+    assert blocks[3].startswith('line 4 · m = len("`") · no tensor changed'), blocks[3]
+    out = runner.invoke(app, ["run", "-e", script, "--width", "200"]).stdout
+    assert re.search(r"^Step 3 · line 3 · n = a\.numel\(\) \+ len\(\"x{60}\"\) · no tensor changed", out, re.M), out
+    md = runner.invoke(app, ["run", "-e", script, "-f", "markdown"]).stdout
+    # Markdown has no width, but an inline code span can't hold a backtick: that step is told in full.
+    assert re.search(r"^### Step 3 · line 3 · `n = a\.numel\(\) \+ len\(\"x{60}\"\)` · no tensor changed$", md, re.M)
+    assert re.search(r"^### Step 4 · line 4$", md, re.M) and "*(no tensor changed)*" in md.split("### Step 4")[1]
+
+
+def test_a_quiet_step_with_a_note_or_before_any_tensor_keeps_its_form() -> None:
+    script = "import torch\ntorch.manual_seed(0)\na = torch.ones(2)\ntorch.tensor(a)\n"
+    out = runner.invoke(app, ["run", "-e", script, "--width", "100"]).stdout
+    # No tensor yet: the statement alone, with nothing to say about tensors.
+    assert re.search(r"^Step 2 · line 2 · torch\.manual_seed\(0\) ─", out, re.M), out
+    # `torch.tensor(a)` changes nothing but torch warns: drawn in full, with the warning under it.
+    assert re.search(r"^Step 4 · line 4 ─", out, re.M), out
+    step4 = out.split("Step 4 · ")[1]
+    assert "(no tensor changed)" in step4 and "warning: To copy construct" in step4, step4
