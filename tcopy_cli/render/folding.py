@@ -556,15 +556,14 @@ class SeenRows:
     def __init__(self) -> None:
         self.cells: dict[str, dict[str, str]] = {}
 
-    def fold(
-        self, rows: list[Row], step: Step, options: ViewOptions, fresh: bool = False
-    ) -> tuple[list[Row], list[str]]:
-        """``fold_unchanged`` for a table about to be drawn (none with --all-steps or ``fresh``); remembers it."""
+    def fold(self, rows: list[Row], step: Step, options: ViewOptions, fresh: bool = False) -> tuple[list[Row], str]:
+        """The rows to draw and the ``unchanged: ...`` line ("" for none) of a table about to be
+        drawn (``fold_unchanged``; nothing folds with --all-steps or ``fresh``); remembers it."""
         drawn, names = (
             (rows, []) if fresh or not options.fold else fold_unchanged(rows, self.cells, options.noted_names(step))
         )
         self.cells = {r.cells["name"]: r.cells for r in rows}
-        return drawn, names
+        return drawn, f"unchanged: {grouped_names(names)}" if names else ""
 
 
 def _storage_label(row: Row) -> str | None:

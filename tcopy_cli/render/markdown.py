@@ -7,15 +7,7 @@ from typing import TextIO
 from tcopy_cli.render import ViewOptions, error_counts, plural
 from tcopy_cli.render.cells import COLUMNS, Quiet, quiet_form, removed_names, step_rows
 from tcopy_cli.render.controls import visible
-from tcopy_cli.render.folding import (
-    FoldedTurn,
-    SeenRows,
-    StepFlow,
-    grouped_names,
-    printed_lines,
-    turn_label,
-    turn_parts,
-)
+from tcopy_cli.render.folding import FoldedTurn, SeenRows, StepFlow, printed_lines, turn_label, turn_parts
 from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading
 from tcopy_cli.render.where import where_parts
 from tcopy_cli.trace.records import TRUSTED_HEADER, RunInfo, RunSummary, Step
@@ -101,7 +93,7 @@ class MarkdownRenderer:
                 w(f"| {row.marker().strip() or ' '} | " + " | ".join(cells) + " |\n")
             w("\n")
             if unchanged:
-                w(f"*unchanged: {grouped_names(unchanged)}*\n\n")
+                w(f"*{unchanged}*\n\n")
         if gone:
             w("Removed: " + ", ".join(f"`{n}`" for n in gone) + "\n\n")
         if step.hooks:

@@ -14,15 +14,7 @@ from rich.text import Text
 from tcopy_cli.render import ViewOptions, error_counts, plural
 from tcopy_cli.render.cells import Quiet, Row, quiet_form, removed_names, step_rows
 from tcopy_cli.render.controls import visible
-from tcopy_cli.render.folding import (
-    FoldedTurn,
-    SeenRows,
-    StepFlow,
-    grouped_names,
-    printed_lines,
-    turn_label,
-    turn_parts,
-)
+from tcopy_cli.render.folding import FoldedTurn, SeenRows, StepFlow, printed_lines, turn_label, turn_parts
 from tcopy_cli.render.graph import graph_tree
 from tcopy_cli.render.grid import BOX, HEADER_STYLE, Cell, StepGrid
 from tcopy_cli.render.layout import FOLDING, cell, plan
@@ -127,7 +119,7 @@ class TableRenderer:
             drawn, unchanged = self.seen.fold(rows, step, self.options, fresh)
             parts.append(self._table(drawn))
             if unchanged:
-                parts.append(Text("  unchanged: " + grouped_names(unchanged), style="dim"))
+                parts.append(Text("  " + unchanged, style="dim"))
         elif (self.options.only_changed or quiet.told) and (step.tensors or step.arrays):
             parts.append(Text("  (no tensor changed)", style="dim"))
         if gone:
