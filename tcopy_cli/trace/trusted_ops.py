@@ -241,5 +241,3 @@ def _index_detail(index: ast.expr, names: dict[str, Any], function: str | None) 
         else:
             return None  # an expression: its value is not measured here
     return kind
-
-
