@@ -99,11 +99,16 @@ class TableRenderer:
         rows = step_rows(step, previous, self.options.watch, self.options.only_changed)
         gone = removed_names(step, previous)
         quiet = quiet_form(step, rows, gone, self.tables > 0)
-        title = Text.assemble(
-            (f"Step {step.index}", "bold"), f" · line {step.line} · ", visible(quiet.one_line or ""), where, quiet.after
-        )
-        if quiet.statement and title.cell_len + 4 > self.console.width:  # a statement too long for one line
-            quiet = Quiet(None, quiet.told)
+        if quiet.one_line is not None:
+            title = Text.assemble(
+                (f"Step {step.index}", "bold"),
+                f" · line {step.line} · ",
+                visible(quiet.one_line),
+                where,
+                (quiet.after, "dim"),
+            )
+            if quiet.statement and title.cell_len + 4 > self.console.width:  # a statement too long for one line
+                quiet = Quiet(None, quiet.told)
         if quiet.one_line is not None:  # class/def/import, a quiet statement: one line (JSON keeps the whole step)
             parts.append(Rule(title, **RULE))
             self._notes(parts, step)
