@@ -563,7 +563,8 @@ class SeenRows:
             (rows, []) if fresh or not options.fold else fold_unchanged(rows, self.cells, options.noted_names(step))
         )
         self.cells = {r.cells["name"]: r.cells for r in rows}
-        return drawn, f"unchanged: {grouped_names(names)}" if names else ""
+        # Every folded name is written out: a row is either drawn or named, never just counted.
+        return drawn, f"unchanged: {grouped_names(names, most=len(names))}" if names else ""
 
 
 def _storage_label(row: Row) -> str | None:

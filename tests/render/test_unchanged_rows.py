@@ -153,3 +153,12 @@ k = h + 1
     steps = _steps(runner.invoke(app, ["run", "-e", script, "--width", "100"]).stdout)
     assert {"k", "h", "x", "d"} <= _rows(steps[8])
     assert set(_folded(steps[8]) or []) == {"p", "q", "r"}
+
+
+def test_every_folded_row_is_named_however_many() -> None:
+    names = [f"t{i}" for i in range(12)]
+    script = "import torch\n" + "".join(f"{n} = torch.ones({i + 1})\n" for i, n in enumerate(names)) + "z = t0 * 2\n"
+    steps = _steps(runner.invoke(app, ["run", "-e", script, "--width", "200"]).stdout)
+    last = steps[max(steps)]
+    assert _rows(last) == {"z"}
+    assert sorted(_folded(last) or []) == sorted(names), last
