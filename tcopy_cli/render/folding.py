@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Union
 
 from tcopy_cli.render import ViewOptions, plural
-from tcopy_cli.render.cells import Row
+from tcopy_cli.render.cells import Row, array_facts, tensor_facts
 from tcopy_cli.render.loops import LoopSummary, LoopTracker, number, scalar_of
 from tcopy_cli.render.where import iteration_text
 from tcopy_cli.render.where import turn as where_turn
@@ -515,9 +515,15 @@ UNCHANGED_FOLD = 3
 """Unchanged rows fold into one line when there are at least this many (two stay as rows)."""
 
 
-def fold_unchanged(
-    rows: list[Row], seen: dict[str, dict[str, str]], named: Iterable[str] = ()
-) -> tuple[list[Row], list[str]]:
+def seen_key(row: Row) -> tuple[object, ...]:
+    """What a row is held against: its cells and, since values and grad cells are cut down
+    (and the table draws them from the record), the record's full facts."""
+    r = row.record
+    facts = tensor_facts(r) if isinstance(r, TensorRecord) else array_facts(r) if r is not None else {}
+    return (row.cells, facts)
+
+
+def fold_unchanged(rows: list[Row], seen: dict[str, object], named: Iterable[str] = ()) -> tuple[list[Row], list[str]]:
     """The rows a table draws, and the names of the unchanged rows folded into one line.
 
     A row folds when the step changed nothing about its tensor (no ``+`` or ``~`` mark)
@@ -533,7 +539,7 @@ def fold_unchanged(
     same = [
         r
         for r in rows
-        if not r.new and not r.changed and r.cells["name"] not in kept and seen.get(r.cells["name"]) == r.cells
+        if not r.new and not r.changed and r.cells["name"] not in kept and seen.get(r.cells["name"]) == seen_key(r)
     ]
     while True:  # a row kept for a drawn row can keep others in turn (x reached, then x's view)
         folded = {id(r) for r in same}
@@ -554,17 +560,21 @@ class SeenRows:
     """The cells of the table drawn last, by name: what a later table's unchanged rows are held against."""
 
     def __init__(self) -> None:
-        self.cells: dict[str, dict[str, str]] = {}
+        self.cells: dict[str, object] = {}
 
     def fold(self, rows: list[Row], step: Step, options: ViewOptions, fresh: bool = False) -> tuple[list[Row], str]:
         """The rows to draw and the ``unchanged: ...`` line ("" for none) of a table about to be
-        drawn (``fold_unchanged``; nothing folds with --all-steps or ``fresh``); remembers it."""
-        drawn, names = (
-            (rows, []) if fresh or not options.fold else fold_unchanged(rows, self.cells, options.noted_names(step))
-        )
-        self.cells = {r.cells["name"]: r.cells for r in rows}
+        drawn (``fold_unchanged``; nothing folds with --all-steps, ``fresh`` or an error); remembers it."""
+        # A failing step folds nothing: the error may be about any of its tensors.
+        whole = fresh or not options.fold or step.error is not None
+        drawn, names = (rows, []) if whole else fold_unchanged(rows, self.cells, options.noted_names(step))
+        self.cells = {r.cells["name"]: seen_key(r) for r in rows}
         # Every folded name is written out: a row is either drawn or named, never just counted.
         return drawn, f"unchanged: {grouped_names(names, most=len(names))}" if names else ""
+
+    def stale(self, rows: list[Row]) -> bool:
+        """Whether a row reads otherwise than in the table drawn last (it changed in steps not drawn)."""
+        return any(r.cells["name"] in self.cells and self.cells[r.cells["name"]] != seen_key(r) for r in rows)
 
 
 def _storage_label(row: Row) -> str | None:
@@ -573,11 +583,25 @@ def _storage_label(row: Row) -> str | None:
     return None if label in ("", "-") else label
 
 
+def _owner_split(name: str) -> tuple[str, str, str]:
+    """``name.rpartition(".")`` at the last dot outside ``[...]`` (``d["a.b"]`` has no owner)."""
+    depth = 0
+    for i in range(len(name) - 1, -1, -1):
+        ch = name[i]
+        if ch == "]":
+            depth += 1
+        elif ch == "[":
+            depth -= 1
+        elif ch == "." and depth == 0:
+            return name[:i], ".", name[i + 1 :]
+    return "", "", name
+
+
 def grouped_names(names: list[str], most: int = 6) -> str:
     """``model.fc1.{weight,bias}, model.fc2.weight``: names with one owner written together."""
     groups: dict[str, list[str]] = {}
     for name in dict.fromkeys(names):
-        owner, dot, leaf = name.rpartition(".")
+        owner, dot, leaf = _owner_split(name)
         if owner:
             groups.setdefault(owner + dot, []).append(leaf)
         else:  # a name with no owner stands alone: ``x, y``, not ``{x,y}``

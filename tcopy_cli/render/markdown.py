@@ -17,6 +17,11 @@ def _cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ") or " "
 
 
+def _emphasised(text: str) -> str:
+    """``text`` escaped for use inside ``*...*`` (names can hold ``*``, ``_`` or a backtick in a key)."""
+    return "".join("\\" + ch if ch in "\\`*_[]<>" else ch for ch in text)
+
+
 class MarkdownRenderer:
     """Writes Markdown to a text stream."""
 
@@ -62,8 +67,11 @@ class MarkdownRenderer:
         quiet = quiet_form(step, rows, gone, self.tables > 0)
         if quiet.statement and "`" in (quiet.one_line or ""):  # no inline code for it: told in full
             quiet = Quiet(None, quiet.told)
-        told = f" · `{quiet.one_line}`{quiet.after}" if quiet.one_line is not None else ""
-        w(f"### Step {step.index} · line {step.line}{told}{where}{status}\n\n")
+        if quiet.statement and quiet.told and self.seen.stale(rows):  # changed in steps not written
+            quiet = Quiet(None, False)
+        told = f" · `{quiet.one_line}`" if quiet.one_line is not None else ""
+        after = quiet.after if quiet.one_line is not None else ""
+        w(f"### Step {step.index} · line {step.line}{told}{where}{after}{status}\n\n")
         for line in step.narration:
             w(f"*{line}*\n\n")
         if quiet.one_line is not None:  # class/def/import: a heading, no table (JSON keeps the whole step)
@@ -93,7 +101,7 @@ class MarkdownRenderer:
                 w(f"| {row.marker().strip() or ' '} | " + " | ".join(cells) + " |\n")
             w("\n")
             if unchanged:
-                w(f"*{unchanged}*\n\n")
+                w(f"*{_emphasised(unchanged)}*\n\n")
         if gone:
             w("Removed: " + ", ".join(f"`{n}`" for n in gone) + "\n\n")
         if step.hooks:

@@ -99,6 +99,8 @@ class TableRenderer:
         rows = step_rows(step, previous, self.options.watch, self.options.only_changed)
         gone = removed_names(step, previous)
         quiet = quiet_form(step, rows, gone, self.tables > 0)
+        if quiet.statement and quiet.told and self.seen.stale(rows):  # changed in steps not drawn
+            quiet = Quiet(None, False)
         if quiet.one_line is not None:
             title = Text.assemble(
                 (f"Step {step.index}", "bold"),
@@ -107,8 +109,15 @@ class TableRenderer:
                 where,
                 (quiet.after, "dim"),
             )
-            if quiet.statement and title.cell_len + 4 > self.console.width:  # a statement too long for one line
-                quiet = Quiet(None, quiet.told)
+            title.expand_tabs()  # as Rule will: a tab is up to 8 cells, not 0
+            graph_moved = (
+                self.options.graph
+                and step.graph is not None
+                and step.graph.roots
+                and step.graph.signature() != self.graph_signature
+            )
+            if quiet.statement and (title.cell_len + 4 > self.console.width or graph_moved):
+                quiet = Quiet(None, quiet.told)  # too long for one line, or the graph it changed is shown
         if quiet.one_line is not None:  # class/def/import, a quiet statement: one line (JSON keeps the whole step)
             parts.append(Rule(title, **RULE))
             self._notes(parts, step)
@@ -124,7 +133,7 @@ class TableRenderer:
             drawn, unchanged = self.seen.fold(rows, step, self.options, fresh)
             parts.append(self._table(drawn))
             if unchanged:
-                parts.append(Text("  " + unchanged, style="dim"))
+                parts.append(Padding(Text(unchanged, style="dim"), (0, 0, 0, 2)))
         elif (self.options.only_changed or quiet.told) and (step.tensors or step.arrays):
             parts.append(Text("  (no tensor changed)", style="dim"))
         if gone:

@@ -310,3 +310,30 @@ def test_a_quiet_step_with_a_note_or_before_any_tensor_keeps_its_form() -> None:
     assert re.search(r"^Step 4 · line 4 ─", out, re.M), out
     step4 = out.split("Step 4 · ")[1]
     assert "(no tensor changed)" in step4 and "warning: To copy construct" in step4, step4
+
+
+def test_a_quiet_statement_keeps_its_full_form_where_it_must() -> None:
+    # A tab counts as the cells it takes, so the header is never cut.
+    out = runner.invoke(
+        app, ["run", "-e", 'import torch\na = torch.zeros(3)\ns = "\t\t\t\t\t"\n', "--width", "60"]
+    ).stdout
+    assert re.search(r"^Step 3 · line 3 ─", out, re.M) and "(no tensor changed)" in out, out
+    # --graph: a step that changed the graph (autograd.grad freed its saved tensors) shows it.
+    script = (
+        "import torch\nw = torch.ones(2, requires_grad=True)\nloss = (w * w).sum()\ntorch.autograd.grad(loss, [w])\n"
+    )
+    out = runner.invoke(app, ["run", "-e", script, "--graph", "--width", "100"]).stdout
+    assert re.search(r"^Step 4 · line 4 ─", out, re.M), out
+    # --depth 0: the call changed c inside a hidden step, so its table is drawn with c as it is now.
+    script = "import torch\nc = torch.zeros(2)\ndef g():\n    c.add_(1)\ng()\n"
+    out = runner.invoke(app, ["run", "-e", script, "--depth", "0", "--width", "100"]).stdout
+    step = out.split("Step 5 · ")[1]
+    assert step.startswith("line 5 ─") and re.search(r"^  c +\[1\., 1\.\]", step, re.M), out
+    md = runner.invoke(app, ["run", "-e", script, "--depth", "0", "-f", "markdown"]).stdout
+    assert re.search(r"^### Step 5 · line 5$", md, re.M), md
+
+
+def test_markdown_orders_the_one_line_header_as_the_table_does() -> None:
+    script = "import torch\na = torch.zeros(2)\nfor i in range(2):\n    n = a.numel()\n"
+    md = runner.invoke(app, ["run", "-e", script, "-f", "markdown", "--all-steps"]).stdout
+    assert re.search(r"^### Step \d+ · line 4 · `n = a\.numel\(\)` · iteration 1/2 · no tensor changed$", md, re.M), md

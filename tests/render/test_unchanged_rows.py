@@ -162,3 +162,57 @@ def test_every_folded_row_is_named_however_many() -> None:
     last = steps[max(steps)]
     assert _rows(last) == {"z"}
     assert sorted(_folded(last) or []) == sorted(names), last
+
+
+def test_a_change_past_the_cut_down_cell_text_keeps_the_row() -> None:
+    # The grad of a 20-element tensor changes at element 15 only in folded loop turns; the
+    # row's text cut down for comparison could read the same, the record does not.
+    script = """\
+import torch
+emb = torch.zeros(20, requires_grad=True)
+a = torch.zeros(1)
+b = torch.zeros(1)
+for i in range(4):
+    (emb[15] * 2).backward()
+z = a + 1
+"""
+    emb = torch.zeros(20, requires_grad=True)
+    for _ in range(4):
+        (emb[15] * 2).backward()
+    assert emb.grad is not None and emb.grad[15].item() == 8.0
+    out = runner.invoke(app, ["run", "-e", script, "--width", "120"]).stdout
+    last = list(_steps(out).values())[-1]
+    assert last.startswith("line 7")
+    assert "emb" in _rows(last) and "emb" not in (_folded(last) or []), last
+
+
+def test_a_failing_step_folds_nothing() -> None:
+    script = """\
+import torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.BatchNorm1d(3), torch.nn.Linear(4, 2))
+x = torch.randn(5, 3)
+out = model(x)
+"""
+    out = runner.invoke(app, ["run", "-e", script, "--width", "100"]).stdout
+    last = list(_steps(out).values())[-1]
+    assert "RuntimeError" in last and _folded(last) is None
+    assert {"x", "model.0.weight", "model.1.weight", "model.0.running_mean"} <= _rows(last), last
+
+
+def test_names_with_dots_inside_keys_are_not_split() -> None:
+    script = "import torch\nd = {'a.b': torch.ones(1), 'a.c': torch.ones(2), 'x': torch.ones(3)}\nz = torch.ones(1)\n"
+    out = runner.invoke(app, ["run", "-e", script, "--width", "120"]).stdout
+    line = next(x for x in out.splitlines() if "unchanged:" in x)
+    assert (
+        line.strip() == "unchanged: d['a.b'], d['a.c'], d['x']"
+        or line.strip() == 'unchanged: d["a.b"], d["a.c"], d["x"]'
+    ), line
+
+
+def test_markdown_escapes_names_in_the_unchanged_line() -> None:
+    script = "import torch\nd = {'*a': torch.ones(1), 'b*': torch.ones(1), '`c': torch.ones(1)}\nz = torch.ones(1)\n"
+    md = runner.invoke(app, ["run", "-e", script, "-f", "markdown"]).stdout
+    line = next(x for x in md.splitlines() if "unchanged:" in x)
+    # Only the outer pair of asterisks is unescaped, and no backtick opens a code span.
+    assert re.sub(r"\\.", "", line).count("*") == 2 and "`" not in re.sub(r"\\.", "", line), line
