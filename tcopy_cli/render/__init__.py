@@ -49,6 +49,12 @@ class ViewOptions:
             return step.explanations
         return [n for n in step.explanations if not n.tensors or any(self.watches(t) for t in n.tensors)]
 
+    @property
+    def unchanged_text(self) -> str:
+        """What a step that changed none of the shown tensors is told with: under --watch only
+        watched tensors are looked at, and the words say so."""
+        return "no watched tensor changed" if self.watch else "no tensor changed"
+
     def noted_names(self, step: Step) -> list[str]:
         """The names the notes a view shows under a step are about (none with --no-explain)."""
         return [name for note in self.notes_of(step) for name in note.tensors] if self.explain else []

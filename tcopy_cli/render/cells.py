@@ -252,7 +252,8 @@ class Quiet:
     """"(no tensor changed)" stands for the step's table (for a statement's one line: where it
     does not fit the width and the step is told in full)."""
     after: str = ""
-    """What follows the one line, outside its code: `` · no tensor changed`` for a statement."""
+    """``unchanged`` for a statement that leaves tensors as they were: the view follows its one
+    line with `` · no tensor changed`` (``ViewOptions.unchanged_text``)."""
     statement: bool = False
     """The one line is the statement itself: told in full instead where it does not fit."""
 
@@ -275,6 +276,6 @@ def quiet_form(step: Step, rows: Sequence[Row], gone: Sequence[str], drawn: bool
             return Quiet(step.source, False)
         has = bool(step.tensors or step.arrays)
         if "\n" not in step.source and not (step.warnings or step.explanations or step.hooks) and (drawn or not has):
-            return Quiet(step.source, drawn, " · no tensor changed" if has else "", statement=True)
+            return Quiet(step.source, drawn, "unchanged" if has else "", statement=True)
         return Quiet(None, drawn)
     return Quiet(None, True)

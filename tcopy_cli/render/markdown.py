@@ -70,7 +70,7 @@ class MarkdownRenderer:
         if quiet.statement and quiet.told and self.seen.stale(rows):  # changed in steps not written
             quiet = Quiet(None, False)
         told = f" · `{quiet.one_line}`" if quiet.one_line is not None else ""
-        after = quiet.after if quiet.one_line is not None else ""
+        after = f" · {self.options.unchanged_text}" if quiet.one_line is not None and quiet.after else ""
         w(f"### Step {step.index} · line {step.line}{told}{where}{after}{status}\n\n")
         for line in step.narration:
             w(f"*{line}*\n\n")
@@ -81,7 +81,7 @@ class MarkdownRenderer:
         fence = "````" if "```" in step.source else "```"
         w(f"{fence}python\n{step.source}\n{fence}\n\n")
         if rows and quiet.told:
-            w("*(no tensor changed)*\n\n")
+            w(f"*({self.options.unchanged_text})*\n\n")
         elif rows:
             self.tables += 1
             rows, unchanged = self.seen.fold(rows, step, self.options)

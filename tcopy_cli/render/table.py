@@ -107,7 +107,7 @@ class TableRenderer:
                 f" · line {step.line} · ",
                 visible(quiet.one_line),
                 where,
-                (quiet.after, "dim"),
+                (f" · {self.options.unchanged_text}" if quiet.after else "", "dim"),
             )
             title.expand_tabs()  # as Rule will: a tab is up to 8 cells, not 0
             graph_moved = (
@@ -135,7 +135,7 @@ class TableRenderer:
             if unchanged:
                 parts.append(Padding(Text(unchanged, style="dim"), (0, 0, 0, 2)))
         elif (self.options.only_changed or quiet.told) and (step.tensors or step.arrays):
-            parts.append(Text("  (no tensor changed)", style="dim"))
+            parts.append(Text(f"  ({self.options.unchanged_text})", style="dim"))
         if gone:
             parts.append(Text("  removed: " + ", ".join(gone), style="dim"))
         if step.hooks:

@@ -195,7 +195,7 @@ def test_only_changed_and_watch(demo: Path) -> None:
     rows = [name for sec in out.split("### Step ")[1:] for name in _md_rows(sec)]
     assert rows and set(rows) == {"b"}
     code, out, _ = invoke("run", str(demo), "--watch", "b", "--only-changed")
-    assert code == 0 and "(no tensor changed)" in out
+    assert code == 0 and "(no watched tensor changed)" in out
 
 
 def test_max_values_summarises(tmp_path: Path) -> None:

@@ -337,3 +337,16 @@ def test_markdown_orders_the_one_line_header_as_the_table_does() -> None:
     script = "import torch\na = torch.zeros(2)\nfor i in range(2):\n    n = a.numel()\n"
     md = runner.invoke(app, ["run", "-e", script, "-f", "markdown", "--all-steps"]).stdout
     assert re.search(r"^### Step \d+ · line 4 · `n = a\.numel\(\)` · iteration 1/2 · no tensor changed$", md, re.M), md
+
+
+def test_under_watch_a_quiet_step_says_no_watched_tensor_changed() -> None:
+    # `c = a * 2` makes a new tensor, which --watch a does not show: the words say what was looked at.
+    script = "import torch\na = torch.ones(2)\nc = a * 2\nprint(a.sum().item())\n"
+    out = runner.invoke(app, ["run", "-e", script, "--watch", "a", "--width", "100"]).stdout
+    assert re.search(r"^Step 3 · line 3 · c = a \* 2 · no watched tensor changed ─", out, re.M), out
+    assert "(no watched tensor changed)" in out.split("Step 4 · ")[1]
+    assert "no tensor changed" not in out
+    md = runner.invoke(app, ["run", "-e", script, "--watch", "a", "-f", "markdown"]).stdout
+    assert "### Step 3 · line 3 · `c = a * 2` · no watched tensor changed" in md
+    plain = runner.invoke(app, ["run", "-e", script, "--width", "100"]).stdout
+    assert "watched" not in plain
