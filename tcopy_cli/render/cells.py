@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tcopy_cli.render.memo import Memo
 from tcopy_cli.render.values import preview_statistics
@@ -126,6 +126,8 @@ class Row:
     changed: frozenset[str]
     """Columns whose fact changed since the previous step (whether shown or not)."""
     record: TensorRecord | ArrayRecord | None = None
+    facts: dict[str, object] = field(default_factory=dict)
+    """What each column stands for, in full (``tensor_facts``): the cells are cut down, the facts not."""
 
     def marker(self) -> str:
         """``+`` for a new name, ``~`` when one of the tensor's own facts changed, blank otherwise.
@@ -222,7 +224,7 @@ def step_rows(
         changed = frozenset() if old is None else frozenset(k for k, v in facts.items() if old[1].get(k, v) != v)
         if only_changed and not new and not changed and previous is not None:
             continue
-        rows.append(Row(cells, new or (previous is None), changed, record))
+        rows.append(Row(cells, new or (previous is None), changed, record, facts))
     return rows
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Union
 
 from tcopy_cli.render import ViewOptions, plural
-from tcopy_cli.render.cells import Row, array_facts, tensor_facts
+from tcopy_cli.render.cells import Row
 from tcopy_cli.render.loops import LoopSummary, LoopTracker, number, scalar_of
 from tcopy_cli.render.where import iteration_text
 from tcopy_cli.render.where import turn as where_turn
@@ -518,9 +518,7 @@ UNCHANGED_FOLD = 3
 def seen_key(row: Row) -> tuple[object, ...]:
     """What a row is held against: its cells and, since values and grad cells are cut down
     (and the table draws them from the record), the record's full facts."""
-    r = row.record
-    facts = tensor_facts(r) if isinstance(r, TensorRecord) else array_facts(r) if r is not None else {}
-    return (row.cells, facts)
+    return (row.cells, row.facts)
 
 
 def fold_unchanged(rows: list[Row], seen: dict[str, object], named: Iterable[str] = ()) -> tuple[list[Row], list[str]]:
