@@ -253,9 +253,9 @@ class Quiet:
     told: bool
     """"(no tensor changed)" stands for the step's table (for a statement's one line: where it
     does not fit the width and the step is told in full)."""
-    after: str = ""
-    """``unchanged`` for a statement that leaves tensors as they were: the view follows its one
-    line with `` · no tensor changed`` (``ViewOptions.unchanged_text``)."""
+    says_unchanged: bool = False
+    """The one line is followed by `` · no tensor changed`` (``ViewOptions.unchanged_text``):
+    a statement that left the tensors there are as they were."""
     statement: bool = False
     """The one line is the statement itself: told in full instead where it does not fit."""
 
@@ -278,6 +278,6 @@ def quiet_form(step: Step, rows: Sequence[Row], gone: Sequence[str], drawn: bool
             return Quiet(step.source, False)
         has = bool(step.tensors or step.arrays)
         if "\n" not in step.source and not (step.warnings or step.explanations or step.hooks) and (drawn or not has):
-            return Quiet(step.source, drawn, "unchanged" if has else "", statement=True)
+            return Quiet(step.source, drawn, says_unchanged=has, statement=True)
         return Quiet(None, drawn)
     return Quiet(None, True)

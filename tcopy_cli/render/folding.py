@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Union
 
 from tcopy_cli.render import ViewOptions, plural
-from tcopy_cli.render.cells import Row
+from tcopy_cli.render.cells import Quiet, Row, quiet_form
 from tcopy_cli.render.loops import LoopSummary, LoopTracker, number, scalar_of
 from tcopy_cli.render.where import iteration_text
 from tcopy_cli.render.where import turn as where_turn
@@ -570,9 +570,18 @@ class SeenRows:
         # Every folded name is written out: a row is either drawn or named, never just counted.
         return drawn, f"unchanged: {grouped_names(names, most=len(names))}" if names else ""
 
-    def stale(self, rows: list[Row]) -> bool:
-        """Whether a row reads otherwise than in the table drawn last (it changed in steps not drawn)."""
-        return any(r.cells["name"] in self.cells and self.cells[r.cells["name"]] != seen_key(r) for r in rows)
+    def quiet(self, step: Step, rows: list[Row], gone: list[str], drawn: bool) -> Quiet:
+        """``quiet_form``, where a statement's one line also needs each row to read as the table
+        drawn last showed it: one that changed in steps not drawn (``--depth``) draws the table."""
+        quiet = quiet_form(step, rows, gone, drawn)
+        if quiet.statement and quiet.told and any(self._stale(r) for r in rows):
+            return Quiet(None, False)
+        return quiet
+
+    def _stale(self, row: Row) -> bool:
+        """The row reads otherwise than in the table drawn last (it changed in steps not drawn)."""
+        name = row.cells["name"]
+        return name in self.cells and self.cells[name] != seen_key(row)
 
 
 def _storage_label(row: Row) -> str | None:

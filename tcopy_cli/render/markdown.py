@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from tcopy_cli.render import ViewOptions, error_counts, plural
-from tcopy_cli.render.cells import COLUMNS, Quiet, quiet_form, removed_names, step_rows
+from tcopy_cli.render.cells import COLUMNS, Quiet, removed_names, step_rows
 from tcopy_cli.render.controls import visible
 from tcopy_cli.render.folding import FoldedTurn, SeenRows, StepFlow, printed_lines, turn_label, turn_parts
 from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading
@@ -64,13 +64,11 @@ class MarkdownRenderer:
         where = "".join(" · " + part for part in where_parts(step))
         rows = step_rows(step, self.previous, self.options.watch, self.options.only_changed)
         gone = removed_names(step, self.previous)
-        quiet = quiet_form(step, rows, gone, self.tables > 0)
+        quiet = self.seen.quiet(step, rows, gone, self.tables > 0)
         if quiet.statement and "`" in (quiet.one_line or ""):  # no inline code for it: told in full
             quiet = Quiet(None, quiet.told)
-        if quiet.statement and quiet.told and self.seen.stale(rows):  # changed in steps not written
-            quiet = Quiet(None, False)
         told = f" · `{quiet.one_line}`" if quiet.one_line is not None else ""
-        after = f" · {self.options.unchanged_text}" if quiet.one_line is not None and quiet.after else ""
+        after = f" · {self.options.unchanged_text}" if quiet.one_line is not None and quiet.says_unchanged else ""
         w(f"### Step {step.index} · line {step.line}{told}{where}{after}{status}\n\n")
         for line in step.narration:
             w(f"*{line}*\n\n")

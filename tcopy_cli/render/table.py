@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tcopy_cli.render import ViewOptions, error_counts, plural
-from tcopy_cli.render.cells import Quiet, Row, quiet_form, removed_names, step_rows
+from tcopy_cli.render.cells import Quiet, Row, removed_names, step_rows
 from tcopy_cli.render.controls import visible
 from tcopy_cli.render.folding import FoldedTurn, SeenRows, StepFlow, printed_lines, turn_label, turn_parts
 from tcopy_cli.render.graph import graph_tree
@@ -98,16 +98,14 @@ class TableRenderer:
         where = Text("".join(" · " + part for part in where_parts(step)), style="magenta")
         rows = step_rows(step, previous, self.options.watch, self.options.only_changed)
         gone = removed_names(step, previous)
-        quiet = quiet_form(step, rows, gone, self.tables > 0)
-        if quiet.statement and quiet.told and self.seen.stale(rows):  # changed in steps not drawn
-            quiet = Quiet(None, False)
+        quiet = self.seen.quiet(step, rows, gone, self.tables > 0)
         if quiet.one_line is not None:
             title = Text.assemble(
                 (f"Step {step.index}", "bold"),
                 f" · line {step.line} · ",
                 visible(quiet.one_line),
                 where,
-                (f" · {self.options.unchanged_text}" if quiet.after else "", "dim"),
+                (f" · {self.options.unchanged_text}" if quiet.says_unchanged else "", "dim"),
             )
             title.expand_tabs()  # as Rule will: a tab is up to 8 cells, not 0
             graph_moved = (
