@@ -57,8 +57,11 @@ def grad_changes(f: StepFacts) -> list[Note]:
             found.group("grad.reset", name)
             counts[r.object_id] = 0
         elif g is not None and og is None:
-            counts[r.object_id] = 1
-            found.add([note("grad.received", f"backward put a gradient into {name}.grad: {g.preview}.", [name])])
+            if _backward_ran(f):
+                counts[r.object_id] = 1
+                found.add([note("grad.received", f"backward put a gradient into {name}.grad: {g.preview}.", [name])])
+            else:
+                found.add([note("grad.written", f"{name}.grad now holds {g.preview}, though no backward ran.", [name])])
         elif g is not None and og is not None and _changed(g, og):
             if (g.values is not None and _all_zero(g.values) and not _all_zero(og.values)) or (
                 g.values is None and _zeroed_by_call(f, name)
@@ -66,16 +69,33 @@ def grad_changes(f: StepFacts) -> list[Note]:
                 found.group("grad.zeroed", name)
                 counts[r.object_id] = 0
                 continue
+            inc = _subtract(g.values, og.values)
+            inc_text = f" (+{format_nested(inc)})" if inc is not None and not _contains_none(inc) else ""
+            change = f"{og.preview} → {g.preview}{inc_text}"
+            written = _written_by(f, name, g)
+            if not _backward_ran(f) or written is not None:
+                # The record shows no backward (or shows the script writing into the grad):
+                # the change is not a backward pass and does not count as one.
+                how = f"`{written}` wrote into it in place" if written is not None else "no backward ran"
+                found.add(
+                    [
+                        note(
+                            "grad.written",
+                            f"{name}.grad changed: {change}; {how}. A backward adds its gradient to the "
+                            f"values {name}.grad holds.",
+                            [name],
+                        )
+                    ]
+                )
+                continue
             # One tensor under several names (an argument and the caller's name) counts once.
             n = stepped.get(r.object_id) or counts.get(r.object_id, 1) + 1
             counts[r.object_id] = stepped[r.object_id] = n
-            inc = _subtract(g.values, og.values)
-            inc_text = f" (+{format_nested(inc)})" if inc is not None and not _contains_none(inc) else ""
             found.add(
                 [
                     note(
                         "grad.accumulated",
-                        f"backward added into {name}.grad: {og.preview} → {g.preview}{inc_text}. Gradients "
+                        f"backward added into {name}.grad: {change}. Gradients "
                         f"accumulate: this is backward #{n} into {name}.grad since it was last reset.",
                         [name],
                     )
@@ -109,6 +129,38 @@ def _grad_assigned(f: StepFacts, name: str) -> bool:
         and written_tensor(f, op) == name
         for op in f.step.ops
     )
+
+
+def _backward_ran(f: StepFacts) -> bool:
+    """A backward pass ran in this step: the record holds a ``backward`` call that returned.
+
+    ``x.backward()`` and ``torch.autograd.backward`` (the sandbox records both, also inside a
+    closure a library calls; ``--trust`` records the tracer seeing ``torch.autograd.backward``).
+    """
+    return any(op.kind == "call" and op.function == "backward" and op.error is None for op in f.step.ops)
+
+
+def _written_by(f: StepFacts, name: str, grad: TensorRecord) -> str | None:
+    """The recorded in-place write into ``name.grad`` in this step (``w.grad.add_(1)``,
+    ``w.grad += 5``, ``g.mul_(2)`` on ``g = w.grad``), as written; None if there is none.
+
+    An input counts where its version counter moved in the operation and it is the grad:
+    written as ``name.grad`` (or a view or ``.data`` of it), or a name on the grad's storage.
+    """
+    prefix = f"{name}.grad"
+    for op in f.step.ops:
+        for i in op.bumped:
+            if i >= len(op.inputs):
+                continue
+            inp = op.inputs[i]
+            held = f.tensors.get(inp.name) if inp.name is not None else None
+            if (
+                inp.expr == prefix
+                or inp.expr.startswith((prefix + ".", prefix + "["))
+                or (held is not None and held.storage == grad.storage and held.device == grad.device)
+            ):
+                return op.call
+    return None
 
 
 def _zeroed_by_call(f: StepFacts, name: str) -> bool:

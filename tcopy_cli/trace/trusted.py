@@ -57,7 +57,7 @@ from tcopy_cli.script.interp import _SIZED, BLOCK_STATEMENTS, _context_name
 from tcopy_cli.script.parse import Program
 from tcopy_cli.trace.records import RunInfo
 from tcopy_cli.trace.runner import Runner
-from tcopy_cli.trace.trusted_ops import statement_ops
+from tcopy_cli.trace.trusted_ops import backward_op, statement_ops
 
 # Comprehensions and generator expressions run in frames of their own (before 3.12);
 # they are part of the statement that runs them.
@@ -72,6 +72,7 @@ _PASS_THROUGH = (
 )
 # Columns of each instruction (3.11+): where statements share a line, which one runs.
 _POSITIONS = hasattr(CodeType, "co_positions")
+_BACKWARD_CODE = getattr(inspect.unwrap(torch.autograd.backward), "__code__", None)
 # Ends of iteration, not errors: Python consumes them in the loop that asked.
 _ITERATION_ENDS = (StopIteration, StopAsyncIteration, GeneratorExit)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -228,6 +229,8 @@ class _Running:
     grad_enabled: bool = True
     order: dict[str, None] = field(default_factory=dict)
     hooks: dict[str, None] = field(default_factory=dict)
+    backward: bool = False
+    """``torch.autograd.backward`` ran during the statement (``x.backward()`` calls it)."""
     loops: list[_Turn] = field(default_factory=list)
 
 
@@ -455,7 +458,12 @@ class TrustedScript:
     # --- the tracer --------------------------------------------------------------------
 
     def _trace_call(self, frame: FrameType, event: str, arg: Any) -> Any:
-        kind = self.kind(frame.f_code)
+        code = frame.f_code
+        if code is _BACKWARD_CODE and self.stack:
+            # The operation record's one measured call: the notes tell a gradient that a
+            # backward added from one the script wrote (see trusted_ops).
+            self.stack[-1].backward = True
+        kind = self.kind(code)
         if kind not in ("module", "function"):
             return None
         if kind == "function" and (torch._C._current_graph_task_id() != -1 or self._called_back(frame)):
@@ -557,6 +565,7 @@ class TrustedScript:
         state.out = io.StringIO()
         state.warned = []
         state.hooks = {}
+        state.backward = False
         state.grad_enabled = torch.is_grad_enabled()
 
     def _end(
@@ -570,13 +579,13 @@ class TrustedScript:
         if node is None:
             return
         state.node = None
-        printed, warned, hooks = state.out.getvalue(), state.warned, list(state.hooks)
-        state.out, state.warned, state.hooks = io.StringIO(), [], {}
+        printed, warned, hooks, backward = state.out.getvalue(), state.warned, list(state.hooks), state.backward
+        state.out, state.warned, state.hooks, state.backward = io.StringIO(), [], {}, False
         self.frame = frame
         self._locate(frame, node)
         try:
             self.runner.finish(
-                node, printed, warned, error, caught, state.grad_enabled, self.index.is_header(node), hooks
+                node, printed, warned, error, caught, state.grad_enabled, self.index.is_header(node), hooks, backward
             )
         finally:
             self.frame = None
@@ -870,8 +879,11 @@ class TrustedRunner(Runner):
         grad_enabled: bool,
         header: bool,
         hooks: list[str] | None = None,
+        backward: bool = False,
     ) -> None:
-        """Report a statement that ended (a header only if it failed or was caught failing)."""
+        """Report a statement that ended (a header only if it failed or was caught failing).
+
+        ``backward``: the tracer saw ``torch.autograd.backward`` run during it."""
         if header and error is None and caught is None:
             self.carry(node, printed, warned)
             return
@@ -880,6 +892,8 @@ class TrustedRunner(Runner):
         # A script error travels on as Python's own exception; only limits end the run here.
         # The statement's operation record, measured now that it has ended (see trusted_ops).
         ops = statement_ops(node, self.interp.names(), self.interp.current_function) if error is None else []
+        if backward and error is None:
+            ops.append(backward_op(len(ops), node.lineno))
         self._finish(
             node, printed, warned, error, stop=error is None, caught=caught, hooks=hooks, expectable=True, ops=ops
         )

@@ -178,3 +178,45 @@ def test_a_backward_counts_once_for_a_tensor_under_two_names() -> None:
     )
     texts = [n for s in run_source(source, origin="<t>").steps for n in s.notes if "backward added into" in n]
     assert texts and all("backward #1 " in t for t in texts), texts
+
+
+# Statements that change w.grad, and whether each runs a backward pass (by construction).
+GRAD_WRITES = [
+    ("w = torch.ones(3, requires_grad=True)", False),
+    ("(w * 2).sum().backward()", True),
+    ("w.grad.add_(1)", False),
+    ("w.grad += 5", False),
+    ("g = w.grad", False),
+    ("g.mul_(2)", False),
+    ("torch.autograd.backward((w * 3).sum())", True),
+    ("w.grad.data.add_(1)", False),
+]
+
+
+@pytest.mark.parametrize("trust", [False, True])
+def test_a_grad_the_script_wrote_is_not_called_a_backward(trust: bool) -> None:
+    # Only a step whose record holds a backward call gets a backward note; every other change
+    # of w.grad is told as a change, with the values plain python computes.
+    source = "import torch\n" + "\n".join(s for s, _ in GRAD_WRITES) + "\n"
+    steps = run_source(source, origin="<t>", trust=trust).steps[1:]
+    assert [s.source for s in steps] == [s for s, _ in GRAD_WRITES]
+    ns: dict[str, object] = {"torch": torch}
+    previous = None
+    for step, (statement, backward) in zip(steps, GRAD_WRITES):
+        exec(statement, ns)
+        w = ns["w"]
+        assert isinstance(w, torch.Tensor)
+        now = None if w.grad is None else w.grad.tolist()
+        kinds = [n.kind for n in step.explanations if "w" in n.tensors and n.kind.startswith("grad.")]
+        text = " ".join(step.notes)
+        if now == previous:
+            assert kinds == [], (statement, text)
+        elif backward:
+            assert kinds == ["grad.received" if previous is None else "grad.accumulated"], (statement, text)
+        else:
+            assert kinds == ["grad.written"] and "backward added" not in text, (statement, text)
+            assert "no backward ran" in text or "wrote into it in place" in text, text
+        assert step.tensors["w"].grad is None or step.tensors["w"].grad.values == now
+        previous = now
+    counts = [n.text for s in steps for n in s.explanations if n.kind == "grad.accumulated"]
+    assert len(counts) == 1 and "backward #2 " in counts[0], counts
