@@ -102,9 +102,9 @@ def _content(row: Row, key: str, width: int, remember: bool) -> tuple[str, bool 
 def _record(row: Row, key: str) -> TensorRecord | ArrayRecord | None:
     """The record a values or grad cell is drawn from (None: the cell is its text)."""
     record = row.record
-    if key == "grad" and isinstance(record, TensorRecord):
-        record = record.grad
-    return record if key in ("values", "grad") else None
+    if key == "grad":  # a NumPy array has no grad: its cell is its (empty) text
+        return record.grad if isinstance(record, TensorRecord) else None
+    return record if key == "values" else None
 
 
 def natural_widths(rows: list[Row], columns: list[Column]) -> dict[str, int]:

@@ -129,6 +129,23 @@ def test_small_matrix_is_an_aligned_grid_and_large_tensor_a_summary() -> None:
         assert _header(block)[-1] == "ver"
 
 
+def test_a_numpy_array_has_an_empty_grad_cell() -> None:
+    # An array has no .grad: nothing in its grad column (its values were once drawn again there).
+    script = "import torch\nimport numpy as np\nn = np.arange(40.0).reshape(5, 8)\nt = torch.from_numpy(n)\n"
+    for width in ("80", "100", "160"):
+        out = runner.invoke(app, ["run", "-e", script, "--width", width]).stdout
+        block = _step_block(out, 4)
+        lines = block.splitlines()
+        row = next(i for i, ln in enumerate(lines) if re.match(r"^[~+ ] n ", ln))
+        grad_col = next(ln for ln in lines if ln.startswith("  name ")).index(" grad ")
+        assert lines[row][grad_col:].strip() == "", block
+        # The value lines under the row hold the array's rows, nothing at the grad column.
+        wrapped = [ln for ln in lines[row + 1 : row + 6] if ln.startswith("      ")]
+        assert len(wrapped) == (4 if width != "80" else 0), block  # the 5x8 grid, or its statistics on one line
+        for ln in wrapped:
+            assert ln[grad_col:].strip() == "", block
+
+
 def test_values_get_the_width_before_data_ptr() -> None:
     script = "import torch\na = torch.ones(3)\nb = torch.arange(7.0) / 7\n"
     out = runner.invoke(app, ["run", "-e", script, "--width", "120"]).stdout
