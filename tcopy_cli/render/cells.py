@@ -228,6 +228,37 @@ def step_rows(
     return rows
 
 
+class Before:
+    """Which step a step's change marks compare with: the last step before it at its call
+    depth or shallower.
+
+    A statement that called a script function compares with the state before it began,
+    not with the function's last statement: its marks show what the call changed (under
+    ``--depth`` the function's own steps are not drawn), and the function's locals are not
+    listed as removed. Steps at one depth compare with the one before, drawn or not.
+    """
+
+    def __init__(self) -> None:
+        self._stack: list[Step] = []  # call depths strictly increasing: one step per depth
+
+    def of(self, step: Step) -> Step | None:
+        """The step ``step`` compares with (None: the first)."""
+        for s in reversed(self._stack):
+            if s.depth <= step.depth:
+                return s
+        return None
+
+    def add(self, step: Step) -> None:
+        """``step`` ran: deeper steps and the last one of its depth are behind it."""
+        while self._stack and self._stack[-1].depth >= step.depth:
+            self._stack.pop()
+        self._stack.append(step)
+
+    def clear(self) -> None:
+        """Start over: the next step compares with nothing."""
+        self._stack.clear()
+
+
 def removed_names(step: Step, previous: Step | None) -> list[str]:
     """Names that held a tensor or array before this step and no longer do."""
     if previous is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from tcopy_cli.render import ViewOptions, error_counts, plural
-from tcopy_cli.render.cells import COLUMNS, Quiet, removed_names, step_rows
+from tcopy_cli.render.cells import COLUMNS, Before, Quiet, removed_names, step_rows
 from tcopy_cli.render.controls import visible
 from tcopy_cli.render.folding import FoldedTurn, SeenRows, StepFlow, printed_lines, turn_label, turn_parts
 from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading
@@ -28,7 +28,7 @@ class MarkdownRenderer:
     def __init__(self, out: TextIO, options: ViewOptions | None = None) -> None:
         self.out = out
         self.options = options or ViewOptions()
-        self.previous: Step | None = None
+        self.before = Before()
         self.device = "cpu"
         self.list_open = False  # folded turns are list items: a blank line ends the list
         self.last_folded: FoldedTurn | None = None
@@ -51,7 +51,7 @@ class MarkdownRenderer:
     def step(self, step: Step, shown: bool = True) -> None:
         """One step section (a hidden step still counts for change marks)."""
         if not shown:
-            self.previous = step
+            self.before.add(step)
             return
         w = self.out.write
         if self.list_open:
@@ -62,8 +62,9 @@ class MarkdownRenderer:
         if step.expected:
             status = " · expected error"
         where = "".join(" · " + part for part in where_parts(step))
-        rows = step_rows(step, self.previous, self.options.watch, self.options.only_changed)
-        gone = removed_names(step, self.previous)
+        previous = self.before.of(step)
+        rows = step_rows(step, previous, self.options.watch, self.options.only_changed)
+        gone = removed_names(step, previous)
         quiet = self.seen.quiet(step, rows, gone, self.tables > 0)
         if quiet.statement and "`" in (quiet.one_line or ""):  # no inline code for it: told in full
             quiet = Quiet(None, quiet.told)
@@ -74,7 +75,7 @@ class MarkdownRenderer:
             w(f"*{line}*\n\n")
         if quiet.one_line is not None:  # class/def/import: a heading, no table (JSON keeps the whole step)
             self._notes(step)
-            self.previous = step
+            self.before.add(step)
             return
         fence = "````" if "```" in step.source else "```"
         w(f"{fence}python\n{step.source}\n{fence}\n\n")
@@ -115,7 +116,7 @@ class MarkdownRenderer:
             if self.options.explain and step.error.explained:
                 w(">\n> " + _cell(step.error.explanation) + "\n")
             w("\n")
-        self.previous = step
+        self.before.add(step)
 
     def _notes(self, step: Step) -> None:
         """The step's notes as a list (warnings in bold)."""

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tcopy_cli.render import ViewOptions, error_counts, plural
-from tcopy_cli.render.cells import Quiet, Row, removed_names, step_rows
+from tcopy_cli.render.cells import Before, Quiet, Row, removed_names, step_rows
 from tcopy_cli.render.controls import visible
 from tcopy_cli.render.folding import FoldedTurn, SeenRows, StepFlow, printed_lines, turn_label, turn_parts
 from tcopy_cli.render.graph import graph_tree
@@ -33,7 +33,7 @@ class TableRenderer:
     def __init__(self, console: Console, options: ViewOptions | None = None) -> None:
         self.console = console
         self.options = options or ViewOptions()
-        self.previous: Step | None = None
+        self.before = Before()
         self.device = "cpu"
         self.graph_signature: tuple[object, ...] | None = None
         self.level = 0  # columns given up so far (see layout.plan)
@@ -77,18 +77,18 @@ class TableRenderer:
             self.console.print(self.render_step(step), crop=False)
             self.shown += 1
             self.last_folded = None
-        self.previous = step
+        self.before.add(step)
 
     def forget(self) -> None:
         """Start over: the next step compares with nothing, so every tensor in it is new."""
-        self.previous = None
+        self.before.clear()
 
     def render_step(self, step: Step, fresh: bool = False) -> RenderableType:
         """The renderable for a step (used by export and tests too).
 
         ``fresh`` shows every tensor as it is, without change marks against the step before.
         """
-        previous = None if fresh else self.previous
+        previous = None if fresh else self.before.of(step)
         parts: list[RenderableType] = []
         for line in step.narration:
             parts.append(Text(line, style="italic cyan"))

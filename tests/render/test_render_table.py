@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -57,6 +58,69 @@ def markdown_marks(text: str) -> dict[int, dict[str, str]]:
     for index, body in re.findall(r"^### Step (\d+) ·(.*?)(?=^### Step|\Z)", text, flags=re.M | re.S):
         marks[int(index)] = {m[1]: m[0].strip() or " " for m in re.findall(r"^\| ([+~ ]) \| ([^ |]+) \|", body, re.M)}
     return marks
+
+
+# Top-level statements that call script functions, which change some tensors and not others.
+CALLS_SCRIPT = """\
+import torch
+c = torch.zeros(2)
+d = torch.ones(2)
+e = torch.ones(2)
+def g(t):
+    c.add_(1)
+    u = t * 2
+    return u
+def h():
+    n = c.numel()
+    return n
+f = g(d)
+k = h()
+e.mul_(3)
+f = g(e)
+"""
+
+
+def _top_level_marks(script: str) -> dict[int, dict[str, str]]:
+    """{line: {name: mark}} by plain python: what each top-level statement changed from before it began."""
+    ns: dict[str, object] = {}
+    marks: dict[int, dict[str, str]] = {}
+
+    def state() -> dict[str, tuple[int, int, list[float]]]:
+        return {k: (id(v), v._version, v.tolist()) for k, v in ns.items() if isinstance(v, torch.Tensor)}
+
+    for node in ast.parse(script).body:
+        before = state()
+        exec(compile(ast.Module([node], []), "<s>", "exec"), ns)
+        marks[node.lineno] = {
+            n: "+" if n not in before else "~" if before[n] != facts else " " for n, facts in state().items()
+        }
+    return marks
+
+
+@pytest.mark.parametrize("depth", [None, "0"])
+def test_a_call_is_marked_with_what_it_changed(depth: str | None) -> None:
+    # A statement that ran a script function is marked against the state before it began (not
+    # against the function's last statement), drawn or not drawn (--depth 0), table and Markdown.
+    expected = _top_level_marks(CALLS_SCRIPT)
+    stream = runner.invoke(app, ["run", "-e", CALLS_SCRIPT, "-f", "json"]).stdout
+    events = [json.loads(ln) for ln in stream.splitlines()]
+    top = {e["index"]: e["line"] for e in events if e["event"] == "step" and e["depth"] == 0}
+    names = {
+        e["index"]: list(e["tensors"])
+        for e in events
+        if e["event"] == "step" and not e["source"].startswith(("import", "def"))
+    }
+    args = ["run", "-e", CALLS_SCRIPT, "--all-steps", "--width", "120"] + (["--depth", depth] if depth else [])
+    out = runner.invoke(app, args).stdout
+    table = table_marks("".join(re.findall(r"^Step \d+ · line \d+ ─.*?(?=^Step |\Z)", out, re.M | re.S)), names)
+    md = markdown_marks(runner.invoke(app, [*args, "-f", "markdown"]).stdout)
+    checked = 0
+    for index, line in top.items():
+        if index in table and index > 2:  # the first table marks everything new
+            assert table[index] == expected[line], (index, line, table[index], expected[line])
+            assert md[index] == expected[line], (index, line, md[index])
+            checked += 1
+    assert checked == 5, (checked, table)  # k = h() changed nothing: one header line
 
 
 def test_marks_are_the_same_at_80_and_160_columns_and_in_markdown() -> None:
@@ -345,7 +409,7 @@ def test_a_quiet_statement_keeps_its_full_form_where_it_must() -> None:
     script = "import torch\nc = torch.zeros(2)\ndef g():\n    c.add_(1)\ng()\n"
     out = runner.invoke(app, ["run", "-e", script, "--depth", "0", "--width", "100"]).stdout
     step = out.split("Step 5 · ")[1]
-    assert step.startswith("line 5 ─") and re.search(r"^  c +\[1\., 1\.\]", step, re.M), out
+    assert step.startswith("line 5 ─") and re.search(r"^~ c +\[1\., 1\.\]", step, re.M), out
     md = runner.invoke(app, ["run", "-e", script, "--depth", "0", "-f", "markdown"]).stdout
     assert re.search(r"^### Step 5 · line 5$", md, re.M), md
 
