@@ -59,7 +59,8 @@ def grad_changes(f: StepFacts) -> list[Note]:
         elif g is not None and og is None:
             if _backward_ran(f):
                 counts[r.object_id] = 1
-                found.add([note("grad.received", f"backward put a gradient into {name}.grad: {g.preview}.", [name])])
+                text = f"backward put a gradient into {name}.grad: {_ended(g.preview)}"
+                found.add([note("grad.received", text, [name])])
             else:
                 found.add([note("grad.written", f"{name}.grad now holds {g.preview}, though no backward ran.", [name])])
         elif g is not None and og is not None and _changed(g, og):
@@ -129,6 +130,11 @@ def _grad_assigned(f: StepFacts, name: str) -> bool:
         and written_tensor(f, op) == name
         for op in f.step.ops
     )
+
+
+def _ended(preview: str) -> str:
+    """A preview closing a sentence: ``20.`` ends it as it is (no ``20..``)."""
+    return preview if preview.endswith(".") else preview + "."
 
 
 def _backward_ran(f: StepFacts) -> bool:
