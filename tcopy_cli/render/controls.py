@@ -14,15 +14,22 @@ from typing import TypeVar
 
 from tcopy_cli.trace.records import ArrayRecord, ErrorInfo, Step, TensorRecord, evolve
 
-# C0 controls but tab and newline, DEL, and the C1 controls (an 8-bit CSI is 0x9b).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 controls but tab and newline, DEL, and the C1 controls (an 8-bit CSI is 0x9b); and
+# the bidirectional controls, which reorder what follows them on the line (a string in a
+# statement could make the header or a note read otherwise than the code runs).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escaped(m: re.Match[str]) -> str:
+    code = ord(m[0])
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def visible(text: str) -> str:
-    """``text`` with each control character as ``\\xNN``."""
+    """``text`` with each control character as ``\\xNN`` (a bidirectional control as ``\\uNNNN``)."""
     if _CONTROL.search(text) is None:
         return text
-    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", text)
+    return _CONTROL.sub(_escaped, text)
 
 
 def _error(error: ErrorInfo) -> ErrorInfo:

@@ -51,5 +51,16 @@ def test_json_keeps_the_exact_text() -> None:
 
 
 def test_visible_keeps_tabs_newlines_and_unicode() -> None:
-    assert visible("a\tb\nc · ✓") == "a\tb\nc · ✓"
+    assert visible("a\tb\nc · ✓ שלום") == "a\tb\nc · ✓ שלום"
     assert visible("\x00\x07\r\x1b\x7f\x9b") == "\\x00\\x07\\x0d\\x1b\\x7f\\x9b"
+    assert visible("a\u202eb\u2066c\u200f") == "a\\u202eb\\u2066c\\u200f"
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_a_bidirectional_control_does_not_reorder_a_line(fmt: str) -> None:
+    # A right-to-left override in a string literal would flip the rest of the step's header line.
+    script = 'import torch\nx = torch.ones(2)\nn = x.numel() + len("\u202e)(dekcah")\nprint("\u2067ok\u2069")\n'
+    r = runner.invoke(app, ["run", "-e", script, "--format", fmt, "--no-color", "--width", "120"])
+    assert r.exit_code == 0, r.output
+    assert not any(c in r.stdout for c in "\u202e\u2067\u2069"), r.stdout
+    assert "\\u202e)(dekcah" in r.stdout and "\\u2067ok\\u2069" in r.stdout
