@@ -233,11 +233,21 @@ class TableRenderer:
                 header_style=HEADER_STYLE,
                 padding=(0, 0),
             )
-            table.add_column("", width=1, no_wrap=True)
-            for c in layout.columns:
-                table.add_column(c.header, width=layout.widths[c.key], no_wrap=c.key not in FOLDING, overflow="fold")
-            for cells in body:
-                table.add_row(*(cell.text() for cell in cells))
+            if sum(widths) + len(widths) - 1 <= self.console.width:  # as StepGrid draws it
+                table.add_column("", width=1, no_wrap=True)
+                for c in layout.columns:
+                    wraps = c.key in FOLDING
+                    table.add_column(c.header, width=layout.widths[c.key], no_wrap=not wraps, overflow="fold")
+                for cells in body:
+                    table.add_row(*(cell.text() for cell in cells))
+                return table
+            # Too narrow for the columns (under about 60): Rich squeezes every column, a 1-wide
+            # one to nothing, so the mark starts the first column's cells instead.
+            for i, c in enumerate(layout.columns):
+                width = layout.widths[c.key] + (2 if i == 0 else 0)
+                table.add_column(c.header, width=width, no_wrap=c.key not in FOLDING, overflow="fold")
+            for mark, *cells in body:
+                table.add_row(Text.assemble(mark.text(), " ", cells[0].text()), *(cell.text() for cell in cells[1:]))
             return table
 
         folding = [False, *(c.key in FOLDING for c in layout.columns)]

@@ -123,7 +123,7 @@ def test_a_call_is_marked_with_what_it_changed(depth: str | None) -> None:
     assert checked == 5, (checked, table)  # k = h() changed nothing: one header line
 
 
-def test_marks_are_the_same_at_80_and_160_columns_and_in_markdown() -> None:
+def test_marks_are_the_same_at_40_80_and_160_columns_and_in_markdown() -> None:
     names = _names_by_step(MARKS_SCRIPT)
     # --all-steps: every row drawn, the unchanged ones too (by default they may fold into one line).
     every = ["run", "-e", MARKS_SCRIPT, "--all-steps"]
@@ -131,6 +131,8 @@ def test_marks_are_the_same_at_80_and_160_columns_and_in_markdown() -> None:
     wide = table_marks(runner.invoke(app, [*every, "--width", "160"]).stdout, names)
     md = markdown_marks(runner.invoke(app, [*every, "-f", "markdown"]).stdout)
     assert narrow == wide
+    # Too narrow for the columns (Rich squeezes them all): the mark starts the row still.
+    assert table_marks(runner.invoke(app, [*every, "--width", "40"]).stdout, names) == wide
     assert {k: v for k, v in md.items() if v} == {k: v for k, v in narrow.items() if v}
     # What plain torch says changed, step by step (0-based lines of MARKS_SCRIPT + 1).
     a = torch.zeros(3, requires_grad=True)
