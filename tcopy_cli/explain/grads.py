@@ -6,11 +6,12 @@ rules after it read its notes (by kind) rather than compare the records again.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tcopy_cli.explain.facts import Findings, StepFacts, agree, names_text, note
 from tcopy_cli.explain.ops import written_tensor
-from tcopy_cli.trace.records import Note, TensorRecord
+from tcopy_cli.trace.records import Note, OpRecord, TensorRecord
 from tcopy_cli.trace.values import format_nested
 
 RECEIVED = ("grad.received", "grad.accumulated")
@@ -35,16 +36,28 @@ def _all_zero(v: Any) -> bool:
 
 
 def _changed(g: TensorRecord, og: TensorRecord) -> bool:
-    # Values too large to list show a change through the grad's version counter.
-    return g.values != og.values or (g.values is None and g.version != og.version)
+    """The grad moved: other values, another tensor (storage), or an in-place write (version);
+    values too large to list show a write that bumps no version (through ``.data``) in their summary."""
+    return (
+        g.values != og.values
+        or g.storage != og.storage
+        or g.version != og.version
+        or (g.values is None and g.preview != og.preview)
+    )
 
 
 def grad_changes(f: StepFacts) -> list[Note]:
     """Each tensor whose .grad was set or added to in this step; the grads zeroed, and those reset,
-    in one note each (``optimizer.zero_grad()`` resets every parameter's)."""
+    in one note each (``optimizer.zero_grad()`` resets every parameter's).
+
+    Backward is named only where the step's record holds a backward call; how many passes
+    added into a grad is read from its version counter (one in-place add per pass)."""
     found = Findings()
     counts = f.state.backward_counts
     stepped: dict[int, int] = {}
+    backward = _backward_ran(f)
+    reset_first = _reset_before_backward(f)
+    passes_recorded = sum(op.kind == "call" and op.function == "backward" and op.error is None for op in f.step.ops)
     for name, r in f.tensors.items():
         old = f.before.get(name)
         if old is None or old.object_id != r.object_id:
@@ -57,15 +70,16 @@ def grad_changes(f: StepFacts) -> list[Note]:
             found.group("grad.reset", name)
             counts[r.object_id] = 0
         elif g is not None and og is None:
-            if _backward_ran(f):
+            if backward:
                 counts[r.object_id] = 1
                 text = f"backward put a gradient into {name}.grad: {_ended(g.preview)}"
                 found.add([note("grad.received", text, [name])])
             else:
                 found.add([note("grad.written", f"{name}.grad now holds {g.preview}, though no backward ran.", [name])])
         elif g is not None and og is not None and _changed(g, og):
+            write = _write_into(f, name, r)
             if (g.values is not None and _all_zero(g.values) and not _all_zero(og.values)) or (
-                g.values is None and _zeroed_by_call(f, name)
+                write is not None and write.function == "zero_"
             ):
                 found.group("grad.zeroed", name)
                 counts[r.object_id] = 0
@@ -73,31 +87,43 @@ def grad_changes(f: StepFacts) -> list[Note]:
             inc = _subtract(g.values, og.values)
             inc_text = f" (+{format_nested(inc)})" if inc is not None and not _contains_none(inc) else ""
             change = f"{og.preview} → {g.preview}{inc_text}"
-            written = _written_by(f, name, g)
-            if not _backward_ran(f) or written is not None:
+            if not backward or write is not None:
                 # The record shows no backward (or shows the script writing into the grad):
                 # the change is not a backward pass and does not count as one.
-                how = f"`{written}` wrote into it in place" if written is not None else "no backward ran"
-                found.add(
-                    [
-                        note(
-                            "grad.written",
-                            f"{name}.grad changed: {change}; {how}. A backward adds its gradient to the "
-                            f"values {name}.grad holds.",
-                            [name],
-                        )
-                    ]
+                how = f"`{write.call}` wrote into it in place" if write is not None else "no backward ran"
+                text = f"{name}.grad changed: {change}; {how}. A backward adds its gradient to the values it holds."
+                found.add([note("grad.written", text, [name])])
+                continue
+            # Backward adds into the grad in place, one write per pass (its version counter);
+            # zero_grad() earlier in the step (an optimizer's closure) dropped the grad (new
+            # memory) or zeroed it (a second write): then the gradient is the new one alone.
+            same = g.storage == og.storage
+            if reset_first and (not same or g.version - og.version >= 2):
+                counts[r.object_id] = stepped[r.object_id] = 1
+                how = "dropped" if not same else "zeroed"
+                text = (
+                    f"zero_grad() in this step {how} {name}.grad ({og.preview}), then backward put a new "
+                    f"gradient into it: {_ended(g.preview)}"
                 )
+                found.add([note("grad.received", text, [name])])
                 continue
             # One tensor under several names (an argument and the caller's name) counts once.
-            n = stepped.get(r.object_id) or counts.get(r.object_id, 1) + 1
+            passes = max(1, min(g.version - og.version, passes_recorded)) if same else 1
+            n = stepped.get(r.object_id) or counts.get(r.object_id, 1) + passes
             counts[r.object_id] = stepped[r.object_id] = n
+            several = f"{passes} backward passes added" if passes > 1 else "backward added"
+            moved = f" (a new tensor, {g.storage}: added out of place)" if not same else ""
+            hooks = (
+                f" torch called back {names_text(list(step_hooks))} during it, which can change the grad too."
+                if (step_hooks := f.step.hooks)
+                else ""
+            )
             found.add(
                 [
                     note(
                         "grad.accumulated",
-                        f"backward added into {name}.grad: {change}. Gradients "
-                        f"accumulate: this is backward #{n} into {name}.grad since it was last reset.",
+                        f"{several} into {name}.grad{moved}: {_ended(change)} Gradients "
+                        f"accumulate: this is backward #{n} into {name}.grad since it was last reset.{hooks}",
                         [name],
                     )
                 ]
@@ -137,6 +163,18 @@ def _ended(preview: str) -> str:
     return preview if preview.endswith(".") else preview + "."
 
 
+def _reset_before_backward(f: StepFacts) -> bool:
+    """The record holds a ``zero_grad()`` call followed by a backward call (an optimizer's closure)."""
+    reset = False
+    for op in f.step.ops:
+        if op.kind == "call" and op.error is None:
+            if op.function == "zero_grad":
+                reset = True
+            elif op.function == "backward" and reset:
+                return True
+    return False
+
+
 def _backward_ran(f: StepFacts) -> bool:
     """A backward pass ran in this step: the record holds a ``backward`` call that returned.
 
@@ -146,35 +184,33 @@ def _backward_ran(f: StepFacts) -> bool:
     return any(op.kind == "call" and op.function == "backward" and op.error is None for op in f.step.ops)
 
 
-def _written_by(f: StepFacts, name: str, grad: TensorRecord) -> str | None:
+def _write_into(f: StepFacts, name: str, r: TensorRecord) -> OpRecord | None:
     """The recorded in-place write into ``name.grad`` in this step (``w.grad.add_(1)``,
-    ``w.grad += 5``, ``g.mul_(2)`` on ``g = w.grad``), as written; None if there is none.
+    ``w.grad += 5``, ``p.grad.data.zero_()`` with ``p`` the same tensor, ``g.mul_(2)`` on
+    ``g = w.grad``); None if there is none.
 
     An input counts where its version counter moved in the operation and it is the grad:
-    written as ``name.grad`` (or a view or ``.data`` of it), or a name on the grad's storage.
+    written as ``X.grad`` (or a view or ``.data`` of it) with ``X`` this tensor under any
+    name, or a name on the grad's storage.
     """
-    prefix = f"{name}.grad"
+    grad = r.grad
+    assert grad is not None
     for op in f.step.ops:
         for i in op.bumped:
             if i >= len(op.inputs):
                 continue
             inp = op.inputs[i]
             held = f.tensors.get(inp.name) if inp.name is not None else None
-            if (
-                inp.expr == prefix
-                or inp.expr.startswith((prefix + ".", prefix + "["))
-                or (held is not None and held.storage == grad.storage and held.device == grad.device)
-            ):
-                return op.call
+            if held is not None and held.storage == grad.storage and held.device == grad.device:
+                return op
+            m = _GRAD_EXPR.match(inp.expr)
+            owner = f.tensors.get(m[1]) if m is not None else None
+            if owner is not None and owner.object_id == r.object_id:
+                return op
     return None
 
 
-def _zeroed_by_call(f: StepFacts, name: str) -> bool:
-    """``x.grad.zero_()`` ran in this step (the record says so where values are too many to compare)."""
-    return any(
-        op.function == "zero_" and op.error is None and op.inputs and op.inputs[0].expr == f"{name}.grad"
-        for op in f.step.ops
-    )
+_GRAD_EXPR = re.compile(r"^(.+?)\.grad(?:$|[.\[])")
 
 
 def corrupted_grads(f: StepFacts) -> list[Note]:

@@ -264,6 +264,10 @@ def _attr_facts(t: torch.Tensor) -> dict[str, Any]:
     }
 
 
+RESETS = frozenset({"zero_grad"})
+"""Calls recorded though no tensor goes in or out: ``opt.zero_grad()`` drops or zeroes grads, which
+the notes tell apart from what a backward in the same step did."""
+
 FLAG_CALLS = frozenset({"requires_grad_"})
 """In-place calls that change a flag of their receiver (recorded like ``x.requires_grad = ...``)."""
 
@@ -427,7 +431,7 @@ class OpRecorder:
         if p is None or not self._stack:
             return
         items = _result_items(result)
-        if not items and not p.inputs and p.kind not in ("setattr", "rebind"):
+        if not items and not p.inputs and p.kind not in ("setattr", "rebind") and p.function not in RESETS:
             return
         step = self._stack[-1]
         index = len(step.ops)

@@ -57,7 +57,7 @@ from tcopy_cli.script.interp import _SIZED, BLOCK_STATEMENTS, _context_name
 from tcopy_cli.script.parse import Program
 from tcopy_cli.trace.records import RunInfo
 from tcopy_cli.trace.runner import Runner
-from tcopy_cli.trace.trusted_ops import backward_op, statement_ops
+from tcopy_cli.trace.trusted_ops import statement_ops, tracked_op
 
 # Comprehensions and generator expressions run in frames of their own (before 3.12);
 # they are part of the statement that runs them.
@@ -72,7 +72,17 @@ _PASS_THROUGH = (
 )
 # Columns of each instruction (3.11+): where statements share a line, which one runs.
 _POSITIONS = hasattr(CodeType, "co_positions")
-_BACKWARD_CODE = getattr(inspect.unwrap(torch.autograd.backward), "__code__", None)
+TRACKED = {
+    code: name
+    for fn, name in (
+        (torch.autograd.backward, "backward"),
+        (torch.optim.Optimizer.zero_grad, "zero_grad"),
+        (torch.nn.Module.zero_grad, "zero_grad"),
+    )
+    if (code := getattr(inspect.unwrap(fn), "__code__", None)) is not None
+}
+"""Library functions whose call the tracer records as an operation (by code object):
+a backward pass (``x.backward()`` goes through ``torch.autograd.backward``) and grad resets."""
 # Ends of iteration, not errors: Python consumes them in the loop that asked.
 _ITERATION_ENDS = (StopIteration, StopAsyncIteration, GeneratorExit)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -229,8 +239,8 @@ class _Running:
     grad_enabled: bool = True
     order: dict[str, None] = field(default_factory=dict)
     hooks: dict[str, None] = field(default_factory=dict)
-    backward: bool = False
-    """``torch.autograd.backward`` ran during the statement (``x.backward()`` calls it)."""
+    calls: list[str] = field(default_factory=list)
+    """The calls the tracer watches for that ran during the statement, in order (``TRACKED``)."""
     loops: list[_Turn] = field(default_factory=list)
 
 
@@ -459,10 +469,11 @@ class TrustedScript:
 
     def _trace_call(self, frame: FrameType, event: str, arg: Any) -> Any:
         code = frame.f_code
-        if code is _BACKWARD_CODE and self.stack:
-            # The operation record's one measured call: the notes tell a gradient that a
-            # backward added from one the script wrote (see trusted_ops).
-            self.stack[-1].backward = True
+        tracked = TRACKED.get(code)
+        if tracked is not None and self.stack:
+            # The operation record's measured calls: the notes tell a gradient that a
+            # backward added from one the script wrote or reset (see trusted_ops).
+            self.stack[-1].calls.append(tracked)
         kind = self.kind(code)
         if kind not in ("module", "function"):
             return None
@@ -565,7 +576,7 @@ class TrustedScript:
         state.out = io.StringIO()
         state.warned = []
         state.hooks = {}
-        state.backward = False
+        state.calls = []
         state.grad_enabled = torch.is_grad_enabled()
 
     def _end(
@@ -579,13 +590,13 @@ class TrustedScript:
         if node is None:
             return
         state.node = None
-        printed, warned, hooks, backward = state.out.getvalue(), state.warned, list(state.hooks), state.backward
-        state.out, state.warned, state.hooks, state.backward = io.StringIO(), [], {}, False
+        printed, warned, hooks, calls = state.out.getvalue(), state.warned, list(state.hooks), state.calls
+        state.out, state.warned, state.hooks, state.calls = io.StringIO(), [], {}, []
         self.frame = frame
         self._locate(frame, node)
         try:
             self.runner.finish(
-                node, printed, warned, error, caught, state.grad_enabled, self.index.is_header(node), hooks, backward
+                node, printed, warned, error, caught, state.grad_enabled, self.index.is_header(node), hooks, calls
             )
         finally:
             self.frame = None
@@ -852,9 +863,14 @@ class TrustedRunner(Runner):
         assert isinstance(self.interp, TrustedScript)
         return self.interp
 
+    calls_carried: tuple[str, ...] = ()
+    """What a block header that made no step of its own ran of the tracked calls
+    (``if loss.backward() is None:``): the next step's record holds them, as in the sandbox."""
+
     def reset_stop(self) -> None:
         """A new run (or REPL entry) starts unstopped."""
         self.pending = (None, "", [])
+        self.calls_carried = ()
 
     def starting(self, node: ast.stmt, header: bool) -> None:
         """A statement starts: check the time and step limits (they end the run with an error step)."""
@@ -879,21 +895,23 @@ class TrustedRunner(Runner):
         grad_enabled: bool,
         header: bool,
         hooks: list[str] | None = None,
-        backward: bool = False,
+        calls: list[str] | None = None,
     ) -> None:
         """Report a statement that ended (a header only if it failed or was caught failing).
 
-        ``backward``: the tracer saw ``torch.autograd.backward`` run during it."""
+        ``calls``: the tracked calls (``TRACKED``) the tracer saw run during it, in order."""
         if header and error is None and caught is None:
             self.carry(node, printed, warned)
+            self.calls_carried += tuple(calls or ())
             return
+        tracked, self.calls_carried = [*self.calls_carried, *(calls or ())], ()
         self.grad_enabled = grad_enabled
         self.current_node = self.last_node = node
         # A script error travels on as Python's own exception; only limits end the run here.
         # The statement's operation record, measured now that it has ended (see trusted_ops).
         ops = statement_ops(node, self.interp.names(), self.interp.current_function) if error is None else []
-        if backward and error is None:
-            ops.append(backward_op(len(ops), node.lineno))
+        if error is None:
+            ops.extend(tracked_op(len(ops) + i, node.lineno, fn) for i, fn in enumerate(tracked))
         self._finish(
             node, printed, warned, error, stop=error is None, caught=caught, hooks=hooks, expectable=True, ops=ops
         )

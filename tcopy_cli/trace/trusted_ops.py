@@ -7,8 +7,9 @@ the tensor the target names now and the tensors the expression named, compared
 directly (the same object, storage, version-counter sharing, graph reach; see
 ``ops.relation``), with the call as written taken from the statement's AST.
 
-One call is recorded for any statement: a backward pass, where the tracer saw
-``torch.autograd.backward`` run (``x.backward()`` calls it; see ``backward_op``).
+Calls are recorded for any statement where the tracer saw them run: a backward pass
+(``torch.autograd.backward``, which ``x.backward()`` calls) and ``zero_grad`` of an
+optimizer or module (see ``tracked_op``).
 
 Limits, by construction: only a single-name assignment is recorded; an input the
 statement rebound (``x = x.t()``) is left out (its old object is gone); versions before
@@ -103,10 +104,13 @@ def statement_ops(node: ast.stmt, names: dict[str, Any], function: str | None) -
     return ops
 
 
-def backward_op(index: int, line: int) -> OpRecord:
-    """The record of a backward pass the tracer saw run during a statement (without its inputs:
-    torch.autograd.backward ran inside the statement, maybe in library code)."""
-    return OpRecord(index=index, kind="call", call="torch.autograd.backward(...)", function="backward", line=line)
+_TRACKED_CALLS = {"backward": "torch.autograd.backward(...)", "zero_grad": "zero_grad()"}
+
+
+def tracked_op(index: int, line: int, function: str) -> OpRecord:
+    """The record of a call the tracer saw run during a statement (``backward`` or ``zero_grad``),
+    without inputs: it may have run inside library code the statement called."""
+    return OpRecord(index=index, kind="call", call=_TRACKED_CALLS[function], function=function, line=line)
 
 
 def _assignment(node: ast.stmt) -> tuple[ast.expr | None, str | None]:

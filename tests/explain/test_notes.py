@@ -220,3 +220,61 @@ def test_a_grad_the_script_wrote_is_not_called_a_backward(trust: bool) -> None:
         previous = now
     counts = [n.text for s in steps for n in s.explanations if n.kind == "grad.accumulated"]
     assert len(counts) == 1 and "backward #2 " in counts[0], counts
+
+
+CLOSURE_SCRIPT = """\
+import torch
+w = torch.tensor([1.0, 2.0], requires_grad=True)
+opt = torch.optim.SGD([w], lr=0.1)
+(w * w).sum().backward()
+def closure():
+    opt.zero_grad()
+    loss = (w * 3).sum()
+    loss.backward()
+    return loss
+opt.step(closure)
+if (w * 5).sum().backward() is None:
+    n = 1
+torch.relu(w - 10).sum().backward()
+(w * 2).sum().backward()
+"""
+
+
+@pytest.mark.parametrize("trust", [False, True])
+def test_grad_notes_follow_the_record_and_the_version_counter(trust: bool) -> None:
+    # zero_grad() inside a closure is a reset, not an accumulation; a backward in an if header
+    # is told in the step after it; a pass that adds zeros still counts (its version moved).
+    steps = run_source(CLOSURE_SCRIPT, origin="<t>", trust=trust).steps
+    ns: dict[str, object] = {}
+    exec(CLOSURE_SCRIPT, ns)
+    w = ns["w"]
+    assert isinstance(w, torch.Tensor) and w.grad is not None
+    by_source = {s.source: s for s in steps}
+    def grad_notes(source: str) -> list[str]:
+        return [n.text for n in by_source[source].explanations if n.kind.startswith("grad.")]
+
+    closure = grad_notes("opt.step(closure)")
+    assert closure == [
+        "zero_grad() in this step dropped w.grad ([2., 4.]), then backward put a new gradient into it: [3., 3.]."
+    ]
+    header = grad_notes("n = 1")
+    assert header and header[0].startswith("backward added into w.grad: [3., 3.] → [8., 8.]"), header
+    assert "backward #2 " in header[0]
+    zeros = grad_notes("torch.relu(w - 10).sum().backward()")
+    assert zeros and "(+[0., 0.])" in zeros[0] and "backward #3 " in zeros[0], zeros
+    last = [n.text for n in steps[-1].explanations if n.kind.startswith("grad.")]
+    assert "backward #4 " in last[0] and last[0].startswith("backward added into w.grad: [8., 8.] → [10., 10.]"), last
+    assert steps[-1].tensors["w"].grad is not None and steps[-1].tensors["w"].grad.values == w.grad.tolist()
+
+
+def test_a_large_grad_zeroed_through_data_under_another_name_is_zeroed() -> None:
+    # 200 values (not listed): the record of p.grad.data.zero_() tells what happened to lin.weight.grad.
+    source = (
+        "import torch\nlin = torch.nn.Linear(20, 10)\nx = torch.ones(3, 20)\nlin(x).sum().backward()\n"
+        "for p in lin.parameters():\n    p.grad.data.zero_()\nlin(x).sum().backward()\n"
+    )
+    steps = run_source(source, origin="<t>").steps
+    zeroed = {t for s in steps for n in s.explanations if n.kind == "grad.zeroed" for t in n.tensors}
+    assert {"lin.weight", "lin.bias"} <= zeroed, [s.notes for s in steps]
+    last = [n.text for n in steps[-1].explanations if n.kind == "grad.accumulated"]
+    assert len(last) == 3 and all("backward #1 " in t for t in last), last  # lin.weight, lin.bias, p
