@@ -476,13 +476,19 @@ class Watch:
         self.watched = view.watches
         roots = sorted({n.split(".")[0].split("[")[0] for n in view.watch or ()})
         self.mention = re.compile(r"\b(" + "|".join(re.escape(r) for r in roots) + r")\b")
-        self.facts: dict[str, object] = {}
+        self.facts: list[tuple[int, dict[str, object]]] = []  # (call depth, watched facts), as cells.Before
 
     def touches(self, step: Step) -> bool:
-        """The step names a watched tensor, changes or removes one, or failed."""
+        """The step names a watched tensor, changes or removes one, or failed.
+
+        Changes count from the state before the statement began (the last step at its call
+        depth or shallower), so a call whose function changed a watched tensor touches it."""
         facts = {n: _facts(r) for n, r in step.tensors.items() if self.watched(n)}
-        changed = facts != self.facts
-        self.facts = facts
+        before = next((f for d, f in reversed(self.facts) if d <= step.depth), {})
+        changed = facts != before
+        while self.facts and self.facts[-1][0] >= step.depth:
+            self.facts.pop()
+        self.facts.append((step.depth, facts))
         return changed or step.status == "error" or bool(self.mention.search(step.source))
 
     def narrow(self, turn: FoldedTurn) -> FoldedTurn:

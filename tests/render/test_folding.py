@@ -192,6 +192,28 @@ def test_watch_hides_other_steps_and_their_notes() -> None:
     assert sorted({int(s) for s in shown}) == expected_shown
 
 
+def test_watch_under_depth_0_shows_a_call_that_changed_the_watched_tensor() -> None:
+    # train() changes w only in its own (hidden) steps: the call statement touches w all the same.
+    script = (
+        "import torch\nw = torch.ones(2, requires_grad=True)\ndef train():\n    (w * 3).sum().backward()\n"
+        "train()\ntrain()\n"
+    )
+    out = _run(["--width", "100", "--depth", "0", "--watch", "w"], script).stdout
+    w = torch.ones(2, requires_grad=True)
+    grads = []
+    for _ in range(2):
+        (w * 3).sum().backward()
+        assert w.grad is not None
+        grads.append(w.grad.tolist())
+    calls = [
+        (m[1], m[2])
+        for block in re.split(r"^Step \d+ · ", out, flags=re.M)[1:]
+        if (m := re.match(r"line (\d+) ─.*?^~ w +\[1\., 1\.\] .*?(\[[\d., ]+\])", block, re.M | re.S))
+    ]
+    assert calls == [("5", "[3., 3.]"), ("6", "[6., 6.]")], out
+    assert [[float(x) for x in g.strip("[]").split(",")] for _, g in calls] == grads
+
+
 def test_nested_loops_fold_at_every_level() -> None:
     out = _run(["--width", "100"], NESTED).stdout
     folded = re.findall(r"↻ iteration ([\d/ ›]+)", out)
