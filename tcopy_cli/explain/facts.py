@@ -52,9 +52,9 @@ class ExplainState:
     previous_arrays: dict[str, ArrayRecord] = field(default_factory=dict)
     bumps: list[Bump] = field(default_factory=list)
     corrupted: list[Bump] = field(default_factory=list)
-    backward_counts: dict[int, int] = field(default_factory=dict)
+    backward_counts: dict[int, int | None] = field(default_factory=dict)
     """Backward passes into each tensor's .grad since it was last reset, by tensor identity
-    (a function's argument and the caller's name count as one)."""
+    (a function's argument and the caller's name count as one); None: not known since then."""
     backward_steps: list[int] = field(default_factory=list)
     bound_at: dict[str, Origin] = field(default_factory=dict)
     """The step where each name got the tensor it holds now."""

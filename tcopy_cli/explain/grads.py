@@ -7,10 +7,12 @@ rules after it read its notes (by kind) rather than compare the records again.
 from __future__ import annotations
 
 import re
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from tcopy_cli.explain.facts import Findings, StepFacts, agree, names_text, note
 from tcopy_cli.explain.ops import written_tensor
+from tcopy_cli.trace.ops import RESETS as RESET_CALLS
 from tcopy_cli.trace.records import Note, OpRecord, TensorRecord
 from tcopy_cli.trace.values import format_nested
 
@@ -51,84 +53,134 @@ def grad_changes(f: StepFacts) -> list[Note]:
     in one note each (``optimizer.zero_grad()`` resets every parameter's).
 
     Backward is named only where the step's record holds a backward call; how many passes
-    added into a grad is read from its version counter (one in-place add per pass)."""
+    added into a grad is read from its version counter (one in-place add per pass). Where
+    the counter moved more than the backward calls recorded, or the grad is a new tensor
+    the record does not account for, the note says what was measured and no more, and the
+    count of passes since the last reset is unknown until the next reset."""
     found = Findings()
     counts = f.state.backward_counts
-    stepped: dict[int, int] = {}
-    backward = _backward_ran(f)
-    reset_first = _reset_before_backward(f)
-    passes_recorded = sum(op.kind == "call" and op.function == "backward" and op.error is None for op in f.step.ops)
+    stepped: dict[int, int | None] = {}
+    run = _Record.of(f)
     for name, r in f.tensors.items():
         old = f.before.get(name)
         if old is None or old.object_id != r.object_id:
             continue
         g, og = r.grad, old.grad
-        if _grad_assigned(f, name):  # x.grad = ...: the operation record's note tells it, not backward
+        if _grad_assigned(f, name) and not run.backwards:  # x.grad = ...: the record's note tells it
             counts[r.object_id] = 0 if g is None else 1
             continue
         if g is None and og is not None:
             found.group("grad.reset", name)
             counts[r.object_id] = 0
         elif g is not None and og is None:
-            if backward:
+            last_reset = max(run.resets, default=-1)
+            if run.backwards and last_reset > max(run.backwards) and g.values is not None and _all_zero(g.values):
+                counts[r.object_id] = 0
+                reset = run.ops[last_reset].call
+                text = f"backward put a gradient into {name}.grad, then `{reset}` zeroed it: {_ended(g.preview)}"
+                found.add([note("grad.zeroed", text, [name])])
+            elif run.backwards:
                 counts[r.object_id] = 1
                 text = f"backward put a gradient into {name}.grad: {_ended(g.preview)}"
                 found.add([note("grad.received", text, [name])])
             else:
                 found.add([note("grad.written", f"{name}.grad now holds {g.preview}, though no backward ran.", [name])])
         elif g is not None and og is not None and _changed(g, og):
-            write = _write_into(f, name, r)
-            if (g.values is not None and _all_zero(g.values) and not _all_zero(og.values)) or (
-                write is not None and write.function == "zero_"
-            ):
-                found.group("grad.zeroed", name)
+            kind, text, count = _moved(f, name, r, g, og, run)
+            if kind == "grad.zeroed":
+                found.group(kind, name)
                 counts[r.object_id] = 0
                 continue
-            inc = _subtract(g.values, og.values)
-            inc_text = f" (+{format_nested(inc)})" if inc is not None and not _contains_none(inc) else ""
-            change = f"{og.preview} → {g.preview}{inc_text}"
-            if not backward or write is not None:
-                # The record shows no backward (or shows the script writing into the grad):
-                # the change is not a backward pass and does not count as one.
-                how = f"`{write.call}` wrote into it in place" if write is not None else "no backward ran"
-                text = f"{name}.grad changed: {change}; {how}. A backward adds its gradient to the values it holds."
-                found.add([note("grad.written", text, [name])])
+            if count == "keep":  # a write, not a pass: the passes since the last reset stay as they were
+                found.add([note(kind, text, [name])])
                 continue
-            # Backward adds into the grad in place, one write per pass (its version counter);
-            # zero_grad() earlier in the step (an optimizer's closure) dropped the grad (new
-            # memory) or zeroed it (a second write): then the gradient is the new one alone.
-            same = g.storage == og.storage
-            if reset_first and (not same or g.version - og.version >= 2):
-                counts[r.object_id] = stepped[r.object_id] = 1
-                how = "dropped" if not same else "zeroed"
-                text = (
-                    f"zero_grad() in this step {how} {name}.grad ({og.preview}), then backward put a new "
-                    f"gradient into it: {_ended(g.preview)}"
+            if kind == "grad.accumulated":
+                # One tensor under several names (an argument and the caller's name) counts once.
+                if r.object_id in stepped:
+                    count = stepped[r.object_id]
+                else:
+                    before = counts.get(r.object_id, 1)
+                    count = None if before is None or count is None else before + count
+                again = (
+                    f" Gradients accumulate: this is backward #{count} into {name}.grad since it was last reset."
+                    if count is not None
+                    else " Gradients accumulate."
                 )
-                found.add([note("grad.received", text, [name])])
-                continue
-            # One tensor under several names (an argument and the caller's name) counts once.
-            passes = max(1, min(g.version - og.version, passes_recorded)) if same else 1
-            n = stepped.get(r.object_id) or counts.get(r.object_id, 1) + passes
-            counts[r.object_id] = stepped[r.object_id] = n
-            several = f"{passes} backward passes added" if passes > 1 else "backward added"
-            moved = f" (a new tensor, {g.storage}: added out of place)" if not same else ""
-            hooks = (
-                f" torch called back {names_text(list(step_hooks))} during it, which can change the grad too."
-                if (step_hooks := f.step.hooks)
-                else ""
-            )
-            found.add(
-                [
-                    note(
-                        "grad.accumulated",
-                        f"{several} into {name}.grad{moved}: {_ended(change)} Gradients "
-                        f"accumulate: this is backward #{n} into {name}.grad since it was last reset.{hooks}",
-                        [name],
-                    )
-                ]
-            )
+                text += again
+            counts[r.object_id] = stepped[r.object_id] = count
+            found.add([note(kind, text, [name])])
     return found.notes(lambda kind, names: _cleared(f, kind, names))
+
+
+@dataclass(frozen=True)
+class _Record:
+    """Where the step's operation record has backward calls and grad resets (``zero_grad()``,
+    ``x.grad = ...``), as positions in ``ops``."""
+
+    ops: list[OpRecord]
+    backwards: list[int]
+    resets: list[int]
+
+    @staticmethod
+    def of(f: StepFacts) -> _Record:
+        ops = [op for op in f.step.ops if op.error is None]
+        calls = [(i, op.function) for i, op in enumerate(ops) if op.kind == "call"]
+        assigned = [i for i, op in enumerate(ops) if op.kind == "setattr" and "grad" in op.detail.get("replaced", [])]
+        resets = sorted([*assigned, *(i for i, fn in calls if fn in RESET_CALLS)])
+        return _Record(ops, [i for i, fn in calls if fn == "backward"], resets)
+
+
+def _moved(
+    f: StepFacts, name: str, r: TensorRecord, g: TensorRecord, og: TensorRecord, run: _Record
+) -> tuple[str, str, int | Literal["keep"] | None]:
+    """(kind, text, passes) for a grad that changed: ``passes`` backward passes since the
+    last reset for a reset, added to the count for an accumulation, None where unknown,
+    ``keep`` for a write that is no pass."""
+    inc = _subtract(g.values, og.values)
+    inc_text = f" (+{format_nested(inc)})" if inc is not None and not _contains_none(inc) else ""
+    change = f"{og.preview} → {g.preview}{inc_text}"
+    same = g.storage == og.storage
+    zeros = g.values is not None and _all_zero(g.values)
+    written = _write_into(f, name, r, run.ops)
+    if written is not None and written[1].function == "zero_":
+        run = _Record(run.ops, run.backwards, sorted([*run.resets, written[0]]))
+    last_backward = max(run.backwards, default=-1)
+    last_reset = max(run.resets, default=-1)
+    if not run.backwards:
+        if same and ((zeros and not _all_zero(og.values)) or (g.values is None and last_reset >= 0)):
+            return "grad.zeroed", "", 0
+        if not same:
+            text = f"{name}.grad is another tensor now ({g.storage}): {change}, though no backward ran."
+            return "grad.written", text, 1  # as for `x.grad = t`: the next backward adds to it
+        how = f"`{written[1].call}` wrote into it in place" if written is not None else "no backward ran"
+        return "grad.written", f"{name}.grad changed: {change}; {how}. A backward adds to the values it holds.", "keep"
+    if last_reset > last_backward and (zeros or g.values is None):
+        return "grad.zeroed", "", 0  # backward, then zero_grad(set_to_none=False) in one step
+    delta = g.version - og.version if same else None
+    extra = delta is not None and delta > len(run.backwards)  # something besides backward wrote it
+    if 0 <= last_reset < last_backward and (not same or extra):
+        how = "dropped" if not same else "zeroed"
+        text = (
+            f"`{run.ops[last_reset].call}` in this step {how} {name}.grad ({og.preview}), then backward put a new "
+            f"gradient into it: {_ended(g.preview)}"
+        )
+        return "grad.received", text, 1
+    if written is not None or extra:
+        what = f"`{written[1].call}` wrote into it" if written is not None else (
+            f"something besides backward wrote into it (its version counter moved {delta} times, "
+            f"for {len(run.backwards)} backward call{'s' if len(run.backwards) > 1 else ''}"
+            + (f"; torch called back {names_text(f.step.hooks)} during it)" if f.step.hooks else ")")
+        )
+        return "grad.written", f"{name}.grad changed: {change}; backward ran, and {what}.", None
+    if not same:
+        text = (
+            f"backward ran and {name}.grad is a new tensor ({g.storage}): {_ended(change)} Backward makes a "
+            f"new grad when it adds out of place (create_graph=True) or when the grad was dropped during the step."
+        )
+        return "grad.written", text, None
+    passes = max(1, min(delta or 0, len(run.backwards)))
+    several = f"{passes} backward passes added" if passes > 1 else "backward added"
+    return "grad.accumulated", f"{several} into {name}.grad: {_ended(change)}", passes
 
 
 def _cleared(f: StepFacts, kind: str, names: list[str]) -> Note:
@@ -163,31 +215,10 @@ def _ended(preview: str) -> str:
     return preview if preview.endswith(".") else preview + "."
 
 
-def _reset_before_backward(f: StepFacts) -> bool:
-    """The record holds a ``zero_grad()`` call followed by a backward call (an optimizer's closure)."""
-    reset = False
-    for op in f.step.ops:
-        if op.kind == "call" and op.error is None:
-            if op.function == "zero_grad":
-                reset = True
-            elif op.function == "backward" and reset:
-                return True
-    return False
-
-
-def _backward_ran(f: StepFacts) -> bool:
-    """A backward pass ran in this step: the record holds a ``backward`` call that returned.
-
-    ``x.backward()`` and ``torch.autograd.backward`` (the sandbox records both, also inside a
-    closure a library calls; ``--trust`` records the tracer seeing ``torch.autograd.backward``).
-    """
-    return any(op.kind == "call" and op.function == "backward" and op.error is None for op in f.step.ops)
-
-
-def _write_into(f: StepFacts, name: str, r: TensorRecord) -> OpRecord | None:
+def _write_into(f: StepFacts, name: str, r: TensorRecord, ops: list[OpRecord]) -> tuple[int, OpRecord] | None:
     """The recorded in-place write into ``name.grad`` in this step (``w.grad.add_(1)``,
     ``w.grad += 5``, ``p.grad.data.zero_()`` with ``p`` the same tensor, ``g.mul_(2)`` on
-    ``g = w.grad``); None if there is none.
+    ``g = w.grad``), with its position in ``ops``; None if there is none.
 
     An input counts where its version counter moved in the operation and it is the grad:
     written as ``X.grad`` (or a view or ``.data`` of it) with ``X`` this tensor under any
@@ -195,18 +226,18 @@ def _write_into(f: StepFacts, name: str, r: TensorRecord) -> OpRecord | None:
     """
     grad = r.grad
     assert grad is not None
-    for op in f.step.ops:
+    for index, op in enumerate(ops):
         for i in op.bumped:
             if i >= len(op.inputs):
                 continue
             inp = op.inputs[i]
             held = f.tensors.get(inp.name) if inp.name is not None else None
             if held is not None and held.storage == grad.storage and held.device == grad.device:
-                return op
+                return index, op
             m = _GRAD_EXPR.match(inp.expr)
             owner = f.tensors.get(m[1]) if m is not None else None
             if owner is not None and owner.object_id == r.object_id:
-                return op
+                return index, op
     return None
 
 
