@@ -12,8 +12,7 @@ from typing import Any, Literal
 
 from tcopy_cli.explain.facts import Findings, StepFacts, agree, names_text, note
 from tcopy_cli.explain.ops import written_tensor
-from tcopy_cli.trace.ops import RESETS as RESET_CALLS
-from tcopy_cli.trace.records import Note, OpRecord, TensorRecord
+from tcopy_cli.trace.records import RESET_CALLS, Note, OpRecord, TensorRecord
 from tcopy_cli.trace.values import format_nested
 
 RECEIVED = ("grad.received", "grad.accumulated")

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from tcopy_cli.trace.graph import _same_values, _walk_nodes, node_key, safe_grad_fn, safe_is_leaf, version_groups
-from tcopy_cli.trace.records import OpInput, OpRecord, OpRelation, OpResult, evolve
+from tcopy_cli.trace.records import RESET_CALLS, OpInput, OpRecord, OpRelation, OpResult, evolve
 
 # Nodes looked at when deciding whether a result's graph reaches an input.
 REACH_BUDGET = 64
@@ -264,10 +264,6 @@ def _attr_facts(t: torch.Tensor) -> dict[str, Any]:
     }
 
 
-RESETS = frozenset({"zero_grad"})
-"""Calls recorded though no tensor goes in or out: ``opt.zero_grad()`` drops or zeroes grads, which
-the notes tell apart from what a backward in the same step did."""
-
 FLAG_CALLS = frozenset({"requires_grad_"})
 """In-place calls that change a flag of their receiver (recorded like ``x.requires_grad = ...``)."""
 
@@ -431,7 +427,7 @@ class OpRecorder:
         if p is None or not self._stack:
             return
         items = _result_items(result)
-        if not items and not p.inputs and p.kind not in ("setattr", "rebind") and p.function not in RESETS:
+        if not items and not p.inputs and p.kind not in ("setattr", "rebind") and p.function not in RESET_CALLS:
             return
         step = self._stack[-1]
         index = len(step.ops)

@@ -307,6 +307,11 @@ class OpResult:
         }
 
 
+RESET_CALLS = frozenset({"zero_grad"})
+"""Calls recorded though no tensor goes in or out: ``opt.zero_grad()`` drops or zeroes grads, which
+the notes tell apart from what a backward in the same step did."""
+
+
 @dataclass(frozen=True)
 class OpRecord:
     """One operation a step performed, as the interpreter ran it (never guessed afterwards).
