@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from tcopy_cli.render.memo import Memo
 from tcopy_cli.render.values import preview_statistics
@@ -228,9 +229,12 @@ def step_rows(
     return rows
 
 
-class Before:
-    """Which step a step's change marks compare with: the last step before it at its call
-    depth or shallower.
+T = TypeVar("T")
+
+
+class Before(Generic[T]):
+    """What a step compares with (the step itself for change marks, or what --watch took from
+    it): that of the last step before it at its call depth or shallower.
 
     A statement that called a script function compares with the state before it began,
     not with the function's last statement: its marks show what the call changed (under
@@ -239,20 +243,20 @@ class Before:
     """
 
     def __init__(self) -> None:
-        self._stack: list[Step] = []  # call depths strictly increasing: one step per depth
+        self._stack: list[tuple[int, T]] = []  # call depths strictly increasing: one per depth
 
-    def of(self, step: Step) -> Step | None:
-        """The step ``step`` compares with (None: the first)."""
-        for s in reversed(self._stack):
-            if s.depth <= step.depth:
-                return s
+    def of(self, depth: int) -> T | None:
+        """What a step at call depth ``depth`` compares with (None: nothing before it)."""
+        for d, value in reversed(self._stack):
+            if d <= depth:
+                return value
         return None
 
-    def add(self, step: Step) -> None:
-        """``step`` ran: deeper steps and the last one of its depth are behind it."""
-        while self._stack and self._stack[-1].depth >= step.depth:
+    def add(self, depth: int, value: T) -> None:
+        """A step at ``depth`` ran: deeper steps and the last one of its depth are behind it."""
+        while self._stack and self._stack[-1][0] >= depth:
             self._stack.pop()
-        self._stack.append(step)
+        self._stack.append((depth, value))
 
     def clear(self) -> None:
         """Start over: the next step compares with nothing."""

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Union
 
 from tcopy_cli.render import ViewOptions, plural
-from tcopy_cli.render.cells import Quiet, Row, quiet_form
+from tcopy_cli.render.cells import Before, Quiet, Row, quiet_form
 from tcopy_cli.render.loops import LoopSummary, LoopTracker, number, scalar_of
 from tcopy_cli.render.where import iteration_text
 from tcopy_cli.render.where import turn as where_turn
@@ -476,7 +476,7 @@ class Watch:
         self.watched = view.watches
         roots = sorted({n.split(".")[0].split("[")[0] for n in view.watch or ()})
         self.mention = re.compile(r"\b(" + "|".join(re.escape(r) for r in roots) + r")\b")
-        self.facts: list[tuple[int, dict[str, object]]] = []  # (call depth, watched facts), as cells.Before
+        self.facts: Before[dict[str, object]] = Before()  # the watched tensors' facts
 
     def touches(self, step: Step) -> bool:
         """The step names a watched tensor, changes or removes one, or failed.
@@ -484,11 +484,8 @@ class Watch:
         Changes count from the state before the statement began (the last step at its call
         depth or shallower), so a call whose function changed a watched tensor touches it."""
         facts = {n: _facts(r) for n, r in step.tensors.items() if self.watched(n)}
-        before = next((f for d, f in reversed(self.facts) if d <= step.depth), {})
-        changed = facts != before
-        while self.facts and self.facts[-1][0] >= step.depth:
-            self.facts.pop()
-        self.facts.append((step.depth, facts))
+        changed = facts != (self.facts.of(step.depth) or {})
+        self.facts.add(step.depth, facts)
         return changed or step.status == "error" or bool(self.mention.search(step.source))
 
     def narrow(self, turn: FoldedTurn) -> FoldedTurn:

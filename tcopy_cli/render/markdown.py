@@ -28,7 +28,7 @@ class MarkdownRenderer:
     def __init__(self, out: TextIO, options: ViewOptions | None = None) -> None:
         self.out = out
         self.options = options or ViewOptions()
-        self.before = Before()
+        self.before: Before[Step] = Before()
         self.device = "cpu"
         self.list_open = False  # folded turns are list items: a blank line ends the list
         self.last_folded: FoldedTurn | None = None
@@ -51,7 +51,7 @@ class MarkdownRenderer:
     def step(self, step: Step, shown: bool = True) -> None:
         """One step section (a hidden step still counts for change marks)."""
         if not shown:
-            self.before.add(step)
+            self.before.add(step.depth, step)
             return
         w = self.out.write
         if self.list_open:
@@ -62,7 +62,7 @@ class MarkdownRenderer:
         if step.expected:
             status = " · expected error"
         where = "".join(" · " + part for part in where_parts(step))
-        previous = self.before.of(step)
+        previous = self.before.of(step.depth)
         rows = step_rows(step, previous, self.options.watch, self.options.only_changed)
         gone = removed_names(step, previous)
         quiet = self.seen.quiet(step, rows, gone, self.tables > 0)
@@ -75,7 +75,7 @@ class MarkdownRenderer:
             w(f"*{line}*\n\n")
         if quiet.one_line is not None:  # class/def/import: a heading, no table (JSON keeps the whole step)
             self._notes(step)
-            self.before.add(step)
+            self.before.add(step.depth, step)
             return
         fence = "````" if "```" in step.source else "```"
         w(f"{fence}python\n{step.source}\n{fence}\n\n")
@@ -116,7 +116,7 @@ class MarkdownRenderer:
             if self.options.explain and step.error.explained:
                 w(">\n> " + _cell(step.error.explanation) + "\n")
             w("\n")
-        self.before.add(step)
+        self.before.add(step.depth, step)
 
     def _notes(self, step: Step) -> None:
         """The step's notes as a list (warnings in bold)."""

@@ -33,7 +33,7 @@ class TableRenderer:
     def __init__(self, console: Console, options: ViewOptions | None = None) -> None:
         self.console = console
         self.options = options or ViewOptions()
-        self.before = Before()
+        self.before: Before[Step] = Before()
         self.device = "cpu"
         self.graph_signature: tuple[object, ...] | None = None
         self.level = 0  # columns given up so far (see layout.plan)
@@ -77,7 +77,7 @@ class TableRenderer:
             self.console.print(self.render_step(step), crop=False)
             self.shown += 1
             self.last_folded = None
-        self.before.add(step)
+        self.before.add(step.depth, step)
 
     def forget(self) -> None:
         """Start over: the next step compares with nothing, so every tensor in it is new."""
@@ -88,7 +88,7 @@ class TableRenderer:
 
         ``fresh`` shows every tensor as it is, without change marks against the step before.
         """
-        previous = None if fresh else self.before.of(step)
+        previous = None if fresh else self.before.of(step.depth)
         parts: list[RenderableType] = []
         for line in step.narration:
             parts.append(Text(line, style="italic cyan"))
