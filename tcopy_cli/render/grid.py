@@ -115,6 +115,10 @@ class StepGrid:
         self.rows = rows
         self.table = table  # the same table built by Rich, for what this class doesn't draw
 
+    def fits(self, max_width: int) -> bool:
+        """Whether the columns, one space apart, fit in ``max_width`` cells."""
+        return sum(self.widths) + len(self.widths) - 1 <= max_width
+
     def segment_lines(
         self, console: Console, options: ConsoleOptions, trim: bool = False
     ) -> list[list[Segment]] | None:
@@ -123,8 +127,9 @@ class StepGrid:
         ``trim``: each line without trailing spaces (``trim_line``), as ``Trimmed`` writes it.
         """
         widths = self.widths
-        total = sum(widths) + len(widths) - 1
-        if total > options.max_width or not all(len(h) <= w and h.isascii() for h, w in zip(self.headers, widths)):
+        if not self.fits(options.max_width) or not all(
+            len(h) <= w and h.isascii() for h, w in zip(self.headers, widths)
+        ):
             return None
         get_style = console.get_style
         null = Style()

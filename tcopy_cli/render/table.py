@@ -233,25 +233,26 @@ class TableRenderer:
                 header_style=HEADER_STYLE,
                 padding=(0, 0),
             )
-            if sum(widths) + len(widths) - 1 <= self.console.width:  # as StepGrid draws it
-                table.add_column("", width=1, no_wrap=True)
-                for c in layout.columns:
-                    wraps = c.key in FOLDING
-                    table.add_column(c.header, width=layout.widths[c.key], no_wrap=not wraps, overflow="fold")
-                for cells in body:
-                    table.add_row(*(cell.text() for cell in cells))
-                return table
             # Too narrow for the columns (under about 60): Rich squeezes every column, a 1-wide
             # one to nothing, so the mark starts the first column's cells instead.
+            squeezed = not grid.fits(self.console.width)
+            if not squeezed:
+                table.add_column("", width=1, no_wrap=True)
             for i, c in enumerate(layout.columns):
-                width = layout.widths[c.key] + (2 if i == 0 else 0)
+                width = layout.widths[c.key] + (2 if squeezed and i == 0 else 0)
                 table.add_column(c.header, width=width, no_wrap=c.key not in FOLDING, overflow="fold")
             for mark, *cells in body:
-                table.add_row(Text.assemble(mark.text(), " ", cells[0].text()), *(cell.text() for cell in cells[1:]))
+                texts = [cell.text() for cell in cells]
+                if squeezed:
+                    texts[0] = Text.assemble(mark.text(), " ", texts[0])
+                else:
+                    texts.insert(0, mark.text())
+                table.add_row(*texts)
             return table
 
         folding = [False, *(c.key in FOLDING for c in layout.columns)]
-        return StepGrid(headers, widths, folding, body, rich_table)
+        grid = StepGrid(headers, widths, folding, body, rich_table)
+        return grid
 
     def rejected(self, info: RunInfo, line: int, column: int, message: str) -> None:
         """Nothing on stdout: the command line shows the refused line with a caret on stderr."""
