@@ -72,10 +72,9 @@ def grad_changes(f: StepFacts) -> list[Note]:
             found.group("grad.reset", name)
             counts[r.object_id] = 0
         elif g is not None and og is None:
-            last_reset = max(run.resets, default=-1)
-            if run.backwards and last_reset > max(run.backwards) and g.values is not None and _all_zero(g.values):
+            if run.backwards and run.last_reset > run.last_backward and g.values is not None and _all_zero(g.values):
                 counts[r.object_id] = 0
-                reset = run.ops[last_reset].call
+                reset = run.ops[run.last_reset].call
                 text = f"backward put a gradient into {name}.grad, then `{reset}` zeroed it: {_ended(g.preview)}"
                 found.add([note("grad.zeroed", text, [name])])
             elif run.backwards:
@@ -85,7 +84,7 @@ def grad_changes(f: StepFacts) -> list[Note]:
             else:
                 found.add([note("grad.written", f"{name}.grad now holds {g.preview}, though no backward ran.", [name])])
         elif g is not None and og is not None and _changed(g, og):
-            kind, text, count = _moved(f, name, r, g, og, run)
+            kind, text, count = _moved(f, name, r, og, run)
             if kind == "grad.zeroed":
                 found.group(kind, name)
                 counts[r.object_id] = 0
@@ -128,23 +127,32 @@ class _Record:
         resets = sorted([*assigned, *(i for i, fn in calls if fn in RESET_CALLS)])
         return _Record(ops, [i for i, fn in calls if fn == "backward"], resets)
 
+    @property
+    def last_backward(self) -> int:
+        return max(self.backwards, default=-1)
+
+    @property
+    def last_reset(self) -> int:
+        return max(self.resets, default=-1)
+
 
 def _moved(
-    f: StepFacts, name: str, r: TensorRecord, g: TensorRecord, og: TensorRecord, run: _Record
+    f: StepFacts, name: str, r: TensorRecord, og: TensorRecord, run: _Record
 ) -> tuple[str, str, int | Literal["keep"] | None]:
-    """(kind, text, passes) for a grad that changed: ``passes`` backward passes since the
-    last reset for a reset, added to the count for an accumulation, None where unknown,
-    ``keep`` for a write that is no pass."""
+    """(kind, text, passes) for a grad that changed (``r.grad``, from ``og``): ``passes``
+    backward passes since the last reset for a reset, added to the count for an
+    accumulation, None where unknown, ``keep`` for a write that is no pass."""
+    g = r.grad
+    assert g is not None
     inc = _subtract(g.values, og.values)
     inc_text = f" (+{format_nested(inc)})" if inc is not None and not _contains_none(inc) else ""
     change = f"{og.preview} → {g.preview}{inc_text}"
     same = g.storage == og.storage
     zeros = g.values is not None and _all_zero(g.values)
     written = _write_into(f, name, r, run.ops)
-    if written is not None and written[1].function == "zero_":
+    if written is not None and written[1].function == "zero_":  # x.grad.zero_() resets it too
         run = _Record(run.ops, run.backwards, sorted([*run.resets, written[0]]))
-    last_backward = max(run.backwards, default=-1)
-    last_reset = max(run.resets, default=-1)
+    last_backward, last_reset = run.last_backward, run.last_reset
     if not run.backwards:
         if same and ((zeros and not _all_zero(og.values)) or (g.values is None and last_reset >= 0)):
             return "grad.zeroed", "", 0
@@ -165,10 +173,14 @@ def _moved(
         )
         return "grad.received", text, 1
     if written is not None or extra:
-        what = f"`{written[1].call}` wrote into it" if written is not None else (
-            f"something besides backward wrote into it (its version counter moved {delta} times, "
-            f"for {len(run.backwards)} backward call{'s' if len(run.backwards) > 1 else ''}"
-            + (f"; torch called back {names_text(f.step.hooks)} during it)" if f.step.hooks else ")")
+        what = (
+            f"`{written[1].call}` wrote into it"
+            if written is not None
+            else (
+                f"something besides backward wrote into it (its version counter moved {delta} times, "
+                f"for {len(run.backwards)} backward call{'s' if len(run.backwards) > 1 else ''}"
+                + (f"; torch called back {names_text(f.step.hooks)} during it)" if f.step.hooks else ")")
+            )
         )
         return "grad.written", f"{name}.grad changed: {change}; backward ran, and {what}.", None
     if not same:
