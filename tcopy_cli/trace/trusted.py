@@ -607,7 +607,7 @@ class TrustedScript:
         if id(exc) in self.reported:
             # Already an error step further in: this statement ends with it, unreported.
             printed, warned = state.out.getvalue(), state.warned
-            self.runner.carry(state.node, printed, warned)
+            self.runner.carry(state.node, printed, warned, [])
             state.node = None
             return
         if isinstance(exc, _ITERATION_ENDS):
@@ -880,10 +880,11 @@ class TrustedRunner(Runner):
             self._check_step_budget(node)
         self.current_node = self.last_node = node
 
-    def carry(self, node: ast.stmt, printed: str, warned: list[str]) -> None:
-        """Output of a statement that ends unreported goes to the next step."""
+    def carry(self, node: ast.stmt, printed: str, warned: list[str], calls: list[str]) -> None:
+        """Output and tracked calls of a statement that ends unreported go to the next step."""
         if printed or warned:
             self.pending = (node, self.pending[1] + printed, self.pending[2] + warned)
+        self.calls_carried += tuple(calls)
 
     def finish(
         self,
@@ -901,8 +902,7 @@ class TrustedRunner(Runner):
 
         ``calls``: the tracked calls (``TRACKED``) the tracer saw run during it, in order."""
         if header and error is None and caught is None:
-            self.carry(node, printed, warned)
-            self.calls_carried += tuple(calls or ())
+            self.carry(node, printed, warned, calls or [])
             return
         tracked, self.calls_carried = [*self.calls_carried, *(calls or ())], ()
         self.grad_enabled = grad_enabled
