@@ -123,7 +123,7 @@ class _Record:
     def of(f: StepFacts) -> _Record:
         ops = [op for op in f.step.ops if op.error is None]
         calls = [(i, op.function) for i, op in enumerate(ops) if op.kind == "call"]
-        assigned = [i for i, op in enumerate(ops) if op.kind == "setattr" and "grad" in op.detail.get("replaced", [])]
+        assigned = [i for i, op in enumerate(ops) if _sets_grad(op)]
         resets = sorted([*assigned, *(i for i, fn in calls if fn in RESET_CALLS)])
         return _Record(ops, [i for i, fn in calls if fn == "backward"], resets)
 
@@ -212,13 +212,12 @@ def _cleared(f: StepFacts, kind: str, names: list[str]) -> Note:
 
 def _grad_assigned(f: StepFacts, name: str) -> bool:
     """``name.grad = ...`` (or ``= None``) ran in this step: the record shows the attribute write."""
-    return any(
-        op.kind == "setattr"
-        and op.error is None
-        and "grad" in op.detail.get("replaced", [])
-        and written_tensor(f, op) == name
-        for op in f.step.ops
-    )
+    return any(op.error is None and _sets_grad(op) and written_tensor(f, op) == name for op in f.step.ops)
+
+
+def _sets_grad(op: OpRecord) -> bool:
+    """The operation is an attribute write that replaced a ``.grad`` (``x.grad = t``, ``= None``)."""
+    return op.kind == "setattr" and "grad" in op.detail.get("replaced", [])
 
 
 def _ended(preview: str) -> str:
