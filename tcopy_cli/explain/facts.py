@@ -123,10 +123,11 @@ class StepFacts:
         b = self.tensors[name]
         return [n for n in self.others(name) if self.tensors[n].storage == b.storage]
 
-    @property
+    @functools.cached_property
     def kept_names(self) -> list[str]:
         """Names that still hold the tensor they held before the step, in table order."""
-        return [n for n in self.tensors if n in self.before and n not in self.new_names]
+        new = set(self.new_names)
+        return [n for n in self.tensors if n in self.before and n not in new]
 
     def kinds(self, kind: str) -> list[Note]:
         """Notes of one kind made so far for this step."""

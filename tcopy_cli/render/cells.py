@@ -191,9 +191,18 @@ def array_facts(a: ArrayRecord) -> dict[str, object]:
     }
 
 
+_TENSOR_NAMED: Memo[tuple[dict[str, str], dict[str, object], TensorRecord]] = Memo()
+"""Cells and facts by name and record: a step that carries the same record object again (an
+unchanged tensor travels from the worker as a reference) reuses them."""
+
+
+def _tensor_named(name: str, r: TensorRecord) -> tuple[dict[str, str], dict[str, object], TensorRecord]:
+    return (tensor_cells(name, r), tensor_facts(r), r)
+
+
 def _named(step: Step) -> dict[str, tuple[dict[str, str], dict[str, object], TensorRecord | ArrayRecord]]:
     named: dict[str, tuple[dict[str, str], dict[str, object], TensorRecord | ArrayRecord]] = {
-        n: (tensor_cells(n, r), tensor_facts(r), r) for n, r in step.tensors.items()
+        n: _TENSOR_NAMED.get((n, id(r)), _tensor_named, n, r, owner=r) for n, r in step.tensors.items()
     }
     named.update({n: (array_cells(n, a), array_facts(a), a) for n, a in step.arrays.items()})
     return named
@@ -222,7 +231,11 @@ def step_rows(
             continue
         old = before.get(name)
         new = old is None and previous is not None
-        changed = frozenset() if old is None else frozenset(k for k, v in facts.items() if old[1].get(k, v) != v)
+        changed = (
+            frozenset()
+            if old is None or old[2] is record
+            else frozenset(k for k, v in facts.items() if old[1].get(k, v) != v)
+        )
         if only_changed and not new and not changed and previous is not None:
             continue
         rows.append(Row(cells, new or (previous is None), changed, record, facts))
