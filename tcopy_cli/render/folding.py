@@ -31,6 +31,7 @@ from typing import Union
 from tcopy_cli.render import ViewOptions, plural
 from tcopy_cli.render.cells import Before, Quiet, Row, quiet_form
 from tcopy_cli.render.loops import LoopSummary, LoopTracker, number, scalar_of
+from tcopy_cli.render.names import index_runs
 from tcopy_cli.render.where import iteration_text
 from tcopy_cli.render.where import turn as where_turn
 from tcopy_cli.trace.records import LoopContext, Step, TensorRecord
@@ -82,6 +83,9 @@ class FoldedTurn:
     """Tensors whose version counter moved in a turn (one-element tensors are in ``scalars`` instead)."""
     grads: list[str]
     """Tensors whose ``.grad`` changed in a turn (both: shown as ``updated``)."""
+    added: list[str] = field(default_factory=list)
+    """Items of lists, tuples and dicts bound in a turn (``losses.append(loss)``); another new name
+    shows its turn in full."""
     printed: str = ""
     through: int = 0
     """The last turn the line covers when it covers several (0: only ``first_turn``)."""
@@ -158,6 +162,7 @@ class _Range:
             scalars=scalar_changes(self.before, last, moved),
             versions=list(dict.fromkeys(line.versions + turn.versions)),
             grads=list(dict.fromkeys(line.grads + turn.grads)),
+            added=list(dict.fromkeys(line.added + turn.added)),
         )
         self.printed.append(turn.printed)
 
@@ -211,16 +216,24 @@ class _Seen:
         return False
 
 
+_INDEX = re.compile(r"\[\d+\]")
+
+
 def _forms(step: Step, known: dict[str, object]) -> Iterable[tuple[str, tuple[object, ...]]]:
-    """(name, shape/dtype/device) of each record not ``known`` already under its name (then known)."""
+    """(name, shape/dtype/device) of each record not ``known`` already under its name (then known).
+
+    The items of a list or tuple count as one name (``xs[#]``): a loop that appends a tensor
+    like the ones before (``losses.append(loss)``) brings nothing new; an item of another
+    shape, dtype or device does.
+    """
     for name, r in step.tensors.items():
         if known.get(name) is not r:
             known[name] = r
-            yield name, (tuple(r.shape), r.dtype, r.device)
+            yield _INDEX.sub("[#]", name), (tuple(r.shape), r.dtype, r.device)
     for name, a in step.arrays.items():
         if known.get("array " + name) is not a:
             known["array " + name] = a
-            yield name, (tuple(a.shape), a.dtype, "numpy")
+            yield _INDEX.sub("[#]", name), (tuple(a.shape), a.dtype, "numpy")
 
 
 @dataclass
@@ -351,8 +364,11 @@ def folded_turn(steps: list[Step], before: Step | None, loops: tuple[LoopContext
     old = before.tensors if before is not None else {}
     versions: list[str] = []
     grads: list[str] = []
+    added: list[str] = []
     for name, r in last.tensors.items():
         prior = old.get(name)
+        if prior is None and _item(name):
+            added.append(name)
         if ":" in name or prior is None:
             continue
         if prior.version != r.version and scalar_of(r) is None:
@@ -364,11 +380,17 @@ def folded_turn(steps: list[Step], before: Step | None, loops: tuple[LoopContext
         first_step=steps[0].index,
         last_step=last.index,
         lines=list(dict.fromkeys(s.line for s in steps)),
-        scalars=scalar_changes(before, last),
+        scalars=[c for c in scalar_changes(before, last) if c[0] not in added],
         versions=versions,
         grads=grads,
+        added=added,
         printed="".join(s.stdout for s in steps),
     )
+
+
+def _item(name: str) -> bool:
+    """Whether ``name`` is an item of a container a name holds (``xs[3]``, ``d["k"]``), not a function's local."""
+    return name.endswith("]") and ":" not in name
 
 
 def scalar_changes(
@@ -616,9 +638,8 @@ def grouped_names(names: list[str], most: int = 6) -> str:
             groups.setdefault(owner + dot, []).append(leaf)
         else:  # a name with no owner stands alone: ``x, y``, not ``{x,y}``
             groups[name] = [""]
-    parts = [
-        prefix + (leaves[0] if len(leaves) == 1 else "{" + ",".join(leaves) + "}") for prefix, leaves in groups.items()
-    ]
+    parts = [prefix + (leaf[0] if len(leaf) == 1 else "{" + ",".join(leaf) + "}") for prefix, leaf in groups.items()]
+    parts = index_runs(parts)
     return ", ".join(parts[:most]) + (f" +{len(parts) - most} more" if len(parts) > most else "")
 
 
@@ -664,6 +685,8 @@ def turn_parts(turn: FoldedTurn, previous: FoldedTurn | None = None) -> list[str
     updated = _updated(turn)
     if updated and not (same_loop and previous is not None and _updated(previous) == updated):
         parts.append(f"updated: {grouped_names(updated)}")
+    if turn.added:
+        parts.append(f"added: {grouped_names(turn.added)}")
     return parts
 
 

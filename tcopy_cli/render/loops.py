@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tcopy_cli.render import plural
+from tcopy_cli.render.names import INDEX_RUN, ITEM
 from tcopy_cli.trace.records import LoopContext, Step, TensorRecord
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -100,6 +101,8 @@ class Evolution:
     """Storage labels the name held, in order of first appearance (the one before the loop first)."""
     storage_before: str | None = None
     storages_freed: int = 0
+    items: int = 0
+    """For a row of several list items (``summary_rows``): how many; their values (one each) in ``values``."""
 
     @property
     def scalar(self) -> bool:
@@ -285,9 +288,64 @@ def evolution_parts(ev: Evolution, spark_width: int) -> list[str]:
         if norms:
             parts.append(f"grad norm {number(norms[0])} → {number(norms[-1])}")
     made, freed = ev.storages_made, ev.storages_freed
-    if (made or freed) and not ev.scalar:
+    if ev.items:
+        parts.append(f"{ev.items} added" if ev.scalar else f"{ev.items} added, {plural(made, 'storage')} made")
+    elif (made or freed) and not ev.scalar:
         parts.append(f"{plural(made, 'storage')} made, {freed} freed")
     return parts
+
+
+def summary_rows(changed: dict[str, Evolution]) -> list[tuple[str, Evolution]]:
+    """The rows of a loop summary: ``changed``, where consecutive items of one list that the loop
+    added and then left alone (``losses.append(loss)`` in every turn) share one row,
+    ``losses[0…49]``, at the place of the first; the row's values are the items' values in
+    order (for one-element items: the loss curve)."""
+    runs: dict[str, list[list[tuple[int, str, Evolution]]]] = {}
+    for name, ev in changed.items():
+        m = ITEM.fullmatch(name)
+        if m is None or not _added_and_left(ev):
+            continue
+        base, index = m.group(1), int(m.group(2))
+        groups = runs.setdefault(base, [])
+        last = groups[-1][-1] if groups else None
+        if last is not None and last[0] + 1 == index and last[2].versions[-1] == ev.versions[-1]:
+            groups[-1].append((index, name, ev))
+        else:
+            groups.append([(index, name, ev)])
+    merged: dict[str, tuple[str, Evolution] | None] = {}
+    for base, groups in runs.items():
+        for run in groups:
+            if len(run) < INDEX_RUN:
+                continue
+            evs = [ev for _, _, ev in run]
+            row = Evolution(
+                values=[ev.values[0] for ev in evs] if all(ev.scalar for ev in evs) else [],
+                versions=[ev.versions[-1] for ev in evs],
+                grad_norms=[None] * len(evs),
+                storages=list(dict.fromkeys(s for ev in evs for s in ev.storages)),
+                items=len(evs),
+            )
+            merged[run[0][1]] = (f"{base}[{run[0][0]}…{run[-1][0]}]", row)
+            merged.update({name: None for _, name, _ in run[1:]})
+    rows: list[tuple[str, Evolution]] = []
+    for name, ev in changed.items():
+        if name not in merged:
+            rows.append((name, ev))
+        elif (joined := merged[name]) is not None:
+            rows.append(joined)
+    return rows
+
+
+def _added_and_left(ev: Evolution) -> bool:
+    """Bound inside the loop, in one storage, then unchanged in every later turn (no grad)."""
+    return (
+        ev.version_before is None
+        and len(set(ev.versions)) == 1
+        and len(set(ev.values)) <= 1
+        and all(n is None for n in ev.grad_norms)
+        and ev.storages_made == 1
+        and ev.storages_freed == 0
+    )
 
 
 def loop_heading(summary: LoopSummary) -> str:

@@ -18,7 +18,7 @@ from tcopy_cli.render.folding import FoldedTurn, SeenRows, StepFlow, printed_lin
 from tcopy_cli.render.graph import graph_tree
 from tcopy_cli.render.grid import BOX, HEADER_STYLE, Cell, StepGrid
 from tcopy_cli.render.layout import FOLDING, cell, plan
-from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading
+from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading, summary_rows
 from tcopy_cli.render.memory import memory_map, memory_signature
 from tcopy_cli.render.trim import Trimmed
 from tcopy_cli.render.where import where_parts
@@ -197,13 +197,13 @@ class TableRenderer:
     def loop(self, summary: LoopSummary) -> None:
         """When a loop ends: its turns, and how each tensor it changed evolved."""
         self.last_folded = None
-        changed = self.options.watched_only(summary.changed())
+        changed = summary_rows(self.options.watched_only(summary.changed()))
         out: list[RenderableType] = [Text.assemble(("  ⟲ ", "dim"), (loop_heading(summary), "bold"))]
-        width = max((len(n) for n in changed), default=0)
+        width = max((len(n) for n, _ in changed), default=0)
         # The sparkline takes what the longest "first → last (min, max)" leaves of the line.
-        after = max((len(evolution_parts(ev, 0)[1]) + 1 for ev in changed.values() if ev.scalar), default=0)
+        after = max((len(evolution_parts(ev, 0)[1]) + 1 for _, ev in changed if ev.scalar), default=0)
         spark = max(8, min(50, self.console.width - 4 - width - 2 - after))
-        for name, ev in changed.items():
+        for name, ev in changed:
             parts = evolution_parts(ev, spark)
             if parts:
                 rest = [(" " if ev.scalar and i == 1 else " · ") + p for i, p in enumerate(parts) if i]

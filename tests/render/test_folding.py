@@ -28,6 +28,7 @@ from tcopy_cli.render.folding import (
     LoopEnd,
     Show,
     StepFlow,
+    grouped_names,
     line_ranges,
     printed_lines,
     range_end,
@@ -35,6 +36,7 @@ from tcopy_cli.render.folding import (
     turn_parts,
 )
 from tcopy_cli.render.loops import LoopSummary, sparkline
+from tcopy_cli.render.names import index_runs
 from tcopy_cli.trace import run_source
 
 # A tiny MLP trained for 20 turns. Turn 8 writes through .data (a note about an untracked
@@ -456,3 +458,58 @@ def test_a_loop_summary_line_fits_the_width(width: int) -> None:
     assert len(rows) == 2
     for row in rows:
         assert "(min " in row and ", max " in row and row.endswith(")") and len(row) <= width
+
+
+COLLECT = """\
+import torch
+w = torch.ones(2, requires_grad=True)
+losses = []
+xs = []
+for i in range(25):
+    loss = (w * (i + 1)).sum() / 3
+    losses.append(loss)
+    xs.append(torch.full((3 if i != 10 else 4,), float(i)))
+"""
+
+
+def _expand(names: str) -> set[str]:
+    """``losses[6…9], xs[6]`` as the names it stands for."""
+    out: set[str] = set()
+    for part in names.split(", "):
+        m = re.fullmatch(r"(.*)\[(\d+)…(\d+)\]", part)
+        out |= {f"{m.group(1)}[{i}]" for i in range(int(m.group(2)), int(m.group(3)) + 1)} if m else {part}
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_a_loop_that_appends_to_lists_folds_and_says_what_it_added(fmt: str) -> None:
+    namespace: dict[str, Any] = {}
+    exec(COLLECT, namespace)
+    losses = [t.item() for t in namespace["losses"]]
+    n = len(namespace["xs"])
+    out = _run(["--width", "100"] + (["--format", "markdown"] if fmt == "markdown" else []), COLLECT).stdout
+    # Appending another item like the ones before is nothing new: only the first turn, and the
+    # turn whose item has another shape, are shown in full.
+    turns = {int(t) for t in re.findall(r"Step \d+ · line \d+ · iteration (\d+)/25", out)}
+    assert turns == {1, 11}, out
+    added: set[str] = set()
+    for names in re.findall(r"added: (.*?)(?: \||$)", out, re.M):
+        added |= _expand(names.strip())
+    assert added == {f"{b}[{i}]" for b in ("losses", "xs") for i in range(1, n)} - {"xs[10]"}
+    # The summary: one row per list, the items' values in order (the loss curve).
+    row = next(line for line in out.splitlines() if "losses[0…24]" in line)
+    lo, hi = min(losses), max(losses)
+    assert f"{losses[0]:.4g} → {losses[-1]:.4g} (min {lo:.4g}, max {hi:.4g})" in row and "25 added" in row
+    spark = re.search(r"[▁▂▃▄▅▆▇█]+", row)
+    assert spark is not None and spark.group() == sparkline(losses, len(spark.group()))
+    assert re.search(rf"xs\[0…{n - 1}\]`? *\|? *{n} added, {n} storages made", out)
+    summary = out.split("⟲ loop")[1]
+    assert not re.search(r"(losses|xs)\[\d+\]", summary)  # no row per item
+
+
+def test_list_items_in_a_row_are_written_as_one_name() -> None:
+    assert index_runs(["xs[0]", "xs[1]", "a", "xs[2]", "xs[3]"]) == ["xs[0…3]", "a"]
+    assert index_runs(["a[0]", "b[0]", "a[1]", "b[1]", "a[2]", "b[2]"]) == ["a[0…2]", "b[0…2]"]
+    assert index_runs(["xs[0]", "xs[1]", "xs[3]", "xs[4]", "xs[5]"]) == ["xs[0]", "xs[1]", "xs[3…5]"]
+    assert index_runs(['d["k"]', "d[0][1]", "d[0][2]", "d[0][3]", "xs[01]"]) == ['d["k"]', "d[0][1…3]", "xs[01]"]
+    assert grouped_names(["m.w", "m.b", "xs[0]", "xs[1]", "xs[2]"]) == "m.{w,b}, xs[0…2]"
