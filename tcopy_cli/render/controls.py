@@ -71,7 +71,7 @@ _CLEAN_KEPT = 4096
 
 
 def _has_control(step: Step) -> bool:
-    texts = [step.source, step.stdout, step.value or "", *step.warnings, *step.narration, *step.hooks]
+    texts = [step.source, step.stdout, step.value or "", *step.warnings, *step.narration, *step.hooks, *step.unlisted]
     texts.extend(n.text for n in step.explanations)
     for error in (step.error, step.caught.error if step.caught is not None else None):
         if error is not None:
@@ -112,4 +112,5 @@ def visible_step(step: Step) -> Step:
         caught=caught,
         tensors={visible(n): _visible_record(r) for n, r in step.tensors.items()},
         arrays={visible(n): _visible_record(a) for n, a in step.arrays.items()},
+        unlisted={visible(n): count for n, count in step.unlisted.items()},
     )

@@ -31,7 +31,7 @@ from typing import Union
 from tcopy_cli.render import ViewOptions, plural
 from tcopy_cli.render.cells import Before, Quiet, Row, quiet_form
 from tcopy_cli.render.loops import LoopSummary, LoopTracker, number, scalar_of
-from tcopy_cli.render.names import index_runs
+from tcopy_cli.render.names import index_runs, unlisted_change
 from tcopy_cli.render.where import iteration_text
 from tcopy_cli.render.where import turn as where_turn
 from tcopy_cli.trace.records import LoopContext, Step, TensorRecord
@@ -83,6 +83,8 @@ class FoldedTurn:
     """Tensors whose version counter moved in a turn (one-element tensors are in ``scalars`` instead)."""
     grads: list[str]
     """Tensors whose ``.grad`` changed in a turn (both: shown as ``updated``)."""
+    unlisted: dict[str, int] = field(default_factory=dict)
+    """How many more (or, below 0, fewer) items of a long list the records do not list (``Step.unlisted``)."""
     added: list[str] = field(default_factory=list)
     """Items of lists, tuples and dicts bound in a turn (``losses.append(loss)``); another new name
     shows its turn in full."""
@@ -163,6 +165,7 @@ class _Range:
             versions=list(dict.fromkeys(line.versions + turn.versions)),
             grads=list(dict.fromkeys(line.grads + turn.grads)),
             added=list(dict.fromkeys(line.added + turn.added)),
+            unlisted=unlisted_changes(self.before, last),
         )
         self.printed.append(turn.printed)
 
@@ -384,8 +387,17 @@ def folded_turn(steps: list[Step], before: Step | None, loops: tuple[LoopContext
         versions=versions,
         grads=grads,
         added=added,
+        unlisted=unlisted_changes(before, last),
         printed="".join(s.stdout for s in steps),
     )
+
+
+def unlisted_changes(before: Step | None, last: Step) -> dict[str, int]:
+    """How the count of items past those listed changed from ``before`` to ``last``, by container."""
+    old = before.unlisted if before is not None else {}
+    now = last.unlisted
+    moved = {name: now.get(name, 0) - old.get(name, 0) for name in {**old, **now}}
+    return {name: d for name, d in moved.items() if d}
 
 
 def _item(name: str) -> bool:
@@ -556,13 +568,18 @@ def fold_unchanged(rows: list[Row], seen: dict[str, object], named: Iterable[str
     (``named``; ``x.grad`` names ``x``), one whose storage a drawn row shows too, and one
     a drawn tensor's backward reaches (its measured graph reach): a note, a shared storage
     label or the graph points the reader at the row. Fewer than ``UNCHANGED_FOLD`` such
-    rows stay drawn, so a small table is always whole.
+    rows stay drawn, so a small table is always whole. A list item no table drew yet (a
+    folded turn added it: its line said so) folds too: a loop that appended a thousand
+    items does not draw them all in the next turn shown in full.
     """
     kept = {n.removesuffix(".grad") for n in named}
     same = [
         r
         for r in rows
-        if not r.new and not r.changed and r.cells["name"] not in kept and seen.get(r.cells["name"]) == seen_key(r)
+        if not r.new
+        and not r.changed
+        and (name := r.cells["name"]) not in kept
+        and (seen.get(name) == seen_key(r) or (name not in seen and _item(name)))
     ]
     while True:  # a row kept for a drawn row can keep others in turn (x reached, then x's view)
         folded = {id(r) for r in same}
@@ -687,6 +704,7 @@ def turn_parts(turn: FoldedTurn, previous: FoldedTurn | None = None) -> list[str
         parts.append(f"updated: {grouped_names(updated)}")
     if turn.added:
         parts.append(f"added: {grouped_names(turn.added)}")
+    parts += [f"{name}: {unlisted_change(d)}" for name, d in turn.unlisted.items()]
     return parts
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tcopy_cli.render import plural
-from tcopy_cli.render.names import INDEX_RUN, ITEM
+from tcopy_cli.render.names import INDEX_RUN, ITEM, unlisted_change
 from tcopy_cli.trace.records import LoopContext, Step, TensorRecord
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -147,6 +147,9 @@ class LoopSummary:
     last_step: int = 0
     iterations: int = 0
     tensors: dict[str, Evolution] = field(default_factory=dict)
+    unlisted: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Long lists whose count of items past those listed (``Step.unlisted``) changed: (before, after)."""
+    _unlisted_before: dict[str, int] = field(default_factory=dict, repr=False)
 
     @property
     def level(self) -> int:
@@ -182,7 +185,12 @@ class LoopSummary:
             "last_step": self.last_step,
             "enclosing": [c.to_json() for c in self.enclosing],
             "tensors": {name: ev.to_json() for name, ev in self.changed().items()},
+            **({"unlisted": {n: list(pair) for n, pair in self.unlisted.items()}} if self.unlisted else {}),
         }
+
+    def unlisted_rows(self) -> list[tuple[str, str]]:
+        """(container, words) for each long list whose unlisted items grew or shrank in the loop."""
+        return [(name, unlisted_change(after - before)) for name, (before, after) in self.unlisted.items()]
 
 
 @dataclass
@@ -244,6 +252,7 @@ class LoopTracker:
     def _before(summary: LoopSummary, step: Step | None) -> None:
         if step is None:
             return
+        summary._unlisted_before = dict(step.unlisted)
         for name, r in step.tensors.items():
             if ":" not in name:
                 summary.tensors[name] = Evolution(version_before=r.version, storage_before=r.storage)
@@ -251,6 +260,9 @@ class LoopTracker:
     @staticmethod
     def _sample(summary: LoopSummary, step: Step) -> None:
         """The state at the end of a turn: one entry per named tensor."""
+        old, now = summary._unlisted_before, step.unlisted
+        counts = {name: (old.get(name, 0), now.get(name, 0)) for name in {**old, **now}}
+        summary.unlisted = {name: pair for name, pair in counts.items() if pair[0] != pair[1]}
         for name, r in step.tensors.items():
             if ":" in name:  # a running function's locals come and go with each call
                 continue

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from tcopy_cli.trace.records import MAX_LISTED_ITEMS
+
 ITEM = re.compile(r"(.*)\[(0|[1-9]\d*)\]")
 INDEX_RUN = 3
 """Consecutive items of one list written as one name from this many on: ``xs[0…29]``."""
@@ -36,3 +38,15 @@ def index_runs(names: list[str]) -> list[str]:
         elif (text := joined[name]) is not None:
             out.append(text)
     return out
+
+
+def unlisted_text(unlisted: dict[str, int]) -> str:
+    """``not listed: xs (500 more items) ...``: the items past those a step's records list."""
+    parts = [f"{name} ({count:,} more item{'' if count == 1 else 's'})" for name, count in unlisted.items()]
+    return f"not listed: {', '.join(parts)}; tcopy lists the first {MAX_LISTED_ITEMS:,} items of a list, tuple or dict"
+
+
+def unlisted_change(moved: int) -> str:
+    """``3 more items not listed`` (``moved`` > 0) or ``1 fewer item not listed``."""
+    count = abs(moved)
+    return f"{count:,} {'more' if moved > 0 else 'fewer'} item{'' if count == 1 else 's'} not listed"

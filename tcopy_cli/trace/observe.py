@@ -12,7 +12,7 @@ import ctypes
 import warnings
 import weakref
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,11 +30,11 @@ from tcopy_cli.trace.graph import (
     version_groups,
 )
 from tcopy_cli.trace.layout import byte_span
-from tcopy_cli.trace.records import ArrayRecord, GraphRecord, SavedEvent, TensorRecord
+from tcopy_cli.trace.records import MAX_LISTED_ITEMS, ArrayRecord, GraphRecord, SavedEvent, TensorRecord
 from tcopy_cli.trace.values import format_nested, format_number, json_values
 
 PREVIEW_ITEMS = 6
-_MAX_CONTAINER_ITEMS = 1000
+_MAX_CONTAINER_ITEMS = MAX_LISTED_ITEMS
 _MAX_CONTAINER_DEPTH = 3
 _VISIT_BUDGET = 5_000
 # Items looked at per step when counting bytes that no record lists (tensors in sets).
@@ -328,18 +328,22 @@ def _array_span(a: np.ndarray) -> tuple[int, int]:
     return int(lo), int(hi)
 
 
-def iter_named(ns: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+def iter_named(ns: dict[str, Any], cut: dict[str, int] | None = None) -> Iterator[tuple[str, Any]]:
     """(display name, value) for tensors and arrays reachable from script names.
 
-    Containers are searched at most ``_MAX_CONTAINER_DEPTH`` deep, and at most
-    ``_VISIT_BUDGET`` items in all per step, so nested lists can't make observing slow.
+    Containers are searched at most ``_MAX_CONTAINER_DEPTH`` deep, their first
+    ``_MAX_CONTAINER_ITEMS`` items, and at most ``_VISIT_BUDGET`` items in all per step, so
+    nested lists can't make observing slow. ``cut``: filled with the containers that held a
+    tensor or array among the items looked at, and how many items were not looked at.
     """
     budget = [_VISIT_BUDGET]
     for name, value in ns.items():
-        yield from _walk(name, value, 0, budget)
+        yield from _walk(name, value, 0, budget, cut)
 
 
-def _walk(name: str, value: Any, depth: int, budget: list[int]) -> Iterator[tuple[str, Any]]:
+def _walk(
+    name: str, value: Any, depth: int, budget: list[int], cut: dict[str, int] | None = None
+) -> Iterator[tuple[str, Any]]:
     if isinstance(value, torch.Tensor) and torch.nn.parameter.is_lazy(value):
         return  # a lazy module's parameter before its first forward: no memory, no facts yet
     if isinstance(value, (torch.Tensor, np.ndarray)):
@@ -360,21 +364,22 @@ def _walk(name: str, value: Any, depth: int, budget: list[int]) -> Iterator[tupl
         return
     if depth >= _MAX_CONTAINER_DEPTH or budget[0] <= 0:
         return
-    if isinstance(value, (list, tuple)) and not isinstance(value, torch.Size):
-        for i, item in enumerate(value[:_MAX_CONTAINER_ITEMS]):
-            budget[0] -= 1
-            if budget[0] <= 0:
-                return
-            if isinstance(item, (torch.Tensor, np.ndarray, list, tuple, dict)):
-                yield from _walk(f"{name}[{i}]", item, depth + 1, budget)
-    elif isinstance(value, dict):
-        for i, (k, item) in enumerate(value.items()):
-            budget[0] -= 1
-            if i >= _MAX_CONTAINER_ITEMS or budget[0] <= 0:
-                return
-            if isinstance(item, (torch.Tensor, np.ndarray, list, tuple, dict)):
-                key = f'"{k}"' if isinstance(k, str) else repr(k)
-                yield from _walk(f"{name}[{key}]", item, depth + 1, budget)
+    keyed = isinstance(value, dict)
+    if not keyed and not (isinstance(value, (list, tuple)) and not isinstance(value, torch.Size)):
+        return
+    looked, found = 0, False
+    for i, (k, item) in enumerate(value.items() if keyed else enumerate(value[:_MAX_CONTAINER_ITEMS])):
+        budget[0] -= 1
+        if i >= _MAX_CONTAINER_ITEMS or budget[0] <= 0:
+            break
+        looked = i + 1
+        if isinstance(item, (torch.Tensor, np.ndarray, list, tuple, dict)):
+            key = (f'"{k}"' if isinstance(k, str) else repr(k)) if keyed else k
+            for pair in _walk(f"{name}[{key}]", item, depth + 1, budget, cut):
+                found = True
+                yield pair
+    if cut is not None and found and looked < len(value):
+        cut[name] = len(value) - looked
 
 
 @dataclass(frozen=True)
@@ -386,6 +391,8 @@ class Snapshot:
     total_bytes: int
     saved_events: list[SavedEvent]
     graph: GraphRecord | None = None
+    unlisted: dict[str, int] = field(default_factory=dict)
+    """Containers whose items were not all looked at (``iter_named``'s ``cut``)."""
 
 
 class Observer:
@@ -402,10 +409,12 @@ class Observer:
         # facts all read the same as then gets that same record object again.
         self._previous: dict[str, tuple[tuple[Any, ...], TensorRecord]] = {}
 
-    def snapshot(self, ns: dict[str, Any], named: list[tuple[str, Any]] | None = None) -> Snapshot:
+    def snapshot(
+        self, ns: dict[str, Any], named: list[tuple[str, Any]] | None = None, cut: dict[str, int] | None = None
+    ) -> Snapshot:
         """Records for every tensor and array name, total bytes, and saved-tensor events.
 
-        ``named``: ``iter_named(ns)``, where the caller walked the names already.
+        ``named``: ``iter_named(ns, cut)``, where the caller walked the names already.
 
         Observing runs torch on one CPU thread: its reductions are small (bounded
         samples), and waking the thread pool for each costs more than the work itself
@@ -419,15 +428,18 @@ class Observer:
             torch.set_num_threads(1)
             with warnings.catch_warnings(), torch.no_grad():
                 warnings.simplefilter("ignore")
-                return self._snapshot(ns, named)
+                if named is None:
+                    cut = {}
+                    named = list(iter_named(ns, cut))
+                return self._snapshot(ns, named, cut or {})
         finally:
             torch.set_num_threads(threads)
 
-    def _snapshot(self, ns: dict[str, Any], named: list[tuple[str, Any]] | None) -> Snapshot:
+    def _snapshot(self, ns: dict[str, Any], named: list[tuple[str, Any]], cut: dict[str, int]) -> Snapshot:
         self._memo: dict[tuple[Any, ...], tuple[Any, str]] = {}
         tensors: list[tuple[str, torch.Tensor]] = []
         arrays: list[tuple[str, np.ndarray]] = []
-        for name, value in iter_named(ns) if named is None else named:
+        for name, value in named:
             if isinstance(value, torch.Tensor):
                 tensors.append((name, value))
             else:
@@ -546,7 +558,7 @@ class Observer:
         )
         total += _unlisted_bytes(ns, walk, counted)
         graph = build_graph(walk, tensors, self.saved) if self.graph else None
-        return Snapshot(records, array_records, total, events, graph)
+        return Snapshot(records, array_records, total, events, graph, cut)
 
     def _values(self, d: torch.Tensor) -> tuple[Any, str]:
         """``tensor_values`` of ``d``, from memory when a small CPU tensor holds the same bytes as before.

@@ -307,6 +307,9 @@ class OpResult:
         }
 
 
+MAX_LISTED_ITEMS = 1000
+"""Items of one list, tuple or dict that a step's records list (the first ones); ``Step.unlisted`` counts the rest."""
+
 RESET_CALLS = frozenset({"zero_grad"})
 """Calls recorded though no tensor goes in or out: ``opt.zero_grad()`` drops or zeroes grads, which
 the notes tell apart from what a backward in the same step did."""
@@ -462,6 +465,9 @@ class Step:
     """Grad-mode blocks around the step, outermost first: ``no_grad``, ``inference_mode`` ..."""
     calls: tuple[CallSite, ...] = ()
     """Script-function calls running, outermost first (``function`` is the innermost's name)."""
+    unlisted: dict[str, int] = field(default_factory=dict)
+    """Lists, tuples and dicts holding tensors with more items than ``tensors`` lists (the first
+    ``MAX_LISTED_ITEMS`` of each): name and how many items past those are not listed."""
 
     @property
     def expected(self) -> bool:
@@ -497,6 +503,7 @@ class Step:
             "function": self.function,
             "depth": self.depth,
             **({"hooks": self.hooks} if self.hooks else {}),
+            **({"unlisted": self.unlisted} if self.unlisted else {}),
             "loops": [loop.to_json() for loop in self.loops],
         }
         if self.expect is not None:

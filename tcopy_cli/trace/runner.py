@@ -218,6 +218,8 @@ class Runner:
         self.observer = Observer(options.max_values, graph=options.graph)
         self._named: list[tuple[str, Any]] | None = None
         """What ``_pop_ops`` found under the script's names, for observing the same step."""
+        self._cut: dict[str, int] = {}
+        """The containers that walk did not look at every item of (``iter_named``)."""
         self.interp = self._engine()
         self.recorder = OpRecorder()
         if isinstance(self.interp, Interpreter):  # --trust runs have no operation record yet
@@ -423,7 +425,8 @@ class Runner:
         if not self.recorder.has_results():
             return self.recorder.pop(names)
         # Observing the step walks the same names next: it takes this list (see ``step``).
-        self._named = list(iter_named(self.interp.names()))
+        self._cut = {}
+        self._named = list(iter_named(self.interp.names(), self._cut))
         for name, value in self._named:
             names.setdefault(id(value), []).append(name)
         return self.recorder.pop(names, _targets(node, self.interp.current_function))
@@ -490,13 +493,13 @@ class Runner:
         if not observe:
             snap = Snapshot({}, {}, 0, [])
         elif self.options.device == "cpu":
-            snap = self.observer.snapshot(self.interp.names(), named)
+            snap = self.observer.snapshot(self.interp.names(), named, self._cut)
         else:
             # The default-device mode routes every torch call through Python; observing
             # creates no tensors that need it, so switch it off while observing.
             torch.set_default_device(None)
             try:
-                snap = self.observer.snapshot(self.interp.names(), named)
+                snap = self.observer.snapshot(self.interp.names(), named, self._cut)
             finally:
                 torch.set_default_device(self.options.device)
         tensors, arrays, total = snap.tensors, snap.arrays, snap.total_bytes
@@ -550,6 +553,7 @@ class Runner:
             grad_enabled=self.grad_enabled,
             saved_events=snap.saved_events,
             graph=snap.graph,
+            unlisted=snap.unlisted,
             function=self.interp.current_function,
             depth=self.interp.depth,
             caught=caught_info,

@@ -75,6 +75,10 @@ def _is_optional(kind: type) -> Callable[[Any], bool]:
     return lambda v: v is None or type(v) is kind
 
 
+def _is_counts(v: Any) -> bool:
+    return type(v) is dict and all(type(k) is str and type(n) is int for k, n in v.items())
+
+
 _CHECKS: dict[str, Callable[[Any], bool]] = {
     **{a: _is(kind) for a, kind in _EXACT.items()},
     **{a: _is_list_of(kind) for a, kind in _ELEMENT.items()},
@@ -331,6 +335,8 @@ class StepCodec:
         """The step ``loads`` decoded, with each reference replaced by the record it names."""
         if not isinstance(step, records.Step) or not isinstance(step.tensors, dict):
             raise WireError("expected a step")
+        if not _is_counts(step.unlisted):
+            raise WireError("a step's unlisted items are counts by name")
         last = self._last
         tensors: dict[str, Any] = step.tensors
         for name, rec in tensors.items():

@@ -513,3 +513,40 @@ def test_list_items_in_a_row_are_written_as_one_name() -> None:
     assert index_runs(["xs[0]", "xs[1]", "xs[3]", "xs[4]", "xs[5]"]) == ["xs[0]", "xs[1]", "xs[3…5]"]
     assert index_runs(['d["k"]', "d[0][1]", "d[0][2]", "d[0][3]", "xs[01]"]) == ['d["k"]', "d[0][1…3]", "xs[01]"]
     assert grouped_names(["m.w", "m.b", "xs[0]", "xs[1]", "xs[2]"]) == "m.{w,b}, xs[0…2]"
+
+
+LONG = """\
+import torch
+xs = []
+for i in range(1040):
+    xs.append(torch.zeros(2))
+    if i == 1020:
+        extra = torch.ones(1)
+"""
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_a_list_longer_than_tcopy_lists_says_so_in_tables_fold_lines_and_the_summary(fmt: str) -> None:
+    namespace: dict[str, Any] = {}
+    exec(LONG, namespace)
+    past = len(namespace["xs"]) - 1000
+    out = _run(["--width", "120"] + (["--format", "markdown"] if fmt == "markdown" else []), LONG).stdout
+    # turn 1021 binds a new name: shown in full, with what its table does not list
+    assert re.search(r"iteration 1021/1040", out)
+    assert "not listed: xs (21 more items); tcopy lists the first 1,000 items of a list, tuple or dict" in out
+    # the items folded turns added are named in one line, not drawn a row each
+    assert re.search(r"unchanged: xs\\?\[0…999\\?\]", out)
+    assert len(re.findall(r"^\W*xs\[\d+\]", out, re.M)) == 1  # the row of xs[0] in turn 1
+    counts = [int(n) for n in re.findall(r"xs: (\d+) more items? not listed", out)]
+    assert sum(counts) == past  # each item past the first 1,000 is in one fold line
+    summary = out.split("⟲ loop")[1]
+    assert re.search(rf"xs`?\s*\|?\s*{past} more items not listed", summary)
+    assert "xs[0…999]" in summary
+
+
+def test_the_loop_event_counts_the_items_not_listed() -> None:
+    events = [json.loads(line) for line in _run(["--format", "json"], LONG).stdout.splitlines()]
+    loop = next(e for e in events if e["event"] == "loop")
+    assert loop["unlisted"] == {"xs": [0, 40]}
+    steps = [e for e in events if e["event"] == "step"]
+    assert [s.get("unlisted", {}).get("xs", 0) for s in steps][-3:] == [38, 39, 40]

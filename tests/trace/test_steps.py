@@ -10,6 +10,7 @@ for every fact tcopy reports is what the same statements do under plain Python.
 from __future__ import annotations
 
 import gc
+import re
 import textwrap
 import time
 import types
@@ -369,3 +370,38 @@ def test_a_view_whose_grad_fn_torch_refuses_says_so_in_every_step() -> None:
     assert steps[-3].source == "v = b[:2]" and steps[-3].tensors["v"].grad_fn is None
     assert steps[-2].tensors["v"].grad_fn == "(invalid view)"
     assert steps[-1].tensors["v"].grad_fn == "(invalid view)"
+
+
+def test_a_list_longer_than_the_records_list_says_how_many_items_are_not_listed() -> None:
+    src = textwrap.dedent(
+        """\
+        import torch
+        xs = [torch.zeros(1) for _ in range(1003)]
+        d = {"a": xs, "b": [[torch.ones(1)] * 1500]}
+        floats = [0.5] * 3000
+        short = (torch.ones(2),) * 999
+        xs.append(torch.zeros(2))
+        """
+    )
+    namespace: dict[str, Any] = {}
+    exec(src, namespace)
+    containers = {
+        "xs": namespace["xs"],
+        'd["a"]': namespace["d"]["a"],
+        'd["b"][0]': namespace["d"]["b"][0],
+        "short": namespace["short"],
+    }
+    steps = run_source(src).steps
+    last = steps[-1]
+    # Every item of each container is either listed under its name or counted as not listed:
+    # the first 1,000 of a list, and no more than the 5,000 items looked at in one step (here
+    # the 3,000 floats, which are never counted, use up the last of them inside ``short``).
+    for name, value in containers.items():
+        listed = [n for n in last.tensors if re.fullmatch(re.escape(name) + r"\[\d+\]", n)]
+        assert len(listed) + last.unlisted.get(name, 0) == len(value), name
+        assert len(listed) <= 1000
+    assert set(last.unlisted) == set(containers) and "floats" not in last.unlisted
+    assert last.unlisted["xs"] == len(namespace["xs"]) - 1000 and last.unlisted["short"] > 0
+    assert [s.unlisted.get("xs") for s in steps[1:]] == [3, 3, 3, 3, 4]
+    assert last.to_json()["unlisted"] == last.unlisted
+    assert "unlisted" not in steps[0].to_json()
