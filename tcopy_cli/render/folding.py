@@ -195,8 +195,10 @@ class _Seen:
 
     def absorb(self, step: Step) -> None:
         self.kinds.update(n.kind for n in step.explanations)
-        for name, form in _forms(step, self.records):
+        for name, form, pattern, kind in _forms(step, self.records):
             self.forms.setdefault(name, set()).add(form)
+            if pattern is not None:
+                self.forms.setdefault(pattern, set()).add(kind)
 
     def novel(self, steps: Iterable[Step]) -> bool:
         """Whether anything in ``steps`` is new to the view (so the turn is shown in full)."""
@@ -212,31 +214,54 @@ class _Seen:
                 if note.kind not in self.kinds and note.kind not in kinds:
                     return True
                 kinds.add(note.kind)
-            for name, form in _forms(s, known):
-                if form not in self.forms.get(name, ()) and form not in forms.get(name, ()):
+            for name, form, pattern, kind in _forms(s, known):
+                if name in self.forms or name in forms:  # a name seen before: in a form of its own?
+                    if form not in self.forms.get(name, ()) and form not in forms.get(name, ()):
+                        return True
+                elif pattern is None:  # a new name
+                    return True
+                if (
+                    pattern is not None
+                    and kind not in self.forms.get(pattern, ())
+                    and kind not in forms.get(pattern, ())
+                ):
                     return True
                 forms.setdefault(name, set()).add(form)
+                if pattern is not None:
+                    forms.setdefault(pattern, set()).add(kind)
         return False
 
 
 _INDEX = re.compile(r"\[\d+\]")
 
+Form = tuple[object, ...]
 
-def _forms(step: Step, known: dict[str, object]) -> Iterable[tuple[str, tuple[object, ...]]]:
-    """(name, shape/dtype/device) of each record not ``known`` already under its name (then known).
 
-    The items of a list or tuple count as one name (``xs[#]``): a loop that appends a tensor
-    like the ones before (``losses.append(loss)``) brings nothing new; an item of another
-    shape, dtype or device does.
+def _forms(step: Step, known: dict[str, object]) -> Iterable[tuple[str, Form, str | None, Form]]:
+    """Each record not ``known`` already under its name (then known): (name, its shape/dtype/device,
+    for an item of a list or tuple its pattern ``xs[#]`` else None, the form the pattern holds).
+
+    A name keeps its own forms: an item whose shape changes brings something new. A new item
+    is held against the items before it (``xs[#]``): one like them, with the same shape,
+    dtype, device, requires_grad and grad_fn (``losses.append(loss)`` in every turn), brings
+    nothing new; an item of another kind does (``hist.append(loss)`` after
+    ``hist.append(loss.detach())``: now it holds a graph).
     """
     for name, r in step.tensors.items():
         if known.get(name) is not r:
             known[name] = r
-            yield _INDEX.sub("[#]", name), (tuple(r.shape), r.dtype, r.device)
+            form: Form = (tuple(r.shape), r.dtype, r.device)
+            pattern = _INDEX.sub("[#]", name)
+            if pattern == name:
+                yield name, form, None, form
+            else:
+                yield name, form, pattern, (*form, r.requires_grad, r.grad_fn)
     for name, a in step.arrays.items():
         if known.get("array " + name) is not a:
             known["array " + name] = a
-            yield _INDEX.sub("[#]", name), (tuple(a.shape), a.dtype, "numpy")
+            form = (tuple(a.shape), a.dtype, "numpy")
+            pattern = _INDEX.sub("[#]", name)
+            yield name, form, (None if pattern == name else "array " + pattern), form
 
 
 @dataclass
@@ -367,11 +392,9 @@ def folded_turn(steps: list[Step], before: Step | None, loops: tuple[LoopContext
     old = before.tensors if before is not None else {}
     versions: list[str] = []
     grads: list[str] = []
-    added: list[str] = []
+    added = added_items(before, last)
     for name, r in last.tensors.items():
         prior = old.get(name)
-        if prior is None and _item(name):
-            added.append(name)
         if ":" in name or prior is None:
             continue
         if prior.version != r.version and scalar_of(r) is None:
@@ -403,6 +426,35 @@ def unlisted_changes(before: Step | None, last: Step) -> dict[str, int]:
 def _item(name: str) -> bool:
     """Whether ``name`` is an item of a container a name holds (``xs[3]``, ``d["k"]``), not a function's local."""
     return name.endswith("]") and ":" not in name
+
+
+def _container(name: str) -> str:
+    return name[: name.rindex("[")]
+
+
+def added_items(before: Step | None, last: Step) -> list[str]:
+    """Items a list, tuple or dict gained from ``before`` to ``last``: in a container that now has
+    more items (listed or not), the items whose tensor object was not in it before
+    (``xs.insert(0, t)`` added ``xs[0]``; the others moved)."""
+    old = before.tensors if before is not None else {}
+    had: dict[str, set[int]] = {}
+    count: dict[str, int] = {}
+    for name, r in old.items():
+        if _item(name):
+            base = _container(name)
+            had.setdefault(base, set()).add(r.object_id)
+            count[base] = count.get(base, 0) + 1
+    now: dict[str, list[tuple[str, int]]] = {}
+    for name, r in last.tensors.items():
+        if _item(name):
+            now.setdefault(_container(name), []).append((name, r.object_id))
+    out: list[str] = []
+    unlisted_before = before.unlisted if before is not None else {}
+    for base, items in now.items():
+        grew = len(items) + last.unlisted.get(base, 0) > count.get(base, 0) + unlisted_before.get(base, 0)
+        if grew:
+            out += [name for name, oid in items if oid not in had.get(base, ())]
+    return out
 
 
 def scalar_changes(
@@ -529,6 +581,8 @@ class Watch:
             scalars=[s for s in turn.scalars if self.watched(s[0])],
             versions=[n for n in turn.versions if self.watched(n)],
             grads=[n for n in turn.grads if self.watched(n)],
+            added=[n for n in turn.added if self.watched(n)],
+            unlisted={n: d for n, d in turn.unlisted.items() if self.watched(n)},
         )
 
 
@@ -601,6 +655,8 @@ class SeenRows:
 
     def __init__(self) -> None:
         self.cells: dict[str, object] = {}
+        self.unlisted: dict[str, int] = {}
+        """The items not listed (``Step.unlisted``) as of the step drawn last."""
 
     def fold(self, rows: list[Row], step: Step, options: ViewOptions, fresh: bool = False) -> tuple[list[Row], str]:
         """The rows to draw and the ``unchanged: ...`` line ("" for none) of a table about to be
@@ -616,6 +672,11 @@ class SeenRows:
         """``quiet_form``, where a statement's one line also needs each row to read as the table
         drawn last showed it: one that changed in steps not drawn (``--depth``) draws the table."""
         quiet = quiet_form(step, rows, gone, drawn)
+        unlisted, self.unlisted = self.unlisted, step.unlisted
+        if (
+            quiet.one_line is not None and step.unlisted != unlisted
+        ):  # "no tensor changed": not said of items not listed
+            return Quiet(None, False)
         if quiet.statement and quiet.told and any(self._stale(r) for r in rows):
             return Quiet(None, False)
         return quiet

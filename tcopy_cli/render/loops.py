@@ -9,7 +9,7 @@ listed gradient values.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,9 +188,14 @@ class LoopSummary:
             **({"unlisted": {n: list(pair) for n, pair in self.unlisted.items()}} if self.unlisted else {}),
         }
 
-    def unlisted_rows(self) -> list[tuple[str, str]]:
-        """(container, words) for each long list whose unlisted items grew or shrank in the loop."""
-        return [(name, unlisted_change(after - before)) for name, (before, after) in self.unlisted.items()]
+    def unlisted_rows(self, shown: Callable[[str], bool] | None = None) -> list[tuple[str, str]]:
+        """(container, words) for each long list whose unlisted items grew or shrank in the loop
+        (``shown``: only the containers it takes, as --watch does)."""
+        return [
+            (name, unlisted_change(after - before))
+            for name, (before, after) in self.unlisted.items()
+            if shown is None or shown(name)
+        ]
 
 
 @dataclass
@@ -301,7 +306,9 @@ def evolution_parts(ev: Evolution, spark_width: int) -> list[str]:
             parts.append(f"grad norm {number(norms[0])} → {number(norms[-1])}")
     made, freed = ev.storages_made, ev.storages_freed
     if ev.items:
-        parts.append(f"{ev.items} added" if ev.scalar else f"{ev.items} added, {plural(made, 'storage')} made")
+        parts.append(
+            f"{ev.items} added" if ev.scalar else f"{ev.items} added, in {plural(len(ev.storages), 'storage')}"
+        )
     elif (made or freed) and not ev.scalar:
         parts.append(f"{plural(made, 'storage')} made, {freed} freed")
     return parts

@@ -9,7 +9,7 @@ from tcopy_cli.render.cells import COLUMNS, Before, Quiet, removed_names, step_r
 from tcopy_cli.render.controls import visible
 from tcopy_cli.render.folding import FoldedTurn, SeenRows, StepFlow, printed_lines, turn_label, turn_parts
 from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading, summary_rows
-from tcopy_cli.render.names import unlisted_text
+from tcopy_cli.render.names import index_runs, unlisted_text
 from tcopy_cli.render.where import where_parts
 from tcopy_cli.trace.records import TRUSTED_HEADER, RunInfo, RunSummary, Step
 
@@ -103,9 +103,9 @@ class MarkdownRenderer:
             if unchanged:
                 w(f"*{_emphasised(unchanged)}*\n\n")
         if gone:
-            w("Removed: " + ", ".join(f"`{n}`" for n in gone) + "\n\n")
-        if step.unlisted:
-            w(f"*{_emphasised(unlisted_text(step.unlisted))}*\n\n")
+            w("Removed: " + ", ".join(f"`{n}`" for n in index_runs(gone)) + "\n\n")
+        if unlisted := self.options.watched_only(step.unlisted):
+            w(f"*{_emphasised(unlisted_text(unlisted))}*\n\n")
         if step.hooks:
             w("Torch called back: " + ", ".join(f"`{h}`" for h in step.hooks) + "\n\n")
         if step.stdout:
@@ -151,7 +151,9 @@ class MarkdownRenderer:
         w(f"**⟲ {loop_heading(summary)}**\n\n")
         changed = summary_rows(self.options.watched_only(summary.changed()))
         rows = [(name, evolution_parts(ev, 40)) for name, ev in changed]
-        rows = [(name, parts) for name, parts in rows if parts] + [(n, [w]) for n, w in summary.unlisted_rows()]
+        rows = [(name, parts) for name, parts in rows if parts] + [
+            (n, [w]) for n, w in summary.unlisted_rows(self.options.watches if self.options.watch else None)
+        ]
         if rows:
             w("| tensor | how it evolved |\n|---|---|\n")
             for name, parts in rows:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tcopy_cli.trace.records import MAX_LISTED_ITEMS
+from tcopy_cli.trace.records import MAX_LISTED_ITEMS, MAX_VISITED_ITEMS
 
 ITEM = re.compile(r"(.*)\[(0|[1-9]\d*)\]")
 INDEX_RUN = 3
@@ -43,7 +43,10 @@ def index_runs(names: list[str]) -> list[str]:
 def unlisted_text(unlisted: dict[str, int]) -> str:
     """``not listed: xs (500 more items) ...``: the items past those a step's records list."""
     parts = [f"{name} ({count:,} more item{'' if count == 1 else 's'})" for name, count in unlisted.items()]
-    return f"not listed: {', '.join(parts)}; tcopy lists the first {MAX_LISTED_ITEMS:,} items of a list, tuple or dict"
+    return (
+        f"not listed: {', '.join(parts)}; tcopy lists the first {MAX_LISTED_ITEMS:,} items of a list, tuple"
+        f" or dict, and looks at {MAX_VISITED_ITEMS:,} items of them in all at each step"
+    )
 
 
 def unlisted_change(moved: int) -> str:

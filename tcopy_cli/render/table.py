@@ -20,7 +20,7 @@ from tcopy_cli.render.grid import BOX, HEADER_STYLE, Cell, StepGrid
 from tcopy_cli.render.layout import FOLDING, cell, plan
 from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading, summary_rows
 from tcopy_cli.render.memory import memory_map, memory_signature
-from tcopy_cli.render.names import unlisted_text
+from tcopy_cli.render.names import index_runs, unlisted_text
 from tcopy_cli.render.trim import Trimmed
 from tcopy_cli.render.where import where_parts
 from tcopy_cli.trace.records import TRUSTED_HEADER, RunInfo, RunSummary, Step
@@ -136,9 +136,9 @@ class TableRenderer:
         elif (self.options.only_changed or quiet.told) and (step.tensors or step.arrays):
             parts.append(Text(f"  ({self.options.unchanged_text})", style="dim"))
         if gone:
-            parts.append(Text("  removed: " + ", ".join(gone), style="dim"))
-        if step.unlisted:
-            parts.append(Padding(Text(unlisted_text(step.unlisted), style="dim"), (0, 0, 0, 2)))
+            parts.append(Text("  removed: " + ", ".join(index_runs(gone)), style="dim"))
+        if unlisted := self.options.watched_only(step.unlisted):
+            parts.append(Padding(Text(unlisted_text(unlisted), style="dim"), (0, 0, 0, 2)))
         if step.hooks:
             parts.append(Text("  torch called back: " + ", ".join(step.hooks), style="dim"))
         if step.stdout:
@@ -211,7 +211,7 @@ class TableRenderer:
             if parts:
                 rest = [(" " if ev.scalar and i == 1 else " · ") + p for i, p in enumerate(parts) if i]
                 out.append(Text.assemble(f"    {name:<{width}}  ", (parts[0], "cyan"), *rest))
-        for name, words in summary.unlisted_rows():
+        for name, words in summary.unlisted_rows(self.options.watches if self.options.watch else None):
             out.append(Text.assemble(f"    {name:<{width}}  ", (words, "dim")))
         out.append(Text(""))
         self.console.print(Trimmed(Group(*out)))

@@ -9,6 +9,7 @@ reductions on their device); keep no strong reference to any tensor or storage.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import warnings
 import weakref
 from collections.abc import Iterable, Iterator
@@ -30,13 +31,20 @@ from tcopy_cli.trace.graph import (
     version_groups,
 )
 from tcopy_cli.trace.layout import byte_span
-from tcopy_cli.trace.records import MAX_LISTED_ITEMS, ArrayRecord, GraphRecord, SavedEvent, TensorRecord
+from tcopy_cli.trace.records import (
+    MAX_LISTED_ITEMS,
+    MAX_VISITED_ITEMS,
+    ArrayRecord,
+    GraphRecord,
+    SavedEvent,
+    TensorRecord,
+)
 from tcopy_cli.trace.values import format_nested, format_number, json_values
 
 PREVIEW_ITEMS = 6
 _MAX_CONTAINER_ITEMS = MAX_LISTED_ITEMS
 _MAX_CONTAINER_DEPTH = 3
-_VISIT_BUDGET = 5_000
+_VISIT_BUDGET = MAX_VISITED_ITEMS
 # Items looked at per step when counting bytes that no record lists (tensors in sets).
 _BYTE_COUNT_BUDGET = 100_000
 _SCALAR_TYPES = frozenset({int, float, bool, str, complex, type(None)})
@@ -362,10 +370,14 @@ def _walk(
                 seen.add(id(p))
                 yield f"{name}.{pname}", p
         return
-    if depth >= _MAX_CONTAINER_DEPTH or budget[0] <= 0:
-        return
     keyed = isinstance(value, dict)
-    if not keyed and not (isinstance(value, (list, tuple)) and not isinstance(value, torch.Size)):
+    if depth >= _MAX_CONTAINER_DEPTH or not (
+        keyed or (isinstance(value, (list, tuple)) and not isinstance(value, torch.Size))
+    ):
+        return
+    if budget[0] <= 0:  # the step's items were all looked at before this container's turn
+        if cut is not None and _holds_tensor(value, 0, keyed):
+            cut[name] = len(value)
         return
     looked, found = 0, False
     for i, (k, item) in enumerate(value.items() if keyed else enumerate(value[:_MAX_CONTAINER_ITEMS])):
@@ -378,8 +390,16 @@ def _walk(
             for pair in _walk(f"{name}[{key}]", item, depth + 1, budget, cut):
                 found = True
                 yield pair
-    if cut is not None and found and looked < len(value):
+    if cut is not None and looked < len(value) and (found or _holds_tensor(value, looked, keyed)):
         cut[name] = len(value) - looked
+
+
+def _holds_tensor(value: Any, start: int, keyed: bool) -> bool:
+    """Whether one of the items from ``start`` on (at most ``_MAX_CONTAINER_ITEMS`` of them) is a
+    tensor or array: a container cut off (past its first items, or by the step's item budget)
+    before one was found among the items looked at."""
+    items = itertools.islice(value.values() if keyed else value, start, start + _MAX_CONTAINER_ITEMS)
+    return any(isinstance(v, (torch.Tensor, np.ndarray)) for v in items)
 
 
 @dataclass(frozen=True)

@@ -309,6 +309,8 @@ class OpResult:
 
 MAX_LISTED_ITEMS = 1000
 """Items of one list, tuple or dict that a step's records list (the first ones); ``Step.unlisted`` counts the rest."""
+MAX_VISITED_ITEMS = 5000
+"""Items of lists, tuples, dicts and modules looked at in all per step (so nested lists can't make observing slow)."""
 
 RESET_CALLS = frozenset({"zero_grad"})
 """Calls recorded though no tensor goes in or out: ``opt.zero_grad()`` drops or zeroes grads, which

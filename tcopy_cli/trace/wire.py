@@ -76,7 +76,7 @@ def _is_optional(kind: type) -> Callable[[Any], bool]:
 
 
 def _is_counts(v: Any) -> bool:
-    return type(v) is dict and all(type(k) is str and type(n) is int for k, n in v.items())
+    return type(v) is dict and all(type(k) is str and type(n) is int and n > 0 for k, n in v.items())
 
 
 _CHECKS: dict[str, Callable[[Any], bool]] = {

@@ -502,7 +502,7 @@ def test_a_loop_that_appends_to_lists_folds_and_says_what_it_added(fmt: str) -> 
     assert f"{losses[0]:.4g} → {losses[-1]:.4g} (min {lo:.4g}, max {hi:.4g})" in row and "25 added" in row
     spark = re.search(r"[▁▂▃▄▅▆▇█]+", row)
     assert spark is not None and spark.group() == sparkline(losses, len(spark.group()))
-    assert re.search(rf"xs\[0…{n - 1}\]`? *\|? *{n} added, {n} storages made", out)
+    assert re.search(rf"xs\[0…{n - 1}\]`? *\|? *{n} added, in {n} storages", out)
     summary = out.split("⟲ loop")[1]
     assert not re.search(r"(losses|xs)\[\d+\]", summary)  # no row per item
 
@@ -533,7 +533,7 @@ def test_a_list_longer_than_tcopy_lists_says_so_in_tables_fold_lines_and_the_sum
     out = _run(["--width", "120"] + (["--format", "markdown"] if fmt == "markdown" else []), LONG).stdout
     # turn 1021 binds a new name: shown in full, with what its table does not list
     assert re.search(r"iteration 1021/1040", out)
-    assert "not listed: xs (21 more items); tcopy lists the first 1,000 items of a list, tuple or dict" in out
+    assert "not listed: xs (21 more items); tcopy lists the first 1,000 items of a list, tuple or dict, and" in out
     # the items folded turns added are named in one line, not drawn a row each
     assert re.search(r"unchanged: xs\\?\[0…999\\?\]", out)
     assert len(re.findall(r"^\W*xs\[\d+\]", out, re.M)) == 1  # the row of xs[0] in turn 1
@@ -550,3 +550,66 @@ def test_the_loop_event_counts_the_items_not_listed() -> None:
     assert loop["unlisted"] == {"xs": [0, 40]}
     steps = [e for e in events if e["event"] == "step"]
     assert [s.get("unlisted", {}).get("xs", 0) for s in steps][-3:] == [38, 39, 40]
+
+
+def _python_items(script: str) -> dict[str, Any]:
+    namespace: dict[str, Any] = {}
+    exec(script, namespace)
+    return namespace
+
+
+ITEM_CHANGES = """\
+import torch
+w = torch.ones(2, requires_grad=True)
+acts = [torch.zeros(4), torch.zeros(8)]
+hist = []
+for i in range(9):
+    acts[0] = torch.ones(8 if i == 7 else 4) * i
+    loss = (w * i).sum()
+    hist.append(loss.detach() if i < 5 else loss)
+"""
+
+
+def test_a_turn_whose_list_item_is_of_a_new_kind_is_shown_in_full() -> None:
+    ns = _python_items(ITEM_CHANGES)
+    assert [tuple(a.shape) for a in ns["acts"]] == [(4,), (8,)]
+    assert [h.requires_grad for h in ns["hist"]] == [False] * 5 + [True] * 4
+    out = _run(["--width", "100"], ITEM_CHANGES).stdout
+    turns = {int(t) for t in re.findall(r"Step \d+ · line \d+ · iteration (\d+)/9", out)}
+    # turn 6 appends the first item that holds a graph (SumBackward0), turn 8 gives acts[0]
+    # a shape no turn gave it before (acts[1] had it: another item's shape does not count)
+    assert turns == {1, 6, 8}, out
+    assert re.search(r"^\+ hist\[5\] .*SumBackward0", out, re.M)
+    assert re.search(r"^~ acts\[0\] .*\(8,\)", out, re.M)
+
+
+INSERTS = """\
+import torch
+base = torch.arange(12.).reshape(6, 2)
+xs = []
+views = []
+for i in range(6):
+    xs.insert(0, torch.full((2,), float(i)))
+    views.append(base[i])
+"""
+
+
+def test_added_names_the_item_a_turn_put_in_and_the_summary_counts_storages_it_measured() -> None:
+    ns = _python_items(INSERTS)
+    assert [x[0].item() for x in ns["xs"]] == [5.0, 4.0, 3.0, 2.0, 1.0, 0.0]  # each turn's item went first
+    assert {v.untyped_storage().data_ptr() for v in ns["views"]} == {ns["base"].untyped_storage().data_ptr()}
+    out = _run(["--width", "100"], INSERTS).stdout
+    for names in re.findall(r"added: (.*)$", out, re.M):
+        assert "xs[0]" in names and not re.search(r"xs\[[1-9]", names), names
+    assert re.search(r"views\[0…5\] +6 added, in 1 storage$", out, re.M)
+
+
+def test_watch_narrows_what_fold_lines_say_was_added_or_not_listed() -> None:
+    script = (
+        "import torch\nys = []\nxs = [torch.zeros(1)] * 1003\n"
+        "for i in range(4):\n    ys.append(torch.ones(1))\n    xs.append(torch.zeros(1))\n"
+    )
+    out = _run(["--width", "100", "--watch", "ys"], script).stdout
+    assert "added: ys[1]" in out and "xs" not in out.split("Step 3")[-1], out
+    out = _run(["--width", "100", "--watch", "xs"], script).stdout
+    assert "xs: 1 more item not listed" in out and "ys[" not in out, out

@@ -405,3 +405,28 @@ def test_a_list_longer_than_the_records_list_says_how_many_items_are_not_listed(
     assert [s.unlisted.get("xs") for s in steps[1:]] == [3, 3, 3, 3, 4]
     assert last.to_json()["unlisted"] == last.unlisted
     assert "unlisted" not in steps[0].to_json()
+
+
+def test_containers_cut_by_the_step_budget_or_past_their_first_items_are_counted() -> None:
+    src = textwrap.dedent(
+        """\
+        import torch
+        f = [0] * 1000 + [torch.zeros(1) for _ in range(10)]
+        big = [[torch.zeros(1) for _ in range(1000)] for _ in range(5)]
+        g = [torch.ones(1), torch.ones(1)]
+        """
+    )
+    namespace: dict[str, Any] = {}
+    exec(src, namespace)
+    last = run_source(src).steps[-1]
+    # f's tensors lie past its first 1,000 items (ints, looked at and not listed); the 5,000
+    # items looked at per step run out inside big, so g (after it) is not looked at at all.
+    f, big, g = namespace["f"], namespace["big"], namespace["g"]
+    assert last.unlisted["f"] == len(f) - 1000
+    assert last.unlisted["g"] == len(g) and not any(n.startswith("g[") for n in last.tensors)
+    looked_big = {n.split("]")[0] + "]" for n in last.tensors if n.startswith("big[")}
+    assert len(looked_big) + last.unlisted["big"] == len(big)
+    for i in range(len(big)):
+        listed = sum(1 for n in last.tensors if n.startswith(f"big[{i}]["))
+        assert listed + last.unlisted.get(f"big[{i}]", 0) == (len(big[i]) if f"big[{i}]" in looked_big else 0)
+    assert 1000 + sum(len(x) for x in big) > 5000  # the budget is what cut them

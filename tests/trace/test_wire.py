@@ -238,7 +238,7 @@ def test_running_frames_the_worker_leaves_out_change_nothing_in_the_parent(event
 def test_a_steps_unlisted_counts_must_be_counts_by_name() -> None:
     step = run_source("xs = [torch.zeros(1) for _ in range(1002)]").steps[-1]
     assert step.unlisted == {"xs": 2}
-    for bad in ({"xs": "2"}, {"xs": 2.0}, {"xs": True}, [["xs", 2]]):
+    for bad in ({"xs": "2"}, {"xs": 2.0}, {"xs": True}, {"xs": 0}, {"xs": -5}, [["xs", 2]]):
         line = json.dumps(wire.StepCodec().encode(dataclasses.replace(step, unlisted=bad)))  # type: ignore[arg-type]
         with pytest.raises(wire.WireError, match="unlisted"):
             wire.StepCodec().resolve(wire.loads(line))
