@@ -203,8 +203,8 @@ class TableRenderer:
         changed = summary_rows(self.options.watched_only(summary.changed()))
         out: list[RenderableType] = [Text.assemble(("  ⟲ ", "dim"), (loop_heading(summary), "bold"))]
         width = max((len(n) for n, _ in changed), default=0)
-        # The sparkline takes what the longest "first → last (min, max)" leaves of the line.
-        after = max((len(evolution_parts(ev, 0)[1]) + 1 for _, ev in changed if ev.scalar), default=0)
+        # The sparkline takes what the longest "first → last (min, max)" (and "· 30 added") leaves of the line.
+        after = max((len(" · ".join(evolution_parts(ev, 0)[1:])) + 1 for _, ev in changed if ev.scalar), default=0)
         spark = max(8, min(50, self.console.width - 4 - width - 2 - after))
         for name, ev in changed:
             parts = evolution_parts(ev, spark)

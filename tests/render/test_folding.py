@@ -452,12 +452,15 @@ def test_a_loop_summary_line_fits_the_width(width: int) -> None:
     """Each evolution in a loop's summary is one line: the sparkline takes what the longest
     "first → last (min, max)" leaves (at 100 columns a long name and span used to wrap)."""
     script = "import torch\nmodel_2_bias = torch.tensor([-0.0861912])\nloss = torch.tensor(1.4113)\n"
+    script += "history = []\n"
     script += "for k in range(200):\n    model_2_bias -= 0.0012345 * (k % 7 - 2)\n    loss *= 0.98765\n"
+    script += "    history.append(loss.clone())\n"
     out = _run(["--width", str(width)], script).stdout
     rows = [line for line in out.splitlines() if re.match(r"    \S+\s+[▁▂▃▄▅▆▇█ ]+ \S+ → ", line)]
-    assert len(rows) == 2
+    assert len(rows) == 3
     for row in rows:
-        assert "(min " in row and ", max " in row and row.endswith(")") and len(row) <= width
+        assert "(min " in row and ", max " in row and row.endswith((")", "· 200 added")) and len(row) <= width
+    assert rows[-1].lstrip().startswith("history[0…199]")  # the items' row too, "· 200 added" included
 
 
 COLLECT = """\
