@@ -164,7 +164,7 @@ class _Range:
             scalars=scalar_changes(self.before, last, moved),
             versions=list(dict.fromkeys(line.versions + turn.versions)),
             grads=list(dict.fromkeys(line.grads + turn.grads)),
-            added=list(dict.fromkeys(line.added + turn.added)),
+            added=added_items(self.before, last),
             unlisted=unlisted_changes(self.before, last),
         )
         self.printed.append(turn.printed)
@@ -673,9 +673,8 @@ class SeenRows:
         drawn last showed it: one that changed in steps not drawn (``--depth``) draws the table."""
         quiet = quiet_form(step, rows, gone, drawn)
         unlisted, self.unlisted = self.unlisted, step.unlisted
-        if (
-            quiet.one_line is not None and step.unlisted != unlisted
-        ):  # "no tensor changed": not said of items not listed
+        # "no tensor changed" is not said of a step that changed how many items are not listed
+        if quiet.one_line is not None and step.unlisted != unlisted:
             return Quiet(None, False)
         if quiet.statement and quiet.told and any(self._stale(r) for r in rows):
             return Quiet(None, False)

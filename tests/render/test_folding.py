@@ -588,10 +588,10 @@ def test_a_turn_whose_list_item_is_of_a_new_kind_is_shown_in_full() -> None:
 
 INSERTS = """\
 import torch
-base = torch.arange(12.).reshape(6, 2)
+base = torch.arange(16.).reshape(8, 2)
 xs = []
 views = []
-for i in range(6):
+for i in range(8):
     xs.insert(0, torch.full((2,), float(i)))
     views.append(base[i])
 """
@@ -599,12 +599,18 @@ for i in range(6):
 
 def test_added_names_the_item_a_turn_put_in_and_the_summary_counts_storages_it_measured() -> None:
     ns = _python_items(INSERTS)
-    assert [x[0].item() for x in ns["xs"]] == [5.0, 4.0, 3.0, 2.0, 1.0, 0.0]  # each turn's item went first
+    assert [x[0].item() for x in ns["xs"]] == [7.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.0, 0.0]  # each turn's item went first
     assert {v.untyped_storage().data_ptr() for v in ns["views"]} == {ns["base"].untyped_storage().data_ptr()}
     out = _run(["--width", "100"], INSERTS).stdout
-    for names in re.findall(r"added: (.*)$", out, re.M):
-        assert "xs[0]" in names and not re.search(r"xs\[[1-9]", names), names
-    assert re.search(r"views\[0…5\] +6 added, in 1 storage$", out, re.M)
+    # a turn's line adds xs[0]; a range's line adds one item per turn, the first ones of the list
+    lines = re.findall(r"iterations? (\d+(?:–\d+)?)/8 .*added: (.*)$", out, re.M)
+    assert [t for t, _ in lines] == ["2", "3", "4", "5", "6", "7–8"]
+    for turns, names in lines:
+        first, _, last = turns.partition("–")
+        count = int(last or first) - int(first) + 1
+        xs = sorted(_expand(", ".join(n for n in names.split(", ") if n.startswith("xs"))))
+        assert xs == sorted(f"xs[{i}]" for i in range(count)), (turns, names)
+    assert re.search(r"views\[0…7\] +8 added, in 1 storage$", out, re.M)
 
 
 def test_watch_narrows_what_fold_lines_say_was_added_or_not_listed() -> None:
