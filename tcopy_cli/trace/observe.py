@@ -336,13 +336,24 @@ def _array_span(a: np.ndarray) -> tuple[int, int]:
     return int(lo), int(hi)
 
 
+Walked = tuple[list[tuple[str, Any]], dict[str, int]]
+"""``walk_names``: the (name, value) pairs and the containers cut short."""
+
+
+def walk_names(ns: dict[str, Any]) -> Walked:
+    """``iter_named(ns)`` as a list, with the containers whose items it did not all look at."""
+    cut: dict[str, int] = {}
+    return list(iter_named(ns, cut)), cut
+
+
 def iter_named(ns: dict[str, Any], cut: dict[str, int] | None = None) -> Iterator[tuple[str, Any]]:
     """(display name, value) for tensors and arrays reachable from script names.
 
     Containers are searched at most ``_MAX_CONTAINER_DEPTH`` deep, their first
     ``_MAX_CONTAINER_ITEMS`` items, and at most ``_VISIT_BUDGET`` items in all per step, so
-    nested lists can't make observing slow. ``cut``: filled with the containers that held a
-    tensor or array among the items looked at, and how many items were not looked at.
+    nested lists can't make observing slow. ``cut``: filled with the containers whose items
+    were not all looked at, and how many were not, where a tensor or array is among the items
+    looked at or the ``_MAX_CONTAINER_ITEMS`` after them (``_holds_tensor``).
     """
     budget = [_VISIT_BUDGET]
     for name, value in ns.items():
@@ -429,12 +440,10 @@ class Observer:
         # facts all read the same as then gets that same record object again.
         self._previous: dict[str, tuple[tuple[Any, ...], TensorRecord]] = {}
 
-    def snapshot(
-        self, ns: dict[str, Any], named: list[tuple[str, Any]] | None = None, cut: dict[str, int] | None = None
-    ) -> Snapshot:
+    def snapshot(self, ns: dict[str, Any], walked: Walked | None = None) -> Snapshot:
         """Records for every tensor and array name, total bytes, and saved-tensor events.
 
-        ``named``: ``iter_named(ns, cut)``, where the caller walked the names already.
+        ``walked``: ``walk_names(ns)``, where the caller walked the names already.
 
         Observing runs torch on one CPU thread: its reductions are small (bounded
         samples), and waking the thread pool for each costs more than the work itself
@@ -448,10 +457,7 @@ class Observer:
             torch.set_num_threads(1)
             with warnings.catch_warnings(), torch.no_grad():
                 warnings.simplefilter("ignore")
-                if named is None:
-                    cut = {}
-                    named = list(iter_named(ns, cut))
-                return self._snapshot(ns, named, cut or {})
+                return self._snapshot(ns, *(walk_names(ns) if walked is None else walked))
         finally:
             torch.set_num_threads(threads)
 

@@ -20,7 +20,7 @@ from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
 from tcopy_cli.script.interp import Caught, ControlFlow, Interpreter
 from tcopy_cli.script.parse import Program
 from tcopy_cli.trace.compat import degraded
-from tcopy_cli.trace.observe import Observer, Snapshot, iter_named
+from tcopy_cli.trace.observe import Observer, Snapshot, Walked, iter_named, walk_names
 from tcopy_cli.trace.ops import OpRecorder
 from tcopy_cli.trace.records import (
     CallSite,
@@ -216,10 +216,8 @@ class Runner:
         self.options = options
         self.emit = emit
         self.observer = Observer(options.max_values, graph=options.graph)
-        self._named: list[tuple[str, Any]] | None = None
+        self._walked: Walked | None = None
         """What ``_pop_ops`` found under the script's names, for observing the same step."""
-        self._cut: dict[str, int] = {}
-        """The containers that walk did not look at every item of (``iter_named``)."""
         self.interp = self._engine()
         self.recorder = OpRecorder()
         if isinstance(self.interp, Interpreter):  # --trust runs have no operation record yet
@@ -364,11 +362,11 @@ class Runner:
                     handled_at = self.interp.would_catch(exc)
             warned = [str(w.message) for w in caught]
             ops = self._pop_ops(node)
-            named, self._named = self._named, None
+            walked, self._walked = self._walked, None
             if handled_at is not None and error is not None:
-                self._finish(node, out.getvalue(), warned, None, caught=(error, handled_at), ops=ops, named=named)
+                self._finish(node, out.getvalue(), warned, None, caught=(error, handled_at), ops=ops, walked=walked)
             else:
-                ok = self._finish(node, out.getvalue(), warned, error, ops=ops, named=named)
+                ok = self._finish(node, out.getvalue(), warned, error, ops=ops, walked=walked)
         finally:
             self.recorder.unwind(depth)
             self.current_node, self.grad_enabled = saved
@@ -425,9 +423,8 @@ class Runner:
         if not self.recorder.has_results():
             return self.recorder.pop(names)
         # Observing the step walks the same names next: it takes this list (see ``step``).
-        self._cut = {}
-        self._named = list(iter_named(self.interp.names(), self._cut))
-        for name, value in self._named:
+        self._walked = walk_names(self.interp.names())
+        for name, value in self._walked[0]:
             names.setdefault(id(value), []).append(name)
         return self.recorder.pop(names, _targets(node, self.interp.current_function))
 
@@ -484,7 +481,7 @@ class Runner:
         hooks: list[str] | None = None,
         expectable: bool | None = None,
         ops: list[OpRecord] | None = None,
-        named: list[tuple[str, Any]] | None = None,
+        walked: Walked | None = None,
     ) -> bool:
         _, pending_out, pending_warn = self.pending
         if pending_out or pending_warn:
@@ -493,13 +490,13 @@ class Runner:
         if not observe:
             snap = Snapshot({}, {}, 0, [])
         elif self.options.device == "cpu":
-            snap = self.observer.snapshot(self.interp.names(), named, self._cut)
+            snap = self.observer.snapshot(self.interp.names(), walked)
         else:
             # The default-device mode routes every torch call through Python; observing
             # creates no tensors that need it, so switch it off while observing.
             torch.set_default_device(None)
             try:
-                snap = self.observer.snapshot(self.interp.names(), named, self._cut)
+                snap = self.observer.snapshot(self.interp.names(), walked)
             finally:
                 torch.set_default_device(self.options.device)
         tensors, arrays, total = snap.tensors, snap.arrays, snap.total_bytes

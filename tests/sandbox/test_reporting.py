@@ -133,11 +133,11 @@ def test_a_timeout_while_a_step_is_reported_ends_the_run_as_an_error(
     real = observe.Observer.snapshot
     calls = [0]
 
-    def slow_snapshot(self: observe.Observer, ns: dict[str, Any], named: Any = None, cut: Any = None) -> Any:
+    def slow_snapshot(self: observe.Observer, ns: dict[str, Any], walked: Any = None) -> observe.Snapshot:
         calls[0] += 1
         if calls[0] == 2:
             raise TimeoutExceeded("the run took longer than 1 s (limit --timeout)", "timeout")
-        return real(self, ns, named, cut)
+        return real(self, ns, walked)
 
     monkeypatch.setattr(observe.Observer, "snapshot", slow_snapshot)
     with guarded(tmp_path):
