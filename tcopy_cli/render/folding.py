@@ -31,7 +31,7 @@ from typing import Union
 from tcopy_cli.render import ViewOptions, plural
 from tcopy_cli.render.cells import Before, Quiet, Row, quiet_form
 from tcopy_cli.render.loops import LoopSummary, LoopTracker, number, scalar_of
-from tcopy_cli.render.names import index_runs, unlisted_change
+from tcopy_cli.render.names import index_runs, unlisted_change, unlisted_pairs
 from tcopy_cli.render.where import iteration_text
 from tcopy_cli.render.where import turn as where_turn
 from tcopy_cli.trace.records import LoopContext, Step, TensorRecord
@@ -417,10 +417,8 @@ def folded_turn(steps: list[Step], before: Step | None, loops: tuple[LoopContext
 
 def unlisted_changes(before: Step | None, last: Step) -> dict[str, int]:
     """How the count of items past those listed changed from ``before`` to ``last``, by container."""
-    old = before.unlisted if before is not None else {}
-    now = last.unlisted
-    moved = {name: now.get(name, 0) - old.get(name, 0) for name in {**old, **now}}
-    return {name: d for name, d in moved.items() if d}
+    pairs = unlisted_pairs(before.unlisted if before is not None else {}, last.unlisted)
+    return {name: after - was for name, (was, after) in pairs.items()}
 
 
 def _item(name: str) -> bool:

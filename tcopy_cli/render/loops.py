@@ -9,12 +9,12 @@ listed gradient values.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from tcopy_cli.render import plural
-from tcopy_cli.render.names import INDEX_RUN, ITEM, unlisted_change
+from tcopy_cli.render.names import item_runs, run_name, unlisted_change, unlisted_pairs
 from tcopy_cli.trace.records import LoopContext, Step, TensorRecord
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -147,9 +147,10 @@ class LoopSummary:
     last_step: int = 0
     iterations: int = 0
     tensors: dict[str, Evolution] = field(default_factory=dict)
-    unlisted: dict[str, tuple[int, int]] = field(default_factory=dict)
-    """Long lists whose count of items past those listed (``Step.unlisted``) changed: (before, after)."""
-    _unlisted_before: dict[str, int] = field(default_factory=dict, repr=False)
+    unlisted_before: dict[str, int] = field(default_factory=dict)
+    """``Step.unlisted`` of the step before the loop."""
+    unlisted_after: dict[str, int] = field(default_factory=dict)
+    """``Step.unlisted`` at the end of the last turn."""
 
     @property
     def level(self) -> int:
@@ -188,14 +189,15 @@ class LoopSummary:
             **({"unlisted": {n: list(pair) for n, pair in self.unlisted.items()}} if self.unlisted else {}),
         }
 
-    def unlisted_rows(self, shown: Callable[[str], bool] | None = None) -> list[tuple[str, str]]:
-        """(container, words) for each long list whose unlisted items grew or shrank in the loop
-        (``shown``: only the containers it takes, as --watch does)."""
-        return [
-            (name, unlisted_change(after - before))
-            for name, (before, after) in self.unlisted.items()
-            if shown is None or shown(name)
-        ]
+    @property
+    def unlisted(self) -> dict[str, tuple[int, int]]:
+        """Long lists whose count of items not listed changed in the loop: (before, after)."""
+        return unlisted_pairs(self.unlisted_before, self.unlisted_after)
+
+
+def unlisted_rows(unlisted: dict[str, tuple[int, int]]) -> list[tuple[str, str]]:
+    """(container, words) for each long list of ``LoopSummary.unlisted``."""
+    return [(name, unlisted_change(after - before)) for name, (before, after) in unlisted.items()]
 
 
 @dataclass
@@ -257,7 +259,7 @@ class LoopTracker:
     def _before(summary: LoopSummary, step: Step | None) -> None:
         if step is None:
             return
-        summary._unlisted_before = dict(step.unlisted)
+        summary.unlisted_before = step.unlisted
         for name, r in step.tensors.items():
             if ":" not in name:
                 summary.tensors[name] = Evolution(version_before=r.version, storage_before=r.storage)
@@ -265,9 +267,7 @@ class LoopTracker:
     @staticmethod
     def _sample(summary: LoopSummary, step: Step) -> None:
         """The state at the end of a turn: one entry per named tensor."""
-        old, now = summary._unlisted_before, step.unlisted
-        counts = {name: (old.get(name, 0), now.get(name, 0)) for name in {**old, **now}}
-        summary.unlisted = {name: pair for name, pair in counts.items() if pair[0] != pair[1]}
+        summary.unlisted_after = step.unlisted
         for name, r in step.tensors.items():
             if ":" in name:  # a running function's locals come and go with each call
                 continue
@@ -319,40 +319,29 @@ def summary_rows(changed: dict[str, Evolution]) -> list[tuple[str, Evolution]]:
     added and then left alone (``losses.append(loss)`` in every turn) share one row,
     ``losses[0…49]``, at the place of the first; the row's values are the items' values in
     order (for one-element items: the loss curve)."""
-    runs: dict[str, list[list[tuple[int, str, Evolution]]]] = {}
-    for name, ev in changed.items():
-        m = ITEM.fullmatch(name)
-        if m is None or not _added_and_left(ev):
-            continue
-        base, index = m.group(1), int(m.group(2))
-        groups = runs.setdefault(base, [])
-        last = groups[-1][-1] if groups else None
-        if last is not None and last[0] + 1 == index and last[2].versions[-1] == ev.versions[-1]:
-            groups[-1].append((index, name, ev))
-        else:
-            groups.append([(index, name, ev)])
-    merged: dict[str, tuple[str, Evolution] | None] = {}
-    for base, groups in runs.items():
-        for run in groups:
-            if len(run) < INDEX_RUN:
-                continue
-            evs = [ev for _, _, ev in run]
-            row = Evolution(
-                values=[ev.values[0] for ev in evs] if all(ev.scalar for ev in evs) else [],
-                versions=[ev.versions[-1] for ev in evs],
-                grad_norms=[None] * len(evs),
-                storages=list(dict.fromkeys(s for ev in evs for s in ev.storages)),
-                items=len(evs),
-            )
-            merged[run[0][1]] = (f"{base}[{run[0][0]}…{run[-1][0]}]", row)
-            merged.update({name: None for _, name, _ in run[1:]})
+    left = [name for name, ev in changed.items() if _added_and_left(ev)]
+    runs = item_runs(left, lambda a, b: changed[a].versions[-1] == changed[b].versions[-1])
+    first = {run[0]: run for run in runs}
+    rest = {name for run in runs for name in run[1:]}
     rows: list[tuple[str, Evolution]] = []
     for name, ev in changed.items():
-        if name not in merged:
+        run = first.get(name)
+        if run is not None:
+            rows.append((run_name(run), _items_row([changed[n] for n in run])))
+        elif name not in rest:
             rows.append((name, ev))
-        elif (joined := merged[name]) is not None:
-            rows.append(joined)
     return rows
+
+
+def _items_row(evs: list[Evolution]) -> Evolution:
+    """One row for items a loop added and left alone: their values (one each), versions and storages."""
+    return Evolution(
+        values=[ev.values[0] for ev in evs] if all(ev.scalar for ev in evs) else [],
+        versions=[ev.versions[-1] for ev in evs],
+        grad_norms=[None] * len(evs),
+        storages=list(dict.fromkeys(s for ev in evs for s in ev.storages)),
+        items=len(evs),
+    )
 
 
 def _added_and_left(ev: Evolution) -> bool:

@@ -8,7 +8,7 @@ from tcopy_cli.render import ViewOptions, error_counts, plural
 from tcopy_cli.render.cells import COLUMNS, Before, Quiet, removed_names, step_rows
 from tcopy_cli.render.controls import visible
 from tcopy_cli.render.folding import FoldedTurn, SeenRows, StepFlow, printed_lines, turn_label, turn_parts
-from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading, summary_rows
+from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading, summary_rows, unlisted_rows
 from tcopy_cli.render.names import index_runs, unlisted_text
 from tcopy_cli.render.where import where_parts
 from tcopy_cli.trace.records import TRUSTED_HEADER, RunInfo, RunSummary, Step
@@ -152,7 +152,7 @@ class MarkdownRenderer:
         changed = summary_rows(self.options.watched_only(summary.changed()))
         rows = [(name, evolution_parts(ev, 40)) for name, ev in changed]
         rows = [(name, parts) for name, parts in rows if parts] + [
-            (n, [w]) for n, w in summary.unlisted_rows(self.options.watches if self.options.watch else None)
+            (n, [w]) for n, w in unlisted_rows(self.options.watched_only(summary.unlisted))
         ]
         if rows:
             w("| tensor | how it evolved |\n|---|---|\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 
 from tcopy_cli.trace.records import MAX_LISTED_ITEMS, MAX_VISITED_ITEMS
 
@@ -11,9 +12,9 @@ INDEX_RUN = 3
 """Consecutive items of one list written as one name from this many on: ``xs[0…29]``."""
 
 
-def index_runs(names: list[str]) -> list[str]:
-    """``names``, where consecutive items of one list (``xs[0]``, ``xs[1]``, ..., ``xs[29]``, also
-    with other names between them) are written as one, ``xs[0…29]``, at the place of the first."""
+def item_runs(names: Iterable[str], joins: Callable[[str, str], bool] | None = None) -> list[list[str]]:
+    """Runs of ``INDEX_RUN`` or more consecutive items of one list among ``names`` (other names may
+    stand between them), each in order; ``joins(a, b)``: whether item ``b`` may follow item ``a``."""
     runs: dict[str, list[list[tuple[int, str]]]] = {}
     for name in names:
         m = ITEM.fullmatch(name)
@@ -21,23 +22,28 @@ def index_runs(names: list[str]) -> list[str]:
             continue
         base, index = m.group(1), int(m.group(2))
         groups = runs.setdefault(base, [])
-        if groups and groups[-1][-1][0] + 1 == index:
+        last = groups[-1][-1] if groups else None
+        if last is not None and last[0] + 1 == index and (joins is None or joins(last[1], name)):
             groups[-1].append((index, name))
         else:
             groups.append([(index, name)])
-    joined: dict[str, str | None] = {}
-    for base, groups in runs.items():
-        for run in groups:
-            if len(run) >= INDEX_RUN:
-                joined[run[0][1]] = f"{base}[{run[0][0]}…{run[-1][0]}]"
-                joined.update({name: None for _, name in run[1:]})
-    out: list[str] = []
-    for name in names:
-        if name not in joined:
-            out.append(name)
-        elif (text := joined[name]) is not None:
-            out.append(text)
-    return out
+    return [[n for _, n in run] for groups in runs.values() for run in groups if len(run) >= INDEX_RUN]
+
+
+def run_name(run: list[str]) -> str:
+    """``xs[0…29]`` for a run of ``item_runs``."""
+    first, last = ITEM.fullmatch(run[0]), ITEM.fullmatch(run[-1])
+    assert first is not None and last is not None
+    return f"{first.group(1)}[{first.group(2)}…{last.group(2)}]"
+
+
+def index_runs(names: list[str]) -> list[str]:
+    """``names``, where consecutive items of one list (``xs[0]``, ``xs[1]``, ..., ``xs[29]``, also
+    with other names between them) are written as one, ``xs[0…29]``, at the place of the first."""
+    runs = item_runs(names)
+    first = {run[0]: run_name(run) for run in runs}
+    rest = {name for run in runs for name in run[1:]}
+    return [first.get(name, name) for name in names if name not in rest]
 
 
 def unlisted_text(unlisted: dict[str, int]) -> str:
@@ -53,3 +59,9 @@ def unlisted_change(moved: int) -> str:
     """``3 more items not listed`` (``moved`` > 0) or ``1 fewer item not listed``."""
     count = abs(moved)
     return f"{count:,} {'more' if moved > 0 else 'fewer'} item{'' if count == 1 else 's'} not listed"
+
+
+def unlisted_pairs(old: dict[str, int], now: dict[str, int]) -> dict[str, tuple[int, int]]:
+    """(before, after) for each container whose count of items not listed (``Step.unlisted``) changed."""
+    counts = {name: (old.get(name, 0), now.get(name, 0)) for name in {**old, **now}}
+    return {name: pair for name, pair in counts.items() if pair[0] != pair[1]}

@@ -18,7 +18,7 @@ from tcopy_cli.render.folding import FoldedTurn, SeenRows, StepFlow, printed_lin
 from tcopy_cli.render.graph import graph_tree
 from tcopy_cli.render.grid import BOX, HEADER_STYLE, Cell, StepGrid
 from tcopy_cli.render.layout import FOLDING, cell, plan
-from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading, summary_rows
+from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading, summary_rows, unlisted_rows
 from tcopy_cli.render.memory import memory_map, memory_signature
 from tcopy_cli.render.names import index_runs, unlisted_text
 from tcopy_cli.render.trim import Trimmed
@@ -211,7 +211,7 @@ class TableRenderer:
             if parts:
                 rest = [(" " if ev.scalar and i == 1 else " · ") + p for i, p in enumerate(parts) if i]
                 out.append(Text.assemble(f"    {name:<{width}}  ", (parts[0], "cyan"), *rest))
-        for name, words in summary.unlisted_rows(self.options.watches if self.options.watch else None):
+        for name, words in unlisted_rows(self.options.watched_only(summary.unlisted)):
             out.append(Text.assemble(f"    {name:<{width}}  ", (words, "dim")))
         out.append(Text(""))
         self.console.print(Trimmed(Group(*out)))
