@@ -60,6 +60,7 @@ def grad_changes(f: StepFacts) -> list[Note]:
     counts = f.state.backward_counts
     stepped: dict[int, int | None] = {}
     run = _Record.of(f)
+    received: dict[str, tuple[int, str]] = {}  # name: (tensor, preview) of a grad backward put into an empty one
     for name, r in f.tensors.items():
         old = f.before.get(name)
         if old is None or old.object_id != r.object_id:
@@ -79,8 +80,8 @@ def grad_changes(f: StepFacts) -> list[Note]:
                 found.add([note("grad.zeroed", text, [name])])
             elif run.backwards:
                 counts[r.object_id] = 1
-                text = f"backward put a gradient into {name}.grad: {_ended(g.preview)}"
-                found.add([note("grad.received", text, [name])])
+                received[name] = (r.object_id, g.preview)
+                found.group("grad.received", name)
             else:
                 found.add([note("grad.written", f"{name}.grad now holds {g.preview}, though no backward ran.", [name])])
         elif g is not None and og is not None and _changed(g, og):
@@ -107,7 +108,9 @@ def grad_changes(f: StepFacts) -> list[Note]:
                 text += again
             counts[r.object_id] = stepped[r.object_id] = count
             found.add([note(kind, text, [name])])
-    return found.notes(lambda kind, names: _cleared(f, kind, names))
+    return found.notes(
+        lambda kind, names: _received(names, received) if kind == "grad.received" else _cleared(f, kind, names)
+    )
 
 
 @dataclass(frozen=True)
@@ -192,6 +195,32 @@ def _moved(
     passes = max(1, min(delta or 0, len(run.backwards)))
     several = f"{passes} backward passes added" if passes > 1 else "backward added"
     return "grad.accumulated", f"{several} into {name}.grad: {_ended(change)}", passes
+
+
+# Several gradients' values go into their note where each is at most this long, and all together at most ALL_SHORT.
+SHORT, ALL_SHORT = 24, 72
+
+
+def _received(names: list[str], received: dict[str, tuple[int, str]]) -> Note:
+    """The grads that backward put into tensors that had none, in one note: with their values
+    where they are short, else by name (each row's grad cell shows its own). A tensor under
+    several names (an argument and the caller's name) is told once, by its first name."""
+    first: dict[int, str] = {}
+    also: dict[str, list[str]] = {}
+    for n in names:
+        lead = first.setdefault(received[n][0], n)
+        also.setdefault(lead, []).extend([n] if n != lead else [])
+    shown = [(n, received[n][1]) for n in also]
+    if len(shown) == 1:
+        text = f"backward put a gradient into {shown[0][0]}.grad: {_ended(shown[0][1])}"
+    elif all(len(p) <= SHORT for _, p in shown) and sum(len(p) for _, p in shown) <= ALL_SHORT:
+        text = f"backward put gradients into {names_text([f'{n}.grad ({p})' for n, p in shown])}."
+    else:
+        text = f"backward put gradients into {names_text([n + '.grad' for n, _ in shown])}."
+    for lead, others in also.items():
+        if others:
+            text += f" {names_text(others)} {agree(others, 'is', 'are')} {lead} under another name."
+    return note("grad.received", text, names)
 
 
 def _cleared(f: StepFacts, kind: str, names: list[str]) -> Note:

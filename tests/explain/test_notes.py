@@ -250,6 +250,7 @@ def test_grad_notes_follow_the_record_and_the_version_counter(trust: bool) -> No
     w = ns["w"]
     assert isinstance(w, torch.Tensor) and w.grad is not None
     by_source = {s.source: s for s in steps}
+
     def grad_notes(source: str) -> list[str]:
         return [n.text for n in by_source[source].explanations if n.kind.startswith("grad.")]
 
@@ -341,3 +342,47 @@ def test_resets_and_passes_are_told_as_measured(trust: bool) -> None:
     assert isinstance(w, torch.Tensor) and isinstance(v, torch.Tensor) and w.grad is not None and v.grad is not None
     assert steps[-1].tensors["w"].grad is not None and steps[-1].tensors["w"].grad.values == w.grad.tolist() == [0, 0]
     assert steps[-1].tensors["v"].grad is not None and steps[-1].tensors["v"].grad.values == v.grad.tolist()
+
+
+def _grads_by_python(src: str, names: list[str]) -> dict[str, list]:
+    """The grads plain python computes for ``src``."""
+    ns: dict = {"torch": torch}
+    exec(src, ns)
+    return {n: ns[n].grad.tolist() for n in names}
+
+
+def test_grads_received_in_one_backward_are_one_note() -> None:
+    src = (
+        "w = torch.tensor([1., 2.], requires_grad=True)\n"
+        "b = torch.tensor([0.5], requires_grad=True)\n"
+        "(w * 3 + b).sum().backward()"
+    )
+    got = notes_of(src)
+    grads = _grads_by_python(src, ["w", "b"])
+    assert grads == {"w": [3.0, 3.0], "b": [2.0]}
+    assert got == ["backward put gradients into w.grad ([3., 3.]) and b.grad ([2.])."]
+
+
+def test_long_grads_received_together_are_named_not_listed() -> None:
+    src = "torch.manual_seed(0)\nlin = torch.nn.Linear(4, 8)\nlin(torch.randn(3, 4)).sum().backward()"
+    steps = run_source(src).steps
+    received = [n for n in steps[-1].notes if n.startswith("backward put")]
+    assert received == ["backward put gradients into lin.weight.grad and lin.bias.grad."]
+    # the values left out of the note are in the records
+    assert steps[-1].tensors["lin.bias"].grad.values == pytest.approx([3.0] * 8)
+
+
+def test_grad_received_under_two_names_is_told_once() -> None:
+    src = (
+        "w = torch.tensor([1., 2.], requires_grad=True)\n"
+        "a = w\n"
+        "b = torch.ones(2, requires_grad=True)\n"
+        "(w * w * b).sum().backward()"
+    )
+    grads = _grads_by_python(src, ["w", "b"])
+    assert grads == {"w": [2.0, 4.0], "b": [1.0, 4.0]}
+    assert notes_of(src) == [
+        "backward put gradients into w.grad ([2., 4.]) and b.grad ([1., 4.]). a is w under another name."
+    ]
+    one = notes_of("w = torch.tensor([1., 2.], requires_grad=True)\na = w\n(w * w).sum().backward()")
+    assert one == ["backward put a gradient into w.grad: [2., 4.]. a is w under another name."]
