@@ -22,6 +22,7 @@ from tcopy_cli.explain.errors import caught_error, expect_outcome, explain_step_
 from tcopy_cli.explain.explainer import Explainer
 from tcopy_cli.explain.facts import Rule, each_kept_name, each_new_name
 from tcopy_cli.explain.grads import corrupted_grads, grad_changes
+from tcopy_cli.explain.history import chained_graph, collected_graphs
 from tcopy_cli.explain.ops import op_notes
 from tcopy_cli.explain.relations import new_memory, rebinding, same_object, shared_memory
 from tcopy_cli.explain.saved import saved_tensor_events
@@ -39,6 +40,8 @@ NOTE_RULES: tuple[Rule, ...] = (
     each_kept_name(requires_grad_flip, joined_graph, untracked_write),
     in_place_writes,
     numpy_aliases,
+    chained_graph,
+    collected_graphs,
     grad_changes,
     corrupted_grads,
     saved_tensor_events,

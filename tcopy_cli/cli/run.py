@@ -119,7 +119,7 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
 
         presenter.begin()
         renderer = make_renderer(fmt, view, presenter.console)
-        flow = StepFlow(view, fold=view.fold and fmt is not OutputFormat.json)
+        flow = StepFlow(view, fold=view.fold and fmt is not OutputFormat.json, carry_notes=fmt is not OutputFormat.json)
     except BaseException:
         stop(proc)
         raise

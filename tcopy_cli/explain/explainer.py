@@ -31,6 +31,7 @@ class Explainer:
         self.state.remember(facts)
         self.state.previous = step.tensors
         self.state.previous_arrays = step.arrays
+        self.state.previous_unlisted = step.unlisted
         error = step.error
         if error is not None and self.explain_error is not None:
             error = self.explain_error(facts, error)

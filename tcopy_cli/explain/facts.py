@@ -50,6 +50,8 @@ class ExplainState:
 
     previous: dict[str, TensorRecord] = field(default_factory=dict)
     previous_arrays: dict[str, ArrayRecord] = field(default_factory=dict)
+    previous_unlisted: dict[str, int] = field(default_factory=dict)
+    """The previous step's counts of container items not listed (``Step.unlisted``)."""
     bumps: list[Bump] = field(default_factory=list)
     corrupted: list[Bump] = field(default_factory=list)
     backward_counts: dict[int, int | None] = field(default_factory=dict)

@@ -34,7 +34,8 @@ from tcopy_cli.render.loops import LoopSummary, LoopTracker, number, scalar_of
 from tcopy_cli.render.names import index_runs, unlisted_change, unlisted_pairs
 from tcopy_cli.render.where import iteration_text
 from tcopy_cli.render.where import turn as where_turn
-from tcopy_cli.trace.records import LoopContext, Step, TensorRecord
+from tcopy_cli.trace.records import LoopContext, Note, Step, TensorRecord, evolve, is_item
+from tcopy_cli.trace.records import added_items as added
 
 SINGLE_TURNS = 6
 """Folded turns up to this turn of a loop get a line each (turns 2..6 after a first turn in full)."""
@@ -421,38 +422,11 @@ def unlisted_changes(before: Step | None, last: Step) -> dict[str, int]:
     return {name: after - was for name, (was, after) in pairs.items()}
 
 
-def _item(name: str) -> bool:
-    """Whether ``name`` is an item of a container a name holds (``xs[3]``, ``d["k"]``), not a function's local."""
-    return name.endswith("]") and ":" not in name
-
-
-def _container(name: str) -> str:
-    return name[: name.rindex("[")]
-
-
 def added_items(before: Step | None, last: Step) -> list[str]:
-    """Items a list, tuple or dict gained from ``before`` to ``last``: in a container that now has
-    more items (listed or not), the items whose tensor object was not in it before
-    (``xs.insert(0, t)`` added ``xs[0]``; the others moved)."""
-    old = before.tensors if before is not None else {}
-    had: dict[str, set[int]] = {}
-    count: dict[str, int] = {}
-    for name, r in old.items():
-        if _item(name):
-            base = _container(name)
-            had.setdefault(base, set()).add(r.object_id)
-            count[base] = count.get(base, 0) + 1
-    now: dict[str, list[tuple[str, int]]] = {}
-    for name, r in last.tensors.items():
-        if _item(name):
-            now.setdefault(_container(name), []).append((name, r.object_id))
-    out: list[str] = []
-    unlisted_before = before.unlisted if before is not None else {}
-    for base, items in now.items():
-        grew = len(items) + last.unlisted.get(base, 0) > count.get(base, 0) + unlisted_before.get(base, 0)
-        if grew:
-            out += [name for name, oid in items if oid not in had.get(base, ())]
-    return out
+    """Items a list, tuple or dict gained from ``before`` to ``last`` (see ``records.added_items``)."""
+    if before is None:
+        return added(({}, {}), (last.tensors, last.unlisted))
+    return added((before.tensors, before.unlisted), (last.tensors, last.unlisted))
 
 
 def scalar_changes(
@@ -480,8 +454,12 @@ def _same(a: float, b: float | None) -> bool:
 class StepFlow:
     """From arriving steps to what a view draws: folding (tables, Markdown), --watch, loop ends."""
 
-    def __init__(self, view: ViewOptions, fold: bool) -> None:
+    def __init__(self, view: ViewOptions, fold: bool, carry_notes: bool = True) -> None:
         self.view = view
+        # --depth N: the notes of the steps it hides go under the next step shown at depth N or less
+        # (the statement whose call ran them); JSON, which keeps every step, passes False.
+        self.carry_notes = carry_notes and view.depth is not None
+        self.held_notes: list[Note] = []
         self.tracker = LoopTracker()
         self.seen = _Seen()
         # --step/--from/--to select exact steps, shown as they are.
@@ -494,6 +472,8 @@ class StepFlow:
 
     def feed(self, step: Step) -> list[Event]:
         """Events to draw now that ``step`` arrived."""
+        if self.carry_notes:
+            step = self._carry(step)
         ended = self.tracker.feed(step)
         self.seen.learn_loops(step)
         if self.folder is None:
@@ -503,6 +483,22 @@ class StepFlow:
             out += self.folder.feed(summary)
         out += self.folder.feed(step)
         return [self._visible(e) for e in out]
+
+    def _carry(self, step: Step) -> Step:
+        """A step --depth hides gives up its notes, marked with where they come from; the next step
+        within --depth takes those about a tensor it shows (a note's first tensor is what it is
+        about), before its own."""
+        assert self.view.depth is not None
+        if step.depth > self.view.depth:
+            where = f"line {step.line}, in {step.function}()" if step.function else f"line {step.line}"
+            self.held_notes += [evolve(n, text=f"{where}: {n.text}") for n in step.explanations]
+            return step
+        if not self.held_notes:
+            return step
+        # Only notes about a tensor the step still shows: a function's locals are gone after its call.
+        held = [n for n in self.held_notes if n.tensors and n.tensors[0] in step.tensors]
+        self.held_notes = []
+        return evolve(step, explanations=[*held, *step.explanations]) if held else step
 
     def close(self) -> list[Event]:
         """Events for what is still held when the run ends."""
@@ -631,7 +627,7 @@ def fold_unchanged(rows: list[Row], seen: dict[str, object], named: Iterable[str
         if not r.new
         and not r.changed
         and (name := r.cells["name"]) not in kept
-        and (seen.get(name) == seen_key(r) or (name not in seen and _item(name)))
+        and (seen.get(name) == seen_key(r) or (name not in seen and is_item(name)))
     ]
     while True:  # a row kept for a drawn row can keep others in turn (x reached, then x's view)
         folded = {id(r) for r in same}

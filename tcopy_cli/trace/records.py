@@ -317,6 +317,36 @@ RESET_CALLS = frozenset({"zero_grad"})
 the notes tell apart from what a backward in the same step did."""
 
 
+def is_item(name: str) -> bool:
+    """Whether ``name`` is an item of a container a name holds (``xs[3]``, ``d["k"]``), not a function's local."""
+    return name.endswith("]") and ":" not in name
+
+
+def added_items(
+    before: tuple[dict[str, TensorRecord], dict[str, int]], after: tuple[dict[str, TensorRecord], dict[str, int]]
+) -> list[str]:
+    """Items a list, tuple or dict gained from ``before`` to ``after``, each (tensors, unlisted counts):
+    in a container that now has more items (listed or not), the items whose tensor object was not
+    in it before (``xs.insert(0, t)`` added ``xs[0]``; the others moved)."""
+    (old, unlisted_before), (tensors, unlisted) = before, after
+    had: dict[str, set[int]] = {}
+    count: dict[str, int] = {}
+    for name, r in old.items():
+        if is_item(name):
+            base = name[: name.rindex("[")]
+            had.setdefault(base, set()).add(r.object_id)
+            count[base] = count.get(base, 0) + 1
+    now: dict[str, list[tuple[str, int]]] = {}
+    for name, r in tensors.items():
+        if is_item(name):
+            now.setdefault(name[: name.rindex("[")], []).append((name, r.object_id))
+    out: list[str] = []
+    for base, items in now.items():
+        if len(items) + unlisted.get(base, 0) > count.get(base, 0) + unlisted_before.get(base, 0):
+            out += [name for name, oid in items if oid not in had.get(base, ())]
+    return out
+
+
 @dataclass(frozen=True)
 class OpRecord:
     """One operation a step performed, as the interpreter ran it (never guessed afterwards).

@@ -622,3 +622,39 @@ def test_watch_narrows_what_fold_lines_say_was_added_or_not_listed() -> None:
     assert "added: ys[1]" in out and "xs" not in out.split("Step 3")[-1], out
     out = _run(["--width", "100", "--watch", "xs"], script).stdout
     assert "xs: 1 more item not listed" in out and "ys[" not in out, out
+
+
+TWICE = """\
+import torch
+w = torch.ones(2, requires_grad=True)
+def twice():
+    p = w * 1
+    (p * 3).sum().backward()
+    (w * 3).sum().backward()
+twice()
+"""
+
+
+def test_depth_hides_steps_but_their_notes_go_under_the_call() -> None:
+    """--depth 0: the backwards inside ``twice()`` are told under the line that called it, with
+    the line they ran at; notes about the function's own locals (``twice:p``) are not."""
+    ns: dict[str, Any] = {"torch": torch}
+    exec(TWICE, ns)
+    assert ns["w"].grad.tolist() == [6.0, 6.0]  # plain python: two backwards of 3 each
+    shown = [
+        e.step for _, batch in _arrivals(TWICE, ViewOptions(depth=0)) for e in batch if isinstance(e, Show) and e.shown
+    ]
+    call = shown[-1]
+    assert call.source == "twice()"
+    assert [n.text for n in call.explanations] == [
+        "line 5, in twice(): backward put a gradient into w.grad: [3., 3.].",
+        "line 6, in twice(): backward added into w.grad: [3., 3.] → [6., 6.] (+[3., 3.]). Gradients accumulate: "
+        "this is backward #2 into w.grad since it was last reset.",
+    ]
+    # without --depth, or for JSON (which keeps every step), the steps keep their own notes
+    for flow in (StepFlow(ViewOptions(), fold=True), StepFlow(ViewOptions(depth=0), fold=False, carry_notes=False)):
+        steps = run_explained(TWICE).steps
+        for step in steps:
+            for event in flow.feed(step):
+                if isinstance(event, Show) and event.step.source == "twice()":
+                    assert event.step.explanations == []
