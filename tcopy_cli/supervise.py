@@ -629,6 +629,7 @@ def _failure_step(
         warnings=[],
         tensors={},
         arrays={},
+        observed=False,
         explanations=[
             Note(
                 "process.ended",

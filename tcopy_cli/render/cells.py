@@ -277,8 +277,9 @@ class Before(Generic[T]):
 
 
 def removed_names(step: Step, previous: Step | None) -> list[str]:
-    """Names that held a tensor or array before this step and no longer do."""
-    if previous is None:
+    """Names that held a tensor or array before this step and no longer do (none where the
+    step looked at nothing: its empty records do not say the names went)."""
+    if previous is None or not step.observed:
         return []
     now = set(step.tensors) | set(step.arrays)
     return [n for n in list(previous.tensors) + list(previous.arrays) if n not in now]

@@ -500,6 +500,9 @@ class Step:
     unlisted: dict[str, int] = field(default_factory=dict)
     """Lists, tuples and dicts holding tensors with more items than ``tensors`` lists (the first
     ``MAX_LISTED_ITEMS`` of each): name and how many items past those are not listed."""
+    observed: bool = True
+    """False where nothing was looked at after the statement (the run's time ran out, or the
+    process running it ended): ``tensors`` and ``arrays`` are then empty, not removed."""
 
     @property
     def expected(self) -> bool:
@@ -536,6 +539,7 @@ class Step:
             "depth": self.depth,
             **({"hooks": self.hooks} if self.hooks else {}),
             **({"unlisted": self.unlisted} if self.unlisted else {}),
+            **({"observed": False} if not self.observed else {}),
             "loops": [loop.to_json() for loop in self.loops],
         }
         if self.expect is not None:

@@ -551,6 +551,7 @@ class Runner:
             saved_events=snap.saved_events,
             graph=snap.graph,
             unlisted=snap.unlisted,
+            observed=observe,
             function=self.interp.current_function,
             depth=self.interp.depth,
             caught=caught_info,

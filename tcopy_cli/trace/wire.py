@@ -337,6 +337,8 @@ class StepCodec:
             raise WireError("expected a step")
         if not _is_counts(step.unlisted):
             raise WireError("a step's unlisted items are counts by name")
+        if not step.observed and (step.tensors or step.arrays):
+            raise WireError("a step not observed has no records")
         last = self._last
         tensors: dict[str, Any] = step.tensors
         for name, rec in tensors.items():

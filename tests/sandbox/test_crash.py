@@ -101,8 +101,27 @@ def test_a_gil_holding_loop_is_stopped_by_timeout() -> None:
     stuck = events[2]
     assert stuck["line"] == 2 and stuck["error"]["type"] == "TimeoutExceeded"
     assert "longer than 2 s" in stuck["error"]["message"] and "1.5 in range" in stuck["error"]["message"]
+    assert stuck["observed"] is False and stuck["tensors"] == {}  # nothing looked at, not "a" removed
+    assert "observed" not in events[1]
     assert events[-1]["status"] == "error"
     assert elapsed < 60
+
+
+def test_a_step_not_observed_does_not_say_its_names_were_removed() -> None:
+    src = "a = torch.ones(2)\nb = 1.5 in range(10**18)\n"
+    env = dict(os.environ, PYTHONPATH=ROOT, COLUMNS="80")
+    proc = subprocess.run(
+        [sys.executable, "-m", "tcopy_cli", "run", "-e", src, "--timeout", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 1
+    text = " ".join(proc.stdout.split())
+    assert "TimeoutExceeded" in text and "the tensors after this statement are unknown" in text
+    assert "removed:" not in proc.stdout
 
 
 def test_python_level_timeout_is_still_reported_by_the_worker() -> None:

@@ -243,3 +243,13 @@ def test_a_steps_unlisted_counts_must_be_counts_by_name() -> None:
         with pytest.raises(wire.WireError, match="unlisted"):
             wire.StepCodec().resolve(wire.loads(line))
     assert wire.StepCodec().resolve(wire.loads(json.dumps(wire.StepCodec().encode(step)))).unlisted == {"xs": 2}
+
+
+def test_a_step_not_observed_carries_no_records() -> None:
+    step = run_source("x = torch.zeros(1)").steps[-1]
+    empty = dataclasses.replace(step, tensors={}, arrays={}, observed=False)
+    assert wire.StepCodec().resolve(wire.loads(json.dumps(wire.StepCodec().encode(empty)))).observed is False
+    for bad in (dataclasses.replace(step, observed=False), dataclasses.replace(step, observed=0)):
+        line = json.dumps(wire.StepCodec().encode(bad))
+        with pytest.raises(wire.WireError, match="observed"):
+            wire.StepCodec().resolve(wire.loads(line))
