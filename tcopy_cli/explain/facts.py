@@ -65,6 +65,8 @@ class ExplainState:
 
     origins: dict[int, Origin] = field(default_factory=dict)
     """Every step so far by index."""
+    extra: dict[str, object] = field(default_factory=dict)
+    """What a rule module keeps for itself from step to step, under its own key."""
 
     def remember(self, facts: StepFacts) -> None:
         """Note which names this step bound and whose version counter it moved."""

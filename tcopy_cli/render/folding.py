@@ -459,7 +459,7 @@ class StepFlow:
         # --depth N: the notes of the steps it hides go under the next step shown at depth N or less
         # (the statement whose call ran them); JSON, which keeps every step, passes False.
         self.carry_notes = carry_notes and view.depth is not None
-        self.held_notes: list[Note] = []
+        self.held_notes: dict[tuple[str, int, str], tuple[Note, int]] = {}
         self.tracker = LoopTracker()
         self.seen = _Seen()
         # --step/--from/--to select exact steps, shown as they are.
@@ -485,19 +485,25 @@ class StepFlow:
         return [self._visible(e) for e in out]
 
     def _carry(self, step: Step) -> Step:
-        """A step --depth hides gives up its notes, marked with where they come from; the next step
-        within --depth takes those about a tensor it shows (a note's first tensor is what it is
-        about), before its own."""
+        """A step --depth hides gives up its notes; the next step within --depth takes those about a
+        tensor it shows (a note's first tensor is what it is about), before its own, each marked with
+        where it ran. Notes of one kind from one line (a loop in the hidden function) are one: the
+        last, with how many there were."""
         assert self.view.depth is not None
         if step.depth > self.view.depth:
-            where = f"line {step.line}, in {step.function}()" if step.function else f"line {step.line}"
-            self.held_notes += [evolve(n, text=f"{where}: {n.text}") for n in step.explanations]
+            for n in step.explanations:
+                key = (n.kind, step.line, step.function or "")
+                self.held_notes[key] = (n, self.held_notes.get(key, (n, 0))[1] + 1)
             return step
         if not self.held_notes:
             return step
-        # Only notes about a tensor the step still shows: a function's locals are gone after its call.
-        held = [n for n in self.held_notes if n.tensors and n.tensors[0] in step.tensors]
-        self.held_notes = []
+        held = []
+        for (_, line, function), (n, count) in self.held_notes.items():
+            if n.tensors and n.tensors[0] in step.tensors:  # a function's locals are gone after its call
+                where = f"line {line}, in {function}()" if function else f"line {line}"
+                times = f", the last of {count} like it" if count > 1 else ""
+                held.append(evolve(n, text=f"{where}{times}: {n.text}"))
+        self.held_notes = {}
         return evolve(step, explanations=[*held, *step.explanations]) if held else step
 
     def close(self) -> list[Event]:

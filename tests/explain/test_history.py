@@ -1,9 +1,10 @@
 """Graphs a loop keeps alive: a running total kept in the graph (``total += loss``) and
-tensors in the graph collected into a container (``losses.append(loss)``), the leak the
-PyTorch FAQ calls "accumulating history across your training loop".
+tensors in the graph collected into a container turn after turn (``losses.append(loss)``),
+the leak the PyTorch FAQ calls "accumulating history across your training loop".
 
 Each case is checked against plain torch: the graph link the note states is walked in
-python's own graph, and the scripts without it get no note.
+python's own graph, and the scripts without it get no note (among them the review's
+same-turn rebinding, ``loss = loss / accum``, that never reaches an earlier turn).
 """
 
 from __future__ import annotations
@@ -35,6 +36,21 @@ def _reaches(t: torch.Tensor, node: object) -> bool:
     return False
 
 
+def _turn_links(src: str, name: str, turns: int) -> list[bool]:
+    """For each turn of the script's one loop (run by plain python, the loop body unrolled),
+    whether ``name``'s graph at the turn's end reaches its grad_fn at the turn's start."""
+    head, body = src.split("for i in range(3):\n")
+    ns: dict = {"torch": torch}
+    exec(head, ns)
+    links = []
+    for i in range(turns):
+        ns["i"] = i
+        start = getattr(ns.get(name), "grad_fn", None)
+        exec("\n".join(line[4:] for line in body.splitlines()), ns)
+        links.append(start is not None and _reaches(ns[name], start))
+    return links
+
+
 CHAINED = {
     "in place": "total = 0\nfor i in range(3):\n    loss = (w * x).sum()\n    total += loss",
     "rebound": "total = torch.zeros(())\nfor i in range(3):\n    loss = (w * x).sum()\n    total = total + loss",
@@ -44,66 +60,77 @@ CHAINED = {
 @pytest.mark.parametrize("case", list(CHAINED))
 def test_a_running_total_in_the_graph_is_told_from_its_second_turn(case: str) -> None:
     src = LOOP + CHAINED[case]
-    # plain torch: each turn's total leads back to the total before it
-    ns: dict = {"torch": torch}
-    exec(LOOP, ns)
-    exec("total = 0 if " + repr(case) + " == 'in place' else torch.zeros(())", ns)
-    linked = []
-    for _ in range(3):
-        old = ns["total"].grad_fn if isinstance(ns["total"], torch.Tensor) else None
-        loss = (ns["w"] * ns["x"]).sum()
-        ns["total"] = ns["total"] + loss
-        linked.append(old is not None and _reaches(ns["total"], old))
-    assert linked == [False, True, True]
+    assert _turn_links(src, "total", 3) == [False, True, True]
     found = notes(src, "graph.chained")
-    assert len(found) == 2, found  # turns 2 and 3, not the first (total had no graph before it)
+    assert len(found) == 2, found  # turns 2 and 3, not the first (total had no graph when it began)
     for _, text in found:
-        assert text.startswith("total's graph now holds its graph from before this step (AddBackward0")
-        assert "add `loss.item()` (a number) or `loss.detach()` instead" in text
+        assert text.startswith("total's graph now holds the graph total had when this turn of the loop began")
+        assert "For that, add `loss.item()` (a number) or `loss.detach()` instead." in text
 
 
-def test_a_recurrent_state_is_told_without_naming_an_addend() -> None:
+def test_a_recurrent_state_is_told_with_detach_at_the_turn() -> None:
     src = (
         "torch.manual_seed(0)\nW = torch.randn(3, 3, requires_grad=True)\nh = torch.zeros(3)\n"
-        "for x in torch.randn(3, 3):\n    h = torch.tanh(h @ W + x)"
+        "for i in range(3):\n    h = torch.tanh(h @ W + i)"
     )
+    assert _turn_links(src, "h", 3) == [False, True, True]
     found = notes(src, "graph.chained")
     assert len(found) == 2
-    assert "TanhBackward0 leads back to the old TanhBackward0" in found[0][1]
-    assert "backpropagation through time" in found[0][1] and "`.item()`" in found[0][1]
+    assert "(TanhBackward0 leads back to that TanhBackward0)" in found[0][1]
+    assert "backpropagation through time" in found[0][1]
+    assert found[0][1].endswith("cut the chain once per turn with `h = h.detach()`.")
 
 
 NOT_CHAINED = {
-    "a number": LOOP + "total = 0\nfor i in range(3):\n    loss = (w * x).sum()\n    total += loss.item()",
-    "detached": LOOP + "total = torch.zeros(())\nfor i in range(3):\n    total = total + (w * x).sum().detach()",
-    "a new graph each turn": LOOP + "for i in range(3):\n    loss = (w * x).sum()\n    loss.backward()",
-    "not in a loop": LOOP + "t = (w * x).sum()\nt = t + (w * x).sum()",
+    "a number": "total = 0\nfor i in range(3):\n    loss = (w * x).sum()\n    total += loss.item()",
+    "detached": "total = torch.zeros(())\nfor i in range(3):\n    total = total + (w * x).sum().detach()",
+    "a new graph each turn": "for i in range(3):\n    loss = (w * x).sum()\n    loss.backward()",
+    # rebound within the turn: the graph never reaches the turn before (the review's r16)
+    "scaled in the turn": "for i in range(3):\n    loss = (w * x).sum()\n    loss = loss / 4\n    loss.backward()",
+    "layers in the turn": "for i in range(3):\n    h = w * 2\n    h = h + 1\n    h = h.relu()",
+    "not in a loop": "t = (w * x).sum()\nt = t + (w * x).sum()",
 }
 
 
 @pytest.mark.parametrize("case", list(NOT_CHAINED))
 def test_no_chain_no_note(case: str) -> None:
-    assert notes(NOT_CHAINED[case], "graph.chained") == []
+    src = LOOP + NOT_CHAINED[case]
+    if "for i in range(3):" in src:
+        name = "total" if "total" in src else ("loss" if "loss" in src else "h")
+        assert not any(_turn_links(src, name, 3))
+    assert notes(src, "graph.chained") == []
 
 
-def test_a_list_of_losses_in_the_graph_is_told_where_it_grows() -> None:
+def test_a_list_of_losses_is_told_from_the_second_turn_it_grows() -> None:
     src = LOOP + "losses = []\nfor i in range(3):\n    loss = (w * x * i).sum()\n    losses.append(loss)"
     ns: dict = {"torch": torch}
     exec(src, ns)
     assert [t.grad_fn is not None for t in ns["losses"]] == [True, True, True]
     found = notes(src, "graph.collected")
-    assert len(found) == 3  # one per turn: each appended a tensor with a graph
-    first = found[0][1]
-    assert first.startswith("losses[0] is a tensor in the graph (SumBackward0), so losses keeps its graph alive")
-    assert "store `loss.item()` (a number) or `loss.detach()` instead" in first
-    assert found[2][1].startswith("losses[2] is a tensor")
+    assert len(found) == 2  # turns 2 and 3: growing in an earlier turn too is what "a graph per turn" rests on
+    assert found[0][1].startswith(
+        "losses[1] is a tensor in the graph (SumBackward0), and losses gained such tensors in an earlier turn too"
+    )
+    assert "store `loss.item()` (a number) or `loss.detach()` instead" in found[0][1]
+    assert found[1][1].startswith("losses[2] is a tensor")
 
 
-def test_a_dict_filled_in_a_loop_is_told_too() -> None:
-    src = LOOP + "log = {}\nfor i in range(2):\n    log[i] = (w * i).sum()"
+def test_the_container_that_grows_is_named_not_an_item_of_it() -> None:
+    src = LOOP + "pairs = []\nfor i in range(3):\n    loss = (w * i).sum()\n    pairs.append((loss, w * 2))"
     found = notes(src, "graph.collected")
-    assert [t.split(" is a tensor")[0] for _, t in found] == ["log[0]", "log[1]"]
-    assert "`.item()`" in found[0][1]
+    assert [t.split(" are tensors")[0] for _, t in found] == [
+        "pairs[1][0] and pairs[1][1]",
+        "pairs[2][0] and pairs[2][1]",
+    ]
+    assert "and pairs gained such tensors" in found[0][1]
+
+
+def test_item_is_offered_only_for_one_element() -> None:
+    src = LOOP + "preds = []\nfor i in range(3):\n    out = w * i\n    preds.append(out)"
+    text = notes(src, "graph.collected")[0][1]
+    assert "store `out.detach()` (or `out.tolist()` for plain numbers) instead" in text
+    with pytest.raises(RuntimeError):
+        (torch.ones(3, requires_grad=True) * 2).item()  # plain torch: .item() needs one element
 
 
 NOT_COLLECTED = {
@@ -111,17 +138,13 @@ NOT_COLLECTED = {
     "detached": "losses = []\nfor i in range(3):\n    losses.append((w * x).sum().detach())",
     "leaves": "ws = []\nfor i in range(3):\n    ws.append(w)",
     "no grad": "ys = []\nfor i in range(3):\n    ys.append(x * i)",
-    "not in a loop": "losses = []\nlosses.append((w * x).sum())",
+    "a key overwritten": "log = {}\nfor i in range(3):\n    log['loss'] = (w * i).sum()",
+    "a tuple rebuilt": "for i in range(3):\n    state = (w * i, x)",
+    "a list rebuilt": "for i in range(3):\n    outs = [w * k for k in range(2)]",
+    "not in a loop": "losses = []\nlosses.append((w * x).sum())\nlosses.append((w * x).sum())",
 }
 
 
 @pytest.mark.parametrize("case", list(NOT_COLLECTED))
-def test_nothing_kept_in_the_graph_no_note(case: str) -> None:
+def test_nothing_kept_turn_after_turn_no_note(case: str) -> None:
     assert notes(LOOP + NOT_COLLECTED[case], "graph.collected") == []
-
-
-def test_an_item_replaced_each_turn_is_told_once() -> None:
-    """``last[0] = t`` over a ``None``: the first turn gives the list a tensor (tcopy counts the
-    tensors a container holds); the later ones replace it, and the list does not grow."""
-    src = LOOP + "last = [None]\nfor i in range(3):\n    last[0] = (w * i).sum()"
-    assert len(notes(src, "graph.collected")) == 1

@@ -491,14 +491,16 @@ def test_a_loop_that_appends_to_lists_folds_and_says_what_it_added(fmt: str) -> 
     losses = [t.item() for t in namespace["losses"]]
     n = len(namespace["xs"])
     out = _run(["--width", "100"] + (["--format", "markdown"] if fmt == "markdown" else []), COLLECT).stdout
-    # Appending another item like the ones before is nothing new: only the first turn, and the
-    # turn whose item has another shape, are shown in full.
+    # Appending another item like the ones before is nothing new: only the first turn, the turn
+    # whose item has another shape, and turn 2's append to losses (the first turn that shows
+    # losses keeping a graph per turn: a note of a new kind) are shown in full.
     turns = {int(t) for t in re.findall(r"Step \d+ · line \d+ · iteration (\d+)/25", out)}
-    assert turns == {1, 11}, out
+    assert turns == {1, 2, 11}, out
+    assert "losses gained such tensors in an earlier turn too" in " ".join(out.split())
     added: set[str] = set()
     for names in re.findall(r"added: (.*?)(?: \||$)", out, re.M):
         added |= _expand(names.strip())
-    assert added == {f"{b}[{i}]" for b in ("losses", "xs") for i in range(1, n)} - {"xs[10]"}
+    assert added == {f"{b}[{i}]" for b in ("losses", "xs") for i in range(1, n)} - {"xs[10]", "losses[1]"}
     # The summary: one row per list, the items' values in order (the loss curve).
     row = next(line for line in out.splitlines() if "losses[0…24]" in line)
     lo, hi = min(losses), max(losses)
@@ -579,9 +581,10 @@ def test_a_turn_whose_list_item_is_of_a_new_kind_is_shown_in_full() -> None:
     assert [h.requires_grad for h in ns["hist"]] == [False] * 5 + [True] * 4
     out = _run(["--width", "100"], ITEM_CHANGES).stdout
     turns = {int(t) for t in re.findall(r"Step \d+ · line \d+ · iteration (\d+)/9", out)}
-    # turn 6 appends the first item that holds a graph (SumBackward0), turn 8 gives acts[0]
-    # a shape no turn gave it before (acts[1] had it: another item's shape does not count)
-    assert turns == {1, 6, 8}, out
+    # turn 6 appends the first item that holds a graph (SumBackward0), turn 7 another (hist keeps a
+    # graph per turn: a note of a new kind), turn 8 gives acts[0] a shape no turn gave it before
+    # (acts[1] had it: another item's shape does not count)
+    assert turns == {1, 6, 7, 8}, out
     assert re.search(r"^\+ hist\[5\] .*SumBackward0", out, re.M)
     assert re.search(r"^~ acts\[0\] .*\(8,\)", out, re.M)
 
@@ -658,3 +661,36 @@ def test_depth_hides_steps_but_their_notes_go_under_the_call() -> None:
             for event in flow.feed(step):
                 if isinstance(event, Show) and event.step.source == "twice()":
                     assert event.step.explanations == []
+
+
+TRAIN = """\
+import torch
+w = torch.zeros(3, requires_grad=True)
+opt = torch.optim.SGD([w], lr=0.1)
+def train(n):
+    for i in range(n):
+        loss = ((w - 1) ** 2).sum()
+        loss.backward()
+        opt.step()
+train(5)
+"""
+
+
+def test_depth_tells_a_hidden_loops_notes_once_per_kind_and_line() -> None:
+    """A loop inside a hidden call: its notes of one kind from one line are the last of them, counted."""
+    ns: dict[str, Any] = {"torch": torch}
+    exec(TRAIN, ns)
+    version = ns["w"]._version
+    shown = [
+        e.step for _, batch in _arrivals(TRAIN, ViewOptions(depth=0)) for e in batch if isinstance(e, Show) and e.shown
+    ]
+    texts = [n.text for n in shown[-1].explanations]
+    assert len(texts) == 3, texts
+    assert texts[0].startswith("line 7, in train(): backward put a gradient into w.grad")
+    assert (
+        texts[1]
+        == f"line 8, in train(), the last of 5 like it: w was changed in place (version {version - 1} → {version})."
+    )
+    assert texts[2].startswith("line 7, in train(), the last of 4 like it: backward added into w.grad")
+    assert texts[2].endswith("this is backward #5 into w.grad since it was last reset.")
+    assert version == 5
