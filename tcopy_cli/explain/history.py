@@ -16,56 +16,91 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tcopy_cli.explain.facts import StepFacts, agree, names_text, note
-from tcopy_cli.trace.records import Note, OpRecord, TensorRecord, added_items, is_item
+from tcopy_cli.trace.records import Note, OpRecord, TensorRecord, added_items
 
-Turn = tuple[tuple[tuple[int, int], ...], tuple[int, ...]]
-"""A loop turn: the loops around a step (line, entry), and the turn each is in."""
+Loops = tuple[tuple[int, int], ...]
+"""The loops around a step, outermost first, each as (line, entry)."""
+
+
+@dataclass
+class Turn:
+    """The turn a loop is in, and what the rules know of it."""
+
+    iterations: tuple[int, ...]
+    """The turn of each loop around it, its own last."""
+    start: dict[str, TensorRecord]
+    """The tensors when the turn began (the records before its first step)."""
+    chained: set[str] = field(default_factory=set)
+    """Names already told in this turn."""
 
 
 @dataclass
 class TurnState:
-    """What the rules remember of the loop turns so far (kept in ``ExplainState.extra``)."""
+    """What the rules remember of loop turns (kept in ``ExplainState.extra``)."""
 
-    turn: Turn | None = None
-    start: dict[str, TensorRecord] = field(default_factory=dict)
-    """The tensors when the current turn began (the records before its first step)."""
-    chained: set[str] = field(default_factory=set)
-    """Names already told in the current turn."""
-    grew: dict[str, Turn] = field(default_factory=dict)
-    """For each container, the last turn in which it gained tensors in the graph."""
+    turns: dict[Loops, Turn] = field(default_factory=dict)
+    """Each loop's current turn, by the loops around it and itself (a loop entered again is another)."""
+    before_loop: dict[Loops, set[int]] = field(default_factory=dict)
+    """The graph nodes that existed when each loop began its first turn."""
+    grew: dict[str, tuple[Loops, tuple[int, ...], set[int]]] = field(default_factory=dict)
+    """For each container, the last turn (loop, iterations) in which it gained tensors in the
+    graph, and those tensors."""
     step: int = -1
 
 
-def _turn(f: StepFacts) -> TurnState:
-    """The turn state, moved on to ``f``'s step (once per step, whichever rule asks first)."""
+def _turn(f: StepFacts) -> tuple[TurnState, Loops, Turn]:
+    """The turn state moved on to ``f``'s step (once per step, whichever rule asks first), the
+    step's innermost loop, and its turn. A loop's turn begins when its iteration changes, not
+    when an inner loop (or a call with a loop) ends."""
     state = f.state.extra.setdefault("turns", TurnState())
     assert isinstance(state, TurnState)
+    loops = f.step.loops
     if state.step != f.step.index:
         state.step = f.step.index
-        turn = (tuple((loop.line, loop.entry) for loop in f.step.loops), tuple(loop.iteration for loop in f.step.loops))
-        if turn != state.turn:
-            state.turn, state.start, state.chained = turn, f.before, set()
-    return state
+        for k in range(1, len(loops) + 1):
+            key = tuple((loop.line, loop.entry) for loop in loops[:k])
+            iterations = tuple(loop.iteration for loop in loops[:k])
+            current = state.turns.get(key)
+            if current is None:
+                state.before_loop[key] = {r.node_id for r in f.before.values() if r.grad_fn is not None}
+            if current is None or current.iterations != iterations:
+                state.turns[key] = Turn(iterations, f.before)
+    key = tuple((loop.line, loop.entry) for loop in loops)
+    return state, key, state.turns[key]
+
+
+def _is_item(name: str) -> bool:
+    """An item of a list, tuple or dict, a function's local one included (``xs[0]``, ``f:xs[0]``)."""
+    return name.endswith("]")
+
+
+def _code(name: str) -> str:
+    """The name as the script writes it: a function's local without its function (``f:h`` -> ``h``)."""
+    return name.rsplit(":", 1)[-1]
 
 
 def chained_graph(f: StepFacts) -> list[Note]:
-    """Names whose graph, in a loop, now leads back to the graph they held when the turn began."""
+    """Names whose graph, in a loop, now leads back to the graph they held when the turn began,
+    made in the loop (not before it)."""
     if not f.step.loops:
         return []
-    state = _turn(f)
+    state, key, turn = _turn(f)
     out = []
     for name, b in f.tensors.items():
-        start = state.start.get(name)
-        if start is None or start.grad_fn is None or b.grad_fn is None or is_item(name) or name in state.chained:
+        start = turn.start.get(name)
+        if start is None or start.grad_fn is None or b.grad_fn is None or _is_item(name) or name in turn.chained:
             continue
         if b.node_id == start.node_id or start.node_id not in b.reach_ids:
             continue
-        state.chained.add(name)
+        if start.node_id in state.before_loop.get(key, set()):
+            continue  # a graph made before the loop: nothing chains from turn to turn yet
+        turn.chained.add(name)
         addends = _graph_inputs(f, _adds_to(name), skip=name)
+        code = _code(name)
         fix = (
             f"add {_instead(addends)} instead"
             if addends
-            else f"cut the chain once per turn with `{name} = {name}.detach()`"
+            else f"cut the chain once per turn with `{code} = {code}.detach()`"
         )
         out.append(
             note(
@@ -81,21 +116,25 @@ def chained_graph(f: StepFacts) -> list[Note]:
 
 
 def collected_graphs(f: StepFacts) -> list[Note]:
-    """Containers that gained tensors in the graph in this turn of a loop and in an earlier one."""
+    """Containers that gained tensors in the graph in this turn of a loop and in an earlier one,
+    and still hold what they gained then (a list made again each turn does not)."""
     if not f.step.loops:
         return []
-    state = _turn(f)
-    assert state.turn is not None
+    state, key, turn = _turn(f)
     gained: dict[str, list[str]] = {}
-    for name in added_items((f.before, f.state.previous_unlisted), (f.tensors, f.step.unlisted)):
+    for name in added_items((f.before, f.state.previous_unlisted), (f.tensors, f.step.unlisted), _is_item):
         if f.tensors[name].grad_fn is not None:
             gained.setdefault(name[: name.index("[")], []).append(name)
     out = []
     for base, items in gained.items():
         before = state.grew.get(base)
-        state.grew[base] = state.turn
-        if before is None or before[0] != state.turn[0] or before == state.turn:
+        state.grew[base] = (key, turn.iterations, {f.tensors[n].object_id for n in items})
+        if before is None or before[0] != key or before[1] == turn.iterations:
             continue  # not yet seen growing in another turn of this loop (or told in this turn)
+        # The tensors it held before this step (an id of a freed tensor can come back for a new one).
+        held = {r.object_id for n, r in f.tensors.items() if n.startswith(base + "[") and n not in items}
+        if not before[2] & held:
+            continue  # what it gained then is gone: a container made again
         fns = sorted({f.tensors[n].grad_fn or "" for n in items})
         named = names_text(items) if len(items) <= 3 else f"{items[0]} … {items[-1]} ({len(items)} items)"
         given = _graph_inputs(f, lambda op: op.kind == "setitem" or op.function in _ADDING)
@@ -103,9 +142,9 @@ def collected_graphs(f: StepFacts) -> list[Note]:
             note(
                 "graph.collected",
                 f"{named} {agree(items, 'is a tensor', 'are tensors')} in the graph ({', '.join(fns)}), and {base} "
-                f"gained such tensors in an earlier turn too: it keeps each one's graph alive (and the tensors a "
-                f"graph saved, until a backward frees them), a graph per turn. If {base} only records values (a "
-                f"loss history), store {_instead(given)} instead.",
+                f"gained such tensors in an earlier turn too and still holds them: it keeps each one's graph alive "
+                f"(and the tensors a graph saved, until a backward frees them), a graph per turn. If {base} only "
+                f"records values (a log), store {_instead(given)} instead.",
                 items,
             )
         )

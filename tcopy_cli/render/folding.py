@@ -459,7 +459,7 @@ class StepFlow:
         # --depth N: the notes of the steps it hides go under the next step shown at depth N or less
         # (the statement whose call ran them); JSON, which keeps every step, passes False.
         self.carry_notes = carry_notes and view.depth is not None
-        self.held_notes: dict[tuple[str, int, str], tuple[Note, int]] = {}
+        self.held_notes: dict[tuple[str, int, str, str], tuple[Note, int]] = {}
         self.tracker = LoopTracker()
         self.seen = _Seen()
         # --step/--from/--to select exact steps, shown as they are.
@@ -487,18 +487,19 @@ class StepFlow:
     def _carry(self, step: Step) -> Step:
         """A step --depth hides gives up its notes; the next step within --depth takes those about a
         tensor it shows (a note's first tensor is what it is about), before its own, each marked with
-        where it ran. Notes of one kind from one line (a loop in the hidden function) are one: the
-        last, with how many there were."""
+        where it ran. Notes of one kind about one tensor from one line (a loop in the hidden
+        function) are one: the last, with how many there were."""
         assert self.view.depth is not None
         if step.depth > self.view.depth:
             for n in step.explanations:
-                key = (n.kind, step.line, step.function or "")
+                key = (n.kind, step.line, step.function or "", n.tensors[0] if n.tensors else "")
                 self.held_notes[key] = (n, self.held_notes.get(key, (n, 0))[1] + 1)
-            return step
+            # Its notes go with the step that takes them: folding judges that step by them, not this one.
+            return evolve(step, explanations=[]) if step.explanations else step
         if not self.held_notes:
             return step
         held = []
-        for (_, line, function), (n, count) in self.held_notes.items():
+        for (_, line, function, _), (n, count) in self.held_notes.items():
             if n.tensors and n.tensors[0] in step.tensors:  # a function's locals are gone after its call
                 where = f"line {line}, in {function}()" if function else f"line {line}"
                 times = f", the last of {count} like it" if count > 1 else ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -323,22 +324,25 @@ def is_item(name: str) -> bool:
 
 
 def added_items(
-    before: tuple[dict[str, TensorRecord], dict[str, int]], after: tuple[dict[str, TensorRecord], dict[str, int]]
+    before: tuple[dict[str, TensorRecord], dict[str, int]],
+    after: tuple[dict[str, TensorRecord], dict[str, int]],
+    item: Callable[[str], bool] = is_item,
 ) -> list[str]:
     """Items a list, tuple or dict gained from ``before`` to ``after``, each (tensors, unlisted counts):
     in a container that now has more items (listed or not), the items whose tensor object was not
-    in it before (``xs.insert(0, t)`` added ``xs[0]``; the others moved)."""
+    in it before (``xs.insert(0, t)`` added ``xs[0]``; the others moved). ``item`` tells the names
+    of items (by default not those of a function's locals)."""
     (old, unlisted_before), (tensors, unlisted) = before, after
     had: dict[str, set[int]] = {}
     count: dict[str, int] = {}
     for name, r in old.items():
-        if is_item(name):
+        if item(name):
             base = name[: name.rindex("[")]
             had.setdefault(base, set()).add(r.object_id)
             count[base] = count.get(base, 0) + 1
     now: dict[str, list[tuple[str, int]]] = {}
     for name, r in tensors.items():
-        if is_item(name):
+        if item(name):
             now.setdefault(name[: name.rindex("[")], []).append((name, r.object_id))
     out: list[str] = []
     for base, items in now.items():

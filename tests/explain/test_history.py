@@ -89,15 +89,22 @@ NOT_CHAINED = {
     "scaled in the turn": "for i in range(3):\n    loss = (w * x).sum()\n    loss = loss / 4\n    loss.backward()",
     "layers in the turn": "for i in range(3):\n    h = w * 2\n    h = h + 1\n    h = h.relu()",
     "not in a loop": "t = (w * x).sum()\nt = t + (w * x).sum()",
+    # the turn began before the inner loop, not after it (the second review's s01)
+    "after an inner loop": (
+        "for i in range(3):\n    loss = (w * i).sum()\n    for j in range(2):\n        k = j + 1\n"
+        "    loss = loss / 2\n    loss.backward()"
+    ),
+    # a graph made before the loop, reached again each turn: nothing chains (s24)
+    "a base made before the loop": "base = w * 2\nh = base\nfor i in range(3):\n    h = base + i",
 }
 
 
 @pytest.mark.parametrize("case", list(NOT_CHAINED))
 def test_no_chain_no_note(case: str) -> None:
     src = LOOP + NOT_CHAINED[case]
-    if "for i in range(3):" in src:
+    if "for i in range(3):\n    " in src and "for j" not in src:
         name = "total" if "total" in src else ("loss" if "loss" in src else "h")
-        assert not any(_turn_links(src, name, 3))
+        assert not any(_turn_links(src, name, 3)[1:])  # no turn reaches the one before it
     assert notes(src, "graph.chained") == []
 
 
@@ -141,6 +148,7 @@ NOT_COLLECTED = {
     "a key overwritten": "log = {}\nfor i in range(3):\n    log['loss'] = (w * i).sum()",
     "a tuple rebuilt": "for i in range(3):\n    state = (w * i, x)",
     "a list rebuilt": "for i in range(3):\n    outs = [w * k for k in range(2)]",
+    "a list made again, then appended to": "for i in range(3):\n    xs = []\n    xs.append(w * i)",
     "not in a loop": "losses = []\nlosses.append((w * x).sum())\nlosses.append((w * x).sum())",
 }
 
@@ -148,3 +156,29 @@ NOT_COLLECTED = {
 @pytest.mark.parametrize("case", list(NOT_COLLECTED))
 def test_nothing_kept_turn_after_turn_no_note(case: str) -> None:
     assert notes(LOOP + NOT_COLLECTED[case], "graph.collected") == []
+
+
+LOCAL = """\
+w = torch.ones(3, requires_grad=True)
+def train(n):
+    losses = []
+    h = torch.zeros(3)
+    for i in range(n):
+        h = torch.tanh(h * w)
+        losses.append(h.sum())
+    return len(losses)
+train(3)
+"""
+
+
+def test_a_functions_own_list_and_state_are_told_with_code_it_can_run() -> None:
+    ns: dict = {"torch": torch}
+    exec(LOCAL.replace("    return len(losses)", "    return losses, h").replace("train(3)", "out = train(3)"), ns)
+    losses, h = ns["out"]
+    assert len(losses) == 3 and all(t.grad_fn is not None for t in losses)
+    assert type(h.grad_fn).__name__ == "TanhBackward0"
+    collected = notes(LOCAL, "graph.collected")
+    assert [t.split(" is a tensor")[0] for _, t in collected] == ["train:losses[1]", "train:losses[2]"]
+    chained = notes(LOCAL, "graph.chained")
+    assert len(chained) == 2 and chained[0][1].startswith("train:h's graph now holds")
+    assert chained[0][1].endswith("cut the chain once per turn with `h = h.detach()`.")

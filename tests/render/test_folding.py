@@ -694,3 +694,52 @@ def test_depth_tells_a_hidden_loops_notes_once_per_kind_and_line() -> None:
     assert texts[2].startswith("line 7, in train(), the last of 4 like it: backward added into w.grad")
     assert texts[2].endswith("this is backward #5 into w.grad since it was last reset.")
     assert version == 5
+
+
+ALTERNATING = """\
+import torch
+a = torch.ones(3)
+def f():
+    tmp = torch.zeros(3)
+    for i in range(2):
+        (a if i == 0 else tmp).add_(1)
+    return 0
+f()
+"""
+
+STEP_IN_LOOP = """\
+import torch
+w = torch.ones(3, requires_grad=True)
+total = torch.zeros(())
+losses = []
+def step(i):
+    global total
+    loss = (w * i).sum()
+    total = total + loss
+    losses.append(loss)
+    return i
+for i in range(4):
+    step(i)
+"""
+
+
+def test_depth_keeps_notes_about_other_tensors_from_one_line_apart() -> None:
+    """One line wrote ``a`` in one turn and the function's ``tmp`` in the next: the note about ``a``
+    is carried (the one about ``tmp``, a local, is not), not merged away into the other."""
+    shown = [
+        e.step
+        for _, batch in _arrivals(ALTERNATING, ViewOptions(depth=0))
+        for e in batch
+        if isinstance(e, Show) and e.shown
+    ]
+    assert [n.text for n in shown[-1].explanations] == ["line 6, in f(): a was changed in place (version 0 → 1)."]
+
+
+def test_depth_and_folding_keep_the_notes_a_hidden_call_made() -> None:
+    """The hidden steps' notes make the call's step new (so it is shown, not folded away)."""
+    arrived = _arrivals(STEP_IN_LOOP, ViewOptions(depth=0))
+    texts = [
+        n.text for _, batch in arrived for e in batch if isinstance(e, Show) and e.shown for n in e.step.explanations
+    ]
+    assert any(t.startswith("line 8, in step(): total's graph now holds") for t in texts), texts
+    assert any(t.startswith("line 9, in step(): losses[1] is a tensor in the graph") for t in texts), texts
