@@ -134,7 +134,10 @@ class MarkdownRenderer:
 
     def folded(self, turn: FoldedTurn) -> None:
         """A later turn of a loop, or a range of them, as one list item (what they printed in a block under it)."""
-        self.out.write(f"- ↻ *{turn_label(turn)}* · " + _cell(" · ".join(turn_parts(turn, self.last_folded))) + "\n")
+        # names can hold Markdown's emphasis and code marks (a dict key "a*b*"): they are escaped
+        parts = "".join("\\" + ch if ch in "\\`*_<" else ch for ch in " · ".join(turn_parts(turn, self.last_folded)))
+        parts = parts.replace("\n", " ")
+        self.out.write(f"- ↻ *{turn_label(turn)}* · {parts}\n")
         if turn.printed:
             self.out.write("\n  ```\n" + "".join("  " + ln + "\n" for ln in printed_lines(turn)))
             self.out.write("  ```\n")

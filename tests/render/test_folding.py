@@ -743,3 +743,13 @@ def test_depth_and_folding_keep_the_notes_a_hidden_call_made() -> None:
     ]
     assert any(t.startswith("line 8, in step(): total's graph now holds") for t in texts), texts
     assert any(t.startswith("line 9, in step(): losses[1] is a tensor in the graph") for t in texts), texts
+
+
+def test_markdown_fold_lines_escape_emphasis_in_names() -> None:
+    script = 'import torch\nd = {"a*b*": torch.zeros(1)}\nfor i in range(4):\n    d["a*b*"] += 1\n'
+    ns: dict[str, Any] = {"torch": torch}
+    exec(script, ns)
+    assert ns["d"]["a*b*"].item() == 4.0
+    out = _run(["--format", "markdown"], script).stdout
+    folds = [line for line in out.splitlines() if line.startswith("- ↻")]
+    assert folds[-1] == '- ↻ *iteration 4/4* · d["a\\*b\\*"] 3 → 4', folds
