@@ -57,6 +57,10 @@ def _turn(f: StepFacts) -> tuple[TurnState, Loops, Turn]:
     loops = f.step.loops
     if state.step != f.step.index:
         state.step = f.step.index
+        around = {tuple((loop.line, loop.entry) for loop in loops[:k]) for k in range(1, len(loops) + 1)}
+        for ended in [k for k in state.turns if k not in around]:  # loops that ended: their turns are over
+            del state.turns[ended]
+            state.before_loop.pop(ended, None)
         for k in range(1, len(loops) + 1):
             key = tuple((loop.line, loop.entry) for loop in loops[:k])
             iterations = tuple(loop.iteration for loop in loops[:k])
