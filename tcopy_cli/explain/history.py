@@ -44,7 +44,7 @@ class TurnState:
     """The graph nodes that existed when each loop began its first turn."""
     grew: dict[str, tuple[Loops, tuple[int, ...], set[int]]] = field(default_factory=dict)
     """For each container, the last turn (loop, iterations) in which it gained tensors in the
-    graph, and those tensors."""
+    graph, and their graph nodes (node ids are not reused, unlike the ids of freed objects)."""
     step: int = -1
 
 
@@ -132,13 +132,12 @@ def collected_graphs(f: StepFacts) -> list[Note]:
     out = []
     for base, items in gained.items():
         before = state.grew.get(base)
-        state.grew[base] = (key, turn.iterations, {f.tensors[n].object_id for n in items})
+        state.grew[base] = (key, turn.iterations, {f.tensors[n].node_id for n in items})
         if before is None or before[0] != key or before[1] == turn.iterations:
             continue  # not yet seen growing in another turn of this loop (or told in this turn)
-        # The tensors it held before this step (an id of a freed tensor can come back for a new one).
-        held = {r.object_id for n, r in f.tensors.items() if n.startswith(base + "[") and n not in items}
+        held = {r.node_id for n, r in f.tensors.items() if n.startswith(base + "[") and r.grad_fn is not None}
         if not before[2] & held:
-            continue  # what it gained then is gone: a container made again
+            continue  # what it gained then is gone (a container made again), or has no graph now
         fns = sorted({f.tensors[n].grad_fn or "" for n in items})
         named = names_text(items) if len(items) <= 3 else f"{items[0]} … {items[-1]} ({len(items)} items)"
         given = _graph_inputs(f, lambda op: op.kind == "setitem" or op.function in _ADDING)

@@ -186,6 +186,8 @@ class _Seen:
     records: dict[str, object] = field(default_factory=dict)
     """Name -> the last record taken in for it (a step of a run from the worker keeps the
     record object of a tensor that did not change, and its form is known already)."""
+    depth: int | None = None
+    """--depth: steps deeper than it are hidden, not folded (their notes go with their call)."""
 
     def learn_loops(self, step: Step) -> None:
         for loop in step.loops:
@@ -364,10 +366,12 @@ class Folder:
         def fold_plain() -> list[Event]:
             if not plain:
                 return []
-            line = folded_turn(plain, before, plain[0].loops[: turn.level + 1])
+            depth = self.seen.depth
+            told = [s for s in plain if depth is None or s.depth <= depth]  # --depth hides the rest
+            line = folded_turn(told, before, told[0].loops[: turn.level + 1]) if told else None
             events: list[Event] = [Show(s, shown=False) for s in plain]
             plain.clear()
-            return [*events, replace(line, partial=True)]
+            return [*events, replace(line, partial=True)] if line is not None else events
 
         for item in turn.items:
             if isinstance(item, Step) and len(item.loops) == turn.level + 1 and not self.seen.novel([item]):
@@ -461,7 +465,7 @@ class StepFlow:
         self.carry_notes = carry_notes and view.depth is not None
         self.held_notes: dict[tuple[str, int, str, str], tuple[Note, int]] = {}
         self.tracker = LoopTracker()
-        self.seen = _Seen()
+        self.seen = _Seen(depth=view.depth)
         # --step/--from/--to select exact steps, shown as they are.
         self.folder = Folder(self.seen) if fold and view.first is None and view.last is None else None
         self.watch = Watch(view) if view.watch else None

@@ -20,7 +20,12 @@ def _cell(text: str) -> str:
 
 def _emphasised(text: str) -> str:
     """``text`` escaped for use inside ``*...*`` (names can hold ``*``, ``_`` or a backtick in a key)."""
-    return "".join("\\" + ch if ch in "\\`*_[]<>" else ch for ch in text)
+    return _escaped(text)
+
+
+def _escaped(text: str) -> str:
+    """``text`` with every mark Markdown would act on escaped (emphasis, code, links, strike, entities)."""
+    return "".join("\\" + ch if ch in "\\`*_[]<>~&" else ch for ch in text)
 
 
 class MarkdownRenderer:
@@ -134,9 +139,8 @@ class MarkdownRenderer:
 
     def folded(self, turn: FoldedTurn) -> None:
         """A later turn of a loop, or a range of them, as one list item (what they printed in a block under it)."""
-        # names can hold Markdown's emphasis and code marks (a dict key "a*b*"): they are escaped
-        parts = "".join("\\" + ch if ch in "\\`*_<" else ch for ch in " · ".join(turn_parts(turn, self.last_folded)))
-        parts = parts.replace("\n", " ")
+        # names can hold Markdown's own marks (a dict key "a*b*", "[x](y)"): they are escaped
+        parts = _escaped(" · ".join(turn_parts(turn, self.last_folded))).replace("\n", " ")
         self.out.write(f"- ↻ *{turn_label(turn)}* · {parts}\n")
         if turn.printed:
             self.out.write("\n  ```\n" + "".join("  " + ln + "\n" for ln in printed_lines(turn)))

@@ -150,6 +150,12 @@ NOT_COLLECTED = {
     "a list rebuilt": "for i in range(3):\n    outs = [w * k for k in range(2)]",
     "a list made again, then appended to": "for i in range(3):\n    xs = []\n    xs.append(w * i)",
     "not in a loop": "losses = []\nlosses.append((w * x).sum())\nlosses.append((w * x).sum())",
+    # the third review: a cleared list whose new item takes a freed item's object id (t02), and
+    # items whose graph was cut in place after they went in (t04)
+    "cleared, an id back": (
+        "xs = []\nfor i in range(20):\n    xs.clear()\n    c = torch.zeros(1)\n    xs.append(c)\n    xs.append(w * i)"
+    ),
+    "detached in place": "losses = []\nfor i in range(3):\n    losses.append((w * i).sum())\n    losses[-1].detach_()",
 }
 
 

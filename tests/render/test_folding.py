@@ -491,6 +491,8 @@ def test_a_loop_that_appends_to_lists_folds_and_says_what_it_added(fmt: str) -> 
     losses = [t.item() for t in namespace["losses"]]
     n = len(namespace["xs"])
     out = _run(["--width", "100"] + (["--format", "markdown"] if fmt == "markdown" else []), COLLECT).stdout
+    if fmt == "markdown":  # names in fold lines are escaped (xs\[0…3\]); read them as rendered
+        out = re.sub(r"\\([\[\]_*`<>~&])", r"\1", out)
     # Appending another item like the ones before is nothing new: only the first turn, the turn
     # whose item has another shape, and turn 2's append to losses (the first turn that shows
     # losses keeping a graph per turn: a note of a new kind) are shown in full.
@@ -752,4 +754,12 @@ def test_markdown_fold_lines_escape_emphasis_in_names() -> None:
     assert ns["d"]["a*b*"].item() == 4.0
     out = _run(["--format", "markdown"], script).stdout
     folds = [line for line in out.splitlines() if line.startswith("- ↻")]
-    assert folds[-1] == '- ↻ *iteration 4/4* · d["a\\*b\\*"] 3 → 4', folds
+    assert folds[-1] == '- ↻ *iteration 4/4* · d\\["a\\*b\\*"\\] 3 → 4', folds
+
+
+def test_depth_does_not_call_hidden_steps_nothing_new() -> None:
+    """The steps --depth hides are not "nothing new" in a turn shown in full: their notes are shown
+    under the call; no partial fold line names their lines."""
+    arrived = _arrivals(STEP_IN_LOOP, ViewOptions(depth=0))
+    partial = [e for _, batch in arrived for e in batch if isinstance(e, FoldedTurn) and e.partial]
+    assert all(set(p.lines) <= {12} for p in partial), [p.lines for p in partial]
