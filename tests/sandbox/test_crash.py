@@ -20,16 +20,20 @@ from tcopy_cli.worker import TEST_HOOK_ENV
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def cli(*args: str, timeout: float = 120) -> tuple[int, list[dict[str, Any]], str]:
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    proc = subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", "run", *args, "--format", "json"],
+def tcopy_run(*args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
+    """``tcopy run ARGS`` in a process of its own (``env``: more environment variables)."""
+    return subprocess.run(
+        [sys.executable, "-m", "tcopy_cli", "run", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=env,
+        env=dict(os.environ, PYTHONPATH=ROOT, **env),
         cwd=ROOT,
     )
+
+
+def cli(*args: str, timeout: float = 120) -> tuple[int, list[dict[str, Any]], str]:
+    proc = tcopy_run(*args, "--format", "json", timeout=timeout)
     return proc.returncode, [json.loads(line) for line in proc.stdout.splitlines()], proc.stderr
 
 
@@ -109,15 +113,7 @@ def test_a_gil_holding_loop_is_stopped_by_timeout() -> None:
 
 def test_a_step_not_observed_does_not_say_its_names_were_removed() -> None:
     src = "a = torch.ones(2)\nb = 1.5 in range(10**18)\n"
-    env = dict(os.environ, PYTHONPATH=ROOT, COLUMNS="80")
-    proc = subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", "run", "-e", src, "--timeout", "2"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        cwd=ROOT,
-    )
+    proc = tcopy_run("-e", src, "--timeout", "2", COLUMNS="80")
     assert proc.returncode == 1
     text = " ".join(proc.stdout.split())
     assert "TimeoutExceeded" in text and "the tensors after this statement are unknown" in text
