@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from tcopy_cli.explain.facts import Findings, StepFacts, agree, names_text, note, overlaps, storage_text
-from tcopy_cli.trace.records import ArrayRecord, Note, OpInput, OpRecord, OpResult, TensorRecord
+from tcopy_cli.trace.records import ArrayRecord, Note, OpInput, OpRecord, OpResult, TensorRecord, is_local
 
 # Calls that return their input itself when nothing needs converting.
 CONVERTERS = frozenset(
@@ -114,7 +114,7 @@ def _analyse(f: StepFacts, explained: set[str]) -> list[Note]:
     notes = Findings()
     for name in f.new_names:
         found = _defining(ops, name)
-        if found is None or (":" in name and found[0].kind in STRUCTURAL):
+        if found is None or (is_local(name) and found[0].kind in STRUCTURAL):
             continue
         op, res = found
         made = _result_notes(f, ops, op, res, name)

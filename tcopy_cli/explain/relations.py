@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from tcopy_cli.explain.facts import StepFacts, names_text, note, overlaps, storage_text
 from tcopy_cli.explain.ops import explained_names, step_input_names
-from tcopy_cli.trace.records import Note, TensorRecord
+from tcopy_cli.trace.records import Note, TensorRecord, is_local
 
 
 def _candidates(f: StepFacts, name: str, names: list[str]) -> list[str]:
@@ -30,7 +30,7 @@ def same_object(f: StepFacts, name: str) -> list[Note]:
     """``b = a``: another name for the very same tensor."""
     # Identity is measured (the same object), not provenance: any name may be said to hold it.
     same = [] if name in explained_names(f) else f.same_object(name)
-    if not same or ":" in name:  # an argument or local naming a tensor the caller has: nothing new
+    if not same or is_local(name):  # an argument or local naming a tensor the caller has: nothing new
         return []
     return [
         note(

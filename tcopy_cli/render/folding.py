@@ -34,7 +34,7 @@ from tcopy_cli.render.loops import LoopSummary, LoopTracker, number, scalar_of
 from tcopy_cli.render.names import index_runs, unlisted_change, unlisted_pairs
 from tcopy_cli.render.where import iteration_text
 from tcopy_cli.render.where import turn as where_turn
-from tcopy_cli.trace.records import LoopContext, Note, Step, TensorRecord, evolve, is_item
+from tcopy_cli.trace.records import LoopContext, Note, Step, TensorRecord, evolve, is_item, is_local
 from tcopy_cli.trace.records import added_items as added
 
 SINGLE_TURNS = 6
@@ -400,7 +400,7 @@ def folded_turn(steps: list[Step], before: Step | None, loops: tuple[LoopContext
     added = added_items(before, last)
     for name, r in last.tensors.items():
         prior = old.get(name)
-        if ":" in name or prior is None:
+        if is_local(name) or prior is None:
             continue
         if prior.version != r.version and scalar_of(r) is None:
             versions.append(name)
@@ -441,7 +441,7 @@ def scalar_changes(
     old = before.tensors if before is not None else {}
     out: list[tuple[str, float | None, float]] = []
     for name, r in last.tensors.items():
-        if ":" in name or (names is not None and name not in names):
+        if is_local(name) or (names is not None and name not in names):
             continue
         prior = old.get(name)
         value = scalar_of(r)

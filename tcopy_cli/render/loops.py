@@ -15,7 +15,7 @@ from typing import Any
 
 from tcopy_cli.render import plural
 from tcopy_cli.render.names import item_runs, run_name, unlisted_change, unlisted_pairs
-from tcopy_cli.trace.records import LoopContext, Step, TensorRecord
+from tcopy_cli.trace.records import LoopContext, Step, TensorRecord, is_local
 
 SPARKS = "▁▂▃▄▅▆▇█"
 
@@ -261,7 +261,7 @@ class LoopTracker:
             return
         summary.unlisted_before = step.unlisted
         for name, r in step.tensors.items():
-            if ":" not in name:
+            if not is_local(name):
                 summary.tensors[name] = Evolution(version_before=r.version, storage_before=r.storage)
 
     @staticmethod
@@ -269,7 +269,7 @@ class LoopTracker:
         """The state at the end of a turn: one entry per named tensor."""
         summary.unlisted_after = step.unlisted
         for name, r in step.tensors.items():
-            if ":" in name:  # a running function's locals come and go with each call
+            if is_local(name):  # a running function's locals come and go with each call
                 continue
             ev = summary.tensors.get(name)
             if ev is None:

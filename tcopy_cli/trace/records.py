@@ -318,9 +318,15 @@ RESET_CALLS = frozenset({"zero_grad"})
 the notes tell apart from what a backward in the same step did."""
 
 
+def is_local(name: str) -> bool:
+    """Whether ``name`` is a running function's local (``f:x``, ``f:xs[0]``); a dict key may hold a
+    colon (``d["a:b"]``), so only the part before the first ``[`` counts."""
+    return ":" in name.split("[", 1)[0]
+
+
 def is_item(name: str) -> bool:
     """Whether ``name`` is an item of a container a name holds (``xs[3]``, ``d["k"]``), not a function's local."""
-    return name.endswith("]") and ":" not in name
+    return name.endswith("]") and not is_local(name)
 
 
 def added_items(

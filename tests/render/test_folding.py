@@ -763,3 +763,13 @@ def test_depth_does_not_call_hidden_steps_nothing_new() -> None:
     arrived = _arrivals(STEP_IN_LOOP, ViewOptions(depth=0))
     partial = [e for _, batch in arrived for e in batch if isinstance(e, FoldedTurn) and e.partial]
     assert all(set(p.lines) <= {12} for p in partial), [p.lines for p in partial]
+
+
+def test_a_dict_key_with_a_colon_is_not_taken_for_a_functions_local() -> None:
+    script = 'import torch\nd = {"a:b": torch.zeros(1)}\nfor i in range(4):\n    d["a:b"] += 1\n'
+    ns: dict[str, Any] = {"torch": torch}
+    exec(script, ns)
+    assert ns["d"]["a:b"].item() == 4.0
+    out = _run(["--width", "100"], script).stdout
+    assert '↻ iteration 4/4 · d["a:b"] 3 → 4' in out
+    assert re.search(r'^ +d\["a:b"\] +▁▃▆█ 1 → 4 \(min 1, max 4\)$', out, re.M), out

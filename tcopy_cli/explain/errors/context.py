@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from tcopy_cli.explain.facts import ExplainState, Origin, StepFacts, names_text
-from tcopy_cli.trace.records import ErrorInfo, Step, TensorRecord
+from tcopy_cli.trace.records import ErrorInfo, Step, TensorRecord, is_local
 
 _OPERATORS: dict[type[ast.AST], tuple[str, str]] = {
     ast.Add: ("add", "+"),
@@ -291,7 +291,7 @@ def visible_names(step: Step) -> dict[str, str]:
     one, else the module's ``x``; ``self.fc.weight`` is the one recorded module member
     ``<instance>.fc.weight`` (when exactly one instance has it).
     """
-    module = {n: n for n in step.tensors if ":" not in n}
+    module = {n: n for n in step.tensors if not is_local(n)}
     if step.function is None:
         return module
     prefix = step.function + ":"
