@@ -747,12 +747,17 @@ def test_depth_and_folding_keep_the_notes_a_hidden_call_made() -> None:
     assert any(t.startswith("line 9, in step(): losses[1] is a tensor in the graph") for t in texts), texts
 
 
-def test_markdown_fold_lines_escape_emphasis_in_names() -> None:
-    script = 'import torch\nd = {"a*b*": torch.zeros(1)}\nfor i in range(4):\n    d["a*b*"] += 1\n'
+def _key_counter(key: str) -> str:
+    """A loop adding 1 to the tensor under the dict key ``key``, four times (plain python ends at 4)."""
+    script = f'import torch\nd = {{"{key}": torch.zeros(1)}}\nfor i in range(4):\n    d["{key}"] += 1\n'
     ns: dict[str, Any] = {"torch": torch}
     exec(script, ns)
-    assert ns["d"]["a*b*"].item() == 4.0
-    out = _run(["--format", "markdown"], script).stdout
+    assert ns["d"][key].item() == 4.0
+    return script
+
+
+def test_markdown_fold_lines_escape_emphasis_in_names() -> None:
+    out = _run(["--format", "markdown"], _key_counter("a*b*")).stdout
     folds = [line for line in out.splitlines() if line.startswith("- ↻")]
     assert folds[-1] == '- ↻ *iteration 4/4* · d\\["a\\*b\\*"\\] 3 → 4', folds
 
@@ -766,10 +771,6 @@ def test_depth_does_not_call_hidden_steps_nothing_new() -> None:
 
 
 def test_a_dict_key_with_a_colon_is_not_taken_for_a_functions_local() -> None:
-    script = 'import torch\nd = {"a:b": torch.zeros(1)}\nfor i in range(4):\n    d["a:b"] += 1\n'
-    ns: dict[str, Any] = {"torch": torch}
-    exec(script, ns)
-    assert ns["d"]["a:b"].item() == 4.0
-    out = _run(["--width", "100"], script).stdout
+    out = _run(["--width", "100"], _key_counter("a:b")).stdout
     assert '↻ iteration 4/4 · d["a:b"] 3 → 4' in out
     assert re.search(r'^ +d\["a:b"\] +▁▃▆█ 1 → 4 \(min 1, max 4\)$', out, re.M), out
