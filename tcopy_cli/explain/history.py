@@ -3,9 +3,10 @@ had when the loop's turn began (``total_loss += loss``), and a list, tuple or di
 tensors in the graph turn after turn (``losses.append(loss)``). Both are told only inside a
 loop, and at most once per name and turn.
 
-What they state is measured: the graph node a name held at the start of the turn is among
-the nodes its new graph reaches (``reach_ids``); the container gained items that have a
-``grad_fn`` in this turn and in an earlier turn of the same loop. The advice is
+What they state is measured: the graph node a name held at the start of the turn, made in
+the loop, is among the nodes its new graph reaches (``reach_ids``); the container gained items
+that have a ``grad_fn`` in this turn, and still holds (by graph node) items with a graph that it
+gained in an earlier turn of the same loop. The advice is
 conditional: a recurrent state chains its graph on purpose (backpropagation through time);
 a running total or a log of values should not.
 """
