@@ -13,6 +13,7 @@ a running total or a log of values should not.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -189,14 +190,7 @@ def _instead(given: list[tuple[str, TensorRecord | None]]) -> str:
     only for a tensor of one element; else the same in general."""
     e, r = given[0] if len(given) == 1 else ("", None)
     if e.isidentifier() and r is not None:
-        if _elements(r) == 1:
+        if math.prod(r.shape) == 1:
             return f"`{e}.item()` (a number) or `{e}.detach()`"
         return f"`{e}.detach()` (or `{e}.tolist()` for plain numbers)"
     return "plain numbers (`.item()` of a one-element tensor) or detached tensors (`.detach()`)"
-
-
-def _elements(r: TensorRecord) -> int:
-    n = 1
-    for d in r.shape:
-        n *= d
-    return n
