@@ -18,13 +18,9 @@ def _cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ") or " "
 
 
-def _emphasised(text: str) -> str:
-    """``text`` escaped for use inside ``*...*`` (names can hold ``*``, ``_`` or a backtick in a key)."""
-    return _escaped(text)
-
-
 def _escaped(text: str) -> str:
-    """``text`` with every mark Markdown would act on escaped (emphasis, code, links, strike, entities)."""
+    """``text`` with every mark Markdown would act on escaped (emphasis, code, links, strike, entities),
+    for running text and inside ``*...*`` (names can hold ``*``, ``_`` or a backtick in a key)."""
     return "".join("\\" + ch if ch in "\\`*_[]<>~&" else ch for ch in text)
 
 
@@ -106,11 +102,11 @@ class MarkdownRenderer:
                 w(f"| {row.marker().strip() or ' '} | " + " | ".join(cells) + " |\n")
             w("\n")
             if unchanged:
-                w(f"*{_emphasised(unchanged)}*\n\n")
+                w(f"*{_escaped(unchanged)}*\n\n")
         if gone:
             w("Removed: " + ", ".join(f"`{n}`" for n in index_runs(gone)) + "\n\n")
         if unlisted := self.options.watched_only(step.unlisted):
-            w(f"*{_emphasised(unlisted_text(unlisted))}*\n\n")
+            w(f"*{_escaped(unlisted_text(unlisted))}*\n\n")
         if step.hooks:
             w("Torch called back: " + ", ".join(f"`{h}`" for h in step.hooks) + "\n\n")
         if step.stdout:
