@@ -42,9 +42,7 @@ from tcopy_cli.trace.records import (
 from tcopy_cli.trace.values import format_nested, format_number, json_values
 
 PREVIEW_ITEMS = 6
-_MAX_CONTAINER_ITEMS = MAX_LISTED_ITEMS
 _MAX_CONTAINER_DEPTH = 3
-_VISIT_BUDGET = MAX_VISITED_ITEMS
 # Items looked at per step when counting bytes that no record lists (tensors in sets).
 _BYTE_COUNT_BUDGET = 100_000
 _SCALAR_TYPES = frozenset({int, float, bool, str, complex, type(None)})
@@ -350,12 +348,12 @@ def iter_named(ns: dict[str, Any], cut: dict[str, int] | None = None) -> Iterato
     """(display name, value) for tensors and arrays reachable from script names.
 
     Containers are searched at most ``_MAX_CONTAINER_DEPTH`` deep, their first
-    ``_MAX_CONTAINER_ITEMS`` items, and at most ``_VISIT_BUDGET`` items in all per step, so
+    ``MAX_LISTED_ITEMS`` items, and at most ``MAX_VISITED_ITEMS`` items in all per step, so
     nested lists can't make observing slow. ``cut``: filled with the containers whose items
     were not all looked at, and how many were not, where a tensor or array is among the items
-    looked at or the ``_MAX_CONTAINER_ITEMS`` after them (``_holds_tensor``).
+    looked at or the ``MAX_LISTED_ITEMS`` after them (``_holds_tensor``).
     """
-    budget = [_VISIT_BUDGET]
+    budget = [MAX_VISITED_ITEMS]
     for name, value in ns.items():
         yield from _walk(name, value, 0, budget, cut)
 
@@ -391,9 +389,9 @@ def _walk(
             cut[name] = len(value)
         return
     looked, found = 0, False
-    for i, (k, item) in enumerate(value.items() if keyed else enumerate(value[:_MAX_CONTAINER_ITEMS])):
+    for i, (k, item) in enumerate(value.items() if keyed else enumerate(value[:MAX_LISTED_ITEMS])):
         budget[0] -= 1
-        if i >= _MAX_CONTAINER_ITEMS or budget[0] <= 0:
+        if i >= MAX_LISTED_ITEMS or budget[0] <= 0:
             break
         looked = i + 1
         if isinstance(item, (torch.Tensor, np.ndarray, list, tuple, dict)):
@@ -406,10 +404,10 @@ def _walk(
 
 
 def _holds_tensor(value: Any, start: int, keyed: bool) -> bool:
-    """Whether one of the items from ``start`` on (at most ``_MAX_CONTAINER_ITEMS`` of them) is a
+    """Whether one of the items from ``start`` on (at most ``MAX_LISTED_ITEMS`` of them) is a
     tensor or array: a container cut off (past its first items, or by the step's item budget)
     before one was found among the items looked at."""
-    items = itertools.islice(value.values() if keyed else value, start, start + _MAX_CONTAINER_ITEMS)
+    items = itertools.islice(value.values() if keyed else value, start, start + MAX_LISTED_ITEMS)
     return any(isinstance(v, (torch.Tensor, np.ndarray)) for v in items)
 
 
