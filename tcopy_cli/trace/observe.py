@@ -179,7 +179,9 @@ class VersionLabels:
 
     def assign(self, tensors: list[tuple[str, torch.Tensor]], shares: dict[str, list[str]]) -> dict[str, str]:
         """name -> label for this step's tensors (``shares``: names sharing each one's counter)."""
-        seen = {k: e for k, e in self._seen.items() if e[0]() is not None}
+        seen = self._seen
+        if len(seen) > 2 * len(tensors) + 64:  # forget dead tensors now and then, not every step
+            seen = self._seen = {k: e for k, e in seen.items() if e[0]() is not None}
         by_name = dict(tensors)
         out: dict[str, str] = {}
         used: set[str] = set()
@@ -200,11 +202,13 @@ class VersionLabels:
             for n in group:
                 out[n] = known
                 obj = by_name[n]
+                entry = seen.get(id(obj))
+                if entry is not None and entry[1] == known and entry[0]() is obj:
+                    continue  # already remembered under this label
                 try:
                     seen[id(obj)] = (weakref.ref(obj), known)
                 except TypeError:  # pragma: no cover - tensors take weak references
                     pass
-        self._seen = seen
         return out
 
 

@@ -248,6 +248,8 @@ def _record(data: Any) -> Any:
     return obj
 
 
+_DECODER = json.JSONDecoder(object_hook=_object)
+
 _HASH_MODULUS = 2**61 - 1
 """Python hashes an int modulo this: ints apart by a multiple of it collide."""
 
@@ -290,8 +292,15 @@ def frame_line(frame: dict[str, Any]) -> bytes:
 
 
 def loads(line: str | bytes) -> Any:
-    """The value of one line of JSON made from ``encode``'s data (a ``dumps`` line, or a frame)."""
-    return json.loads(line, object_hook=_object)
+    """The value of one line of JSON made from ``encode``'s data (a ``dumps`` line, or a frame).
+
+    ``json.loads`` with an ``object_hook`` builds a new decoder per call; the parent decodes
+    a frame per step, so one decoder serves them all. Bytes are read as ``json.loads`` reads
+    them (a frame starts ``{"``, which it reads as UTF-8).
+    """
+    if isinstance(line, (bytes, bytearray)):
+        line = line.decode("utf-8" if line[:2] == b'{"' else json.detect_encoding(line), "surrogatepass")
+    return _DECODER.decode(line)
 
 
 _STEP_TENSORS = _FIELDS[records.Step].index("tensors")
