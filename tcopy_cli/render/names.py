@@ -51,7 +51,8 @@ def unlisted_text(unlisted: dict[str, int]) -> str:
     parts = [f"{name} ({count:,} more item{'' if count == 1 else 's'})" for name, count in unlisted.items()]
     return (
         f"not listed: {', '.join(parts)}; tcopy lists the first {MAX_LISTED_ITEMS:,} items of a list, tuple"
-        f" or dict, and looks at {MAX_VISITED_ITEMS:,} items of them in all at each step"
+        f" or dict, and looks at {MAX_VISITED_ITEMS:,} items (of these, and modules' parameters and buffers)"
+        " in all at each step"
     )
 
 

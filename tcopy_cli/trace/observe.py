@@ -355,7 +355,8 @@ def iter_named(ns: dict[str, Any], cut: dict[str, int] | None = None) -> Iterato
     ``MAX_LISTED_ITEMS`` items, and at most ``MAX_VISITED_ITEMS`` items in all per step, so
     nested lists can't make observing slow. ``cut``: filled with the containers whose items
     were not all looked at, and how many were not, where a tensor or array is among the items
-    looked at or the ``MAX_LISTED_ITEMS`` after them (``_holds_tensor``).
+    looked at or the ``MAX_LISTED_ITEMS`` after them (``_holds_tensor``); and the modules whose
+    parameters and buffers the step's budget cut short, with how many tensors it left out.
     """
     budget = [MAX_VISITED_ITEMS]
     for name, value in ns.items():
@@ -375,9 +376,14 @@ def _walk(
         seen: set[int] = set()
         # nn.Module's own methods, never a script class's overrides.
         pairs = list(torch.nn.Module.named_parameters(value)) + list(torch.nn.Module.named_buffers(value))
-        for pname, p in pairs:
+        for i, (pname, p) in enumerate(pairs):
             budget[0] -= 1
             if budget[0] <= 0:
+                # The step's items ran out inside the module: its other parameters and buffers
+                # are counted as not listed, as a long list's items are.
+                rest = {id(q) for _, q in pairs[i:] if q is not None and not torch.nn.parameter.is_lazy(q)} - seen
+                if cut is not None and rest:
+                    cut[name] = len(rest)
                 return
             if p is not None and id(p) not in seen and not torch.nn.parameter.is_lazy(p):
                 seen.add(id(p))

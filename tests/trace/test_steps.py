@@ -407,6 +407,31 @@ def test_a_list_longer_than_the_records_list_says_how_many_items_are_not_listed(
     assert "unlisted" not in steps[0].to_json()
 
 
+def test_a_module_past_the_step_budget_says_how_many_parameters_and_buffers_are_not_listed() -> None:
+    src = textwrap.dedent(
+        """\
+        import torch
+        import torch.nn as nn
+        small = nn.Linear(2, 2)
+        big = nn.Sequential(*[nn.Linear(2, 2) for _ in range(2600)], nn.BatchNorm1d(2))
+        shared = nn.Sequential(big[0], big[0])
+        """
+    )
+    namespace: dict[str, Any] = {}
+    exec(src, namespace)
+    last = run_source(src).steps[-1]
+    total = 0
+    for name in ("small", "big", "shared"):
+        module = namespace[name]
+        # Each tensor once, as named_parameters and named_buffers give them (a shared layer once).
+        tensors = {id(t) for t in [*module.parameters(), *module.buffers()]}
+        listed = [n for n in last.tensors if n.startswith(name + ".")]
+        assert len(listed) + last.unlisted.get(name, 0) == len(tensors), name
+        total += len(tensors)
+    assert "small" not in last.unlisted and last.unlisted["big"] > 0
+    assert sum(1 for n in last.tensors if "." in n) + sum(last.unlisted.values()) == total == 2 + 5205 + 2
+
+
 def test_containers_cut_by_the_step_budget_or_past_their_first_items_are_counted() -> None:
     src = textwrap.dedent(
         """\
