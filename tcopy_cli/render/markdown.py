@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TextIO
 
 from tcopy_cli.render import ViewOptions, error_counts, plural
@@ -18,10 +19,37 @@ def _cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ") or " "
 
 
+def _text_cell(text: str) -> str:
+    """A table cell of plain text (a name, a label): ``_escaped``, and ``|`` kept from ending the cell."""
+    return _escaped(text).replace("|", "\\|").replace("\n", " ") or " "
+
+
+_MARKS = re.compile(r"[\\`*<>~&]|\](?=\()|(?<!\w)_+")
+"""What Markdown would act on: emphasis, code, links, strike, HTML, entities. Left as they are:
+an ``_`` after a letter or digit (``loss_fn``, ``a.add_(1)``), which can't start emphasis (so
+none can end there either), and brackets (``xs[0]``), which make a link only as
+``[text](url)``, so escaping the ``]`` before a ``(`` is enough (tcopy writes no link
+reference definitions)."""
+
+
+_CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
+
+
+def _prose(text: str) -> str:
+    """A line of tcopy's own text (a note, a warning, an error): its `code` spans as they are,
+    the rest ``_escaped`` (messages quote names and reprs such as ``<class 'int'>``)."""
+    out, at = [], 0
+    for m in _CODE_SPAN.finditer(text):
+        out += [_escaped(text[at : m.start()]), m[0]]
+        at = m.end()
+    out.append(_escaped(text[at:]))
+    return "".join(out).replace("\n", " ")
+
+
 def _escaped(text: str) -> str:
     """``text`` with every mark Markdown would act on escaped (emphasis, code, links, strike, entities),
     for running text and inside ``*...*`` (names can hold ``*``, ``_`` or a backtick in a key)."""
-    return "".join("\\" + ch if ch in "\\`*_[]<>~&" else ch for ch in text)
+    return _MARKS.sub(lambda m: "".join("\\" + ch for ch in m[0]), text)
 
 
 class MarkdownRenderer:
@@ -93,9 +121,11 @@ class MarkdownRenderer:
             for row in rows:
                 cells = []
                 for c in cols:
-                    text = _cell(row.cells[c.key])
-                    if c.key == "values" or c.key == "grad":
+                    if c.key == "values" or c.key == "grad":  # code spans: Markdown reads nothing in them
+                        text = _cell(row.cells[c.key])
                         text = f"`{text}`" if text.strip() and text != "-" else text
+                    else:
+                        text = _text_cell(row.cells[c.key])
                     if c.key in row.changed:
                         text = f"**{text}**"
                     cells.append(text)
@@ -112,13 +142,13 @@ class MarkdownRenderer:
         if step.stdout:
             w("Printed:\n\n```\n" + step.stdout.rstrip("\n") + "\n```\n\n")
         for warning in step.warnings:
-            w(f"> ⚠ **warning:** {_cell(warning)}\n\n")
+            w(f"> ⚠ **warning:** {_prose(warning)}\n\n")
         self._notes(step)
         if step.error is not None:
             label = f"expected {step.error.type}" if step.expected else step.error.type
-            w(f"> **{label}:** {_cell(step.error.message)}\n")
+            w(f"> **{label}:** {_prose(step.error.message)}\n")
             if self.options.explain and step.error.explained:
-                w(">\n> " + _cell(step.error.explanation) + "\n")
+                w(">\n> " + _prose(step.error.explanation) + "\n")
             w("\n")
         self.before.add(step.depth, step)
 
@@ -128,7 +158,8 @@ class MarkdownRenderer:
             return
         notes = self.options.notes_of(step)
         for note in notes:
-            text = f"**{note.line}**" if note.severity == "warning" else note.line
+            line = _prose(note.line)
+            text = f"**{line}**" if note.severity == "warning" else line
             self.out.write(f"- {text}\n")
         if notes:
             self.out.write("\n")
@@ -165,7 +196,7 @@ class MarkdownRenderer:
 
     def rejected(self, info: RunInfo, line: int, column: int, message: str) -> None:
         """Refusal notice (no heading: nothing ran)."""
-        self.out.write(f"**Refused** at line {line}, column {column}: {_cell(message)}\n")
+        self.out.write(f"**Refused** at line {line}, column {column}: {_prose(message)}\n")
 
     def end(self, summary: RunSummary, flow: StepFlow | None = None) -> None:
         """Closing line, and what folding and --watch left out."""

@@ -491,7 +491,7 @@ def test_a_loop_that_appends_to_lists_folds_and_says_what_it_added(fmt: str) -> 
     losses = [t.item() for t in namespace["losses"]]
     n = len(namespace["xs"])
     out = _run(["--width", "100"] + (["--format", "markdown"] if fmt == "markdown" else []), COLLECT).stdout
-    if fmt == "markdown":  # names in fold lines are escaped (xs\[0…3\]); read them as rendered
+    if fmt == "markdown":  # names and notes are escaped where Markdown would act (\*); read them as rendered
         out = re.sub(r"\\([\[\]_*`<>~&])", r"\1", out)
     # Appending another item like the ones before is nothing new: only the first turn, the turn
     # whose item has another shape, and turn 2's append to losses (the first turn that shows
@@ -759,7 +759,7 @@ def _key_counter(key: str) -> str:
 def test_markdown_fold_lines_escape_emphasis_in_names() -> None:
     out = _run(["--format", "markdown"], _key_counter("a*b*")).stdout
     folds = [line for line in out.splitlines() if line.startswith("- ↻")]
-    assert folds[-1] == '- ↻ *iteration 4/4* · d\\["a\\*b\\*"\\] 3 → 4', folds
+    assert folds[-1] == '- ↻ *iteration 4/4* · d["a\\*b\\*"] 3 → 4', folds
 
 
 def test_depth_does_not_call_hidden_steps_nothing_new() -> None:

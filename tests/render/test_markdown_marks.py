@@ -1,0 +1,76 @@
+"""Markdown output read as a Markdown reader reads it: names and messages arrive as written.
+
+The reader is markdown-it-py (CommonMark with GFM tables and strikethrough), which Rich
+itself depends on. Each name and message is checked against what python says for the same
+statements.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+import pytest
+import torch
+from markdown_it import MarkdownIt
+from typer.testing import CliRunner
+
+from tcopy_cli.cli import app
+
+SCRIPT = """\
+d = {"a*b*": torch.ones(2, requires_grad=True), "x|y_": torch.zeros(1), "_k": torch.ones(1)}
+d["<b>"] = torch.ones(1)
+d["~~s~~"] = torch.ones(1)
+d["![i](x)"] = torch.ones(1)
+loss_fn = torch.ones(1)
+e = {"[l](u)": d["a*b*"] * 2}
+n = int("<class 'int'> & *x*")
+"""
+
+
+def _rendered(markdown: str) -> str:
+    return MarkdownIt("commonmark").enable("table").enable("strikethrough").render(markdown)
+
+
+def _cells(page: str) -> list[str]:
+    return [html.unescape(c) for c in re.findall(r"<td>(.*?)</td>", page)]
+
+
+@pytest.fixture(scope="module")
+def page() -> str:
+    result = CliRunner().invoke(app, ["run", "-e", SCRIPT, "--format", "markdown"])
+    assert result.exit_code == 1, result.output  # the last line raises, as in python
+    return _rendered(result.stdout)
+
+
+def _python() -> tuple[dict[str, Any], str]:
+    namespace: dict[str, Any] = {"torch": torch}
+    *body, last = SCRIPT.splitlines()
+    exec("\n".join(body), namespace)
+    try:
+        exec(last, namespace)
+    except ValueError as exc:
+        return namespace, str(exc)
+    raise AssertionError("the last line raises in python")
+
+
+def test_names_arrive_as_python_names_them(page: str) -> None:
+    namespace, _ = _python()
+    names = [f"d[{k!r}]".replace("'", '"') for k in namespace["d"]] + ['e["[l](u)"]', "loss_fn"]
+    cells = _cells(page)
+    for name in names:
+        assert name in cells, name
+    # Nothing in a name became emphasis, a strike, a link or an HTML tag.
+    for tag in ("<em>", "<strong>", "<del>", "<a ", "<img", "<b>"):
+        assert all(tag not in c for c in re.findall(r"<td>(.*?)</td>", page)), tag
+
+
+def test_notes_and_errors_keep_their_code_and_their_text(page: str) -> None:
+    _, message = _python()
+    text = html.unescape(re.sub(r"<(?!/?code)[^>]*>", "", page))
+    assert message in text  # the error message word for word: no tag swallowed, no emphasis
+    # The note quotes the statement as code and names the dict items as written.
+    assert "<code>d['a*b*'] * 2</code>" in html.unescape(page)
+    assert 'e["[l](u)"] is a new tensor in the graph' in text
+    assert 'sends gradients to d["a*b*"]' in text
