@@ -46,6 +46,45 @@ def index_runs(names: list[str]) -> list[str]:
     return [first.get(name, name) for name in names if name not in rest]
 
 
+LAYER = re.compile(r"([^\[\]]*?)\.(0|[1-9]\d*)(\..+)")
+"""``model.2.{weight,bias}``: an owner, a numbered layer (of a Sequential or ModuleList), the rest."""
+
+
+def layer_sets(parts: list[str]) -> list[str]:
+    """``parts``, where names that differ only in one layer's number (``model.0.{weight,bias}``,
+    ``model.2.{weight,bias}``) are written as one, ``model.{0,2}.{weight,bias}``, at the place of
+    the first; ``INDEX_RUN`` or more consecutive numbers as a range, ``blocks.{0…11}.attn.q.weight``.
+    The layer is the first numbered one in the name (before any ``[``)."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for part in parts:
+        m = LAYER.fullmatch(part)
+        if m is not None:
+            groups.setdefault((m[1], m[3]), []).append(m[2])
+    out: list[str] = []
+    for part in parts:
+        m = LAYER.fullmatch(part)
+        numbers = groups.get((m[1], m[3]), []) if m is not None else []
+        if m is None or len(numbers) < 2:
+            out.append(part)
+        elif numbers[0] == m[2]:  # the first of its group: the group goes here
+            out.append(f"{m[1]}.{{{_number_runs([int(n) for n in numbers])}}}{m[3]}")
+    return out
+
+
+def _number_runs(numbers: list[int]) -> str:
+    """``0,2`` or ``0…11`` or ``0…5,7``: runs of ``INDEX_RUN`` or more consecutive numbers as ranges."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and runs[-1][-1] + 1 == n:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    texts = []
+    for run in runs:
+        texts += [f"{run[0]}…{run[-1]}"] if len(run) >= INDEX_RUN else [str(n) for n in run]
+    return ",".join(texts)
+
+
 def unlisted_text(unlisted: dict[str, int]) -> str:
     """``not listed: xs (500 more items) ...``: the items past those a step's records list."""
     parts = [f"{name} ({count:,} more item{'' if count == 1 else 's'})" for name, count in unlisted.items()]

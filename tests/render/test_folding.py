@@ -522,6 +522,27 @@ def test_list_items_in_a_row_are_written_as_one_name() -> None:
     assert grouped_names(["m.w", "m.b", "xs[0]", "xs[1]", "xs[2]"]) == "m.{w,b}, xs[0…2]"
 
 
+def test_layers_that_differ_only_in_their_number_are_written_as_one_name() -> None:
+    names = ["model.0.weight", "model.0.bias", "model.2.weight", "model.2.bias"]
+    assert grouped_names(names) == "model.{0,2}.{weight,bias}"
+    blocks = [f"b.{i}.attn.q.weight" for i in range(12)] + [f"b.{i}.ln.bias" for i in (0, 1, 2, 3, 5, 7)]
+    assert grouped_names(blocks) == "b.{0…11}.attn.q.weight, b.{0…3,5,7}.ln.bias"
+    # Only names alike but for the number join; items, dict keys and leading zeros stay apart.
+    assert (
+        grouped_names(["model.0.weight", "model.2.weight", "model.2.bias"]) == "model.0.weight, model.2.{weight,bias}"
+    )
+    assert grouped_names(['d["a.1.b"]', 'd["a.2.b"]', "a.1.w", "a.01.w"]) == 'd["a.1.b"], d["a.2.b"], a.1.w, a.01.w'
+
+
+def test_a_deep_sequential_is_one_name_in_the_unchanged_line() -> None:
+    script = "import torch.nn as nn\nm = nn.Sequential(*[nn.Linear(2, 2) for _ in range(300)])\nx = torch.ones(2)\n"
+    namespace: dict[str, Any] = {}
+    exec("import torch\n" + script, namespace)
+    layers = len(namespace["m"])
+    out = _run(["--width", "100"], script).stdout
+    assert f"unchanged: m.{{0…{layers - 1}}}.{{weight,bias}}" in out, out[-2000:]
+
+
 LONG = """\
 import torch
 xs = []
