@@ -175,7 +175,7 @@ def _relation_note(
     call = _call(op)
     kind, text = "", ""
     if src.relation == "same-object":
-        if op.kind == "bind":
+        if op.kind in ("bind", "rebind"):  # an assignment, not a call that returned its input
             kind = "relation.same-object"
             text = (
                 f"{name} is the same tensor object as {s}: assignment only adds a name, nothing is copied; "
@@ -618,6 +618,8 @@ def _rebind_unheld(f: StepFacts, op: OpRecord, name: str) -> Iterator[Note]:
     new, old = f.tensors.get(name), f.before.get(name)
     if new is None or old is None or new.object_id == old.object_id or new.storage == old.storage:
         return  # (a view of the old tensor is told by its relation note)
+    if any(r.storage == new.storage for r in f.before.values()):
+        return  # not new memory: ``b = a`` binds b to a tensor already there (its relation note says so)
     if f.step.loops:  # each turn of a loop rebinds its names: routine there, and folded lines show it
         return
     yield note(

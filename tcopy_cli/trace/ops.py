@@ -487,7 +487,9 @@ class OpRecorder:
         for i, inp in enumerate(p.inputs):
             if isinstance(obj, _ARRAY) and isinstance(inp.obj, _ARRAY):
                 continue
-            kind, graph = relation(obj, inp.obj, moving)
+            # What a rebound name held before is not where its new value came from: equal values
+            # there make no copy (``c = torch.ones(2)`` twice).
+            kind, graph = relation(obj, inp.obj, moving and inp.record.role != "old")
             rels.append(OpRelation(i, kind, graph))
             if inp.record.from_op is not None:
                 # Values reach back through a temporary only if this operation kept them.

@@ -118,6 +118,44 @@ def test_rebinding_note() -> None:
     assert "non-leaf" in text and "torch.no_grad()" in text
 
 
+@pytest.mark.parametrize("name", ["b", "h_", "_"])
+def test_rebinding_a_name_to_a_tensor_already_there_is_an_assignment(name: str) -> None:
+    # `b = a` where b held another tensor: b now is a's tensor object, as python says; not a call
+    # that returned its input, not an in-place method (a name ending in _), not new memory.
+    src = f"a = torch.ones(2)\n{name} = torch.zeros(2)\n{name} = a"
+    ns: dict[str, object] = {"torch": torch}
+    exec(src, ns)
+    assert ns[name] is ns["a"]
+    text = joined(src)
+    assert f"{name} is the same tensor object as a: assignment only adds a name" in text, text
+    for wrong in ("returned", "works in place", "new tensor in new memory"):
+        assert wrong not in text, text
+
+
+def test_a_loop_target_bound_again_is_the_item_itself_not_a_copy() -> None:
+    src = (
+        "data = [(torch.randn(2), torch.zeros(2)) for _ in range(3)]\n"
+        "for i, (x, _) in enumerate(data):\n"
+        "    y = x * 2\n"
+    )
+    steps = run_source(src).steps
+    for step in steps:
+        text = " ".join(step.notes)
+        assert "works in place" not in text and "returned" not in text, (step.index, text)
+    second = next(s for s in steps if s.loops and s.loops[0].iteration == 2)
+    ops = {op.function: op for op in second.ops if op.kind == "rebind"}
+    for name, item in (("x", "data[1][0]"), ("_", "data[1][1]")):
+        relations = {
+            op_input.role: rel.relation
+            for rel in ops[name].results[0].relations
+            for op_input in [ops[name].inputs[rel.input]]
+        }
+        # The name's new tensor is the item itself; the tensor it held before is another one (equal
+        # zeros for _), which makes it no copy of that.
+        assert relations == {"value": "same-object", "old": "new"}, (name, relations)
+        assert ops[name].inputs[0].name == item
+
+
 SILENT = "silent gradient corruption"
 
 
