@@ -31,7 +31,7 @@ from typing import Union
 from tcopy_cli.render import ViewOptions, plural
 from tcopy_cli.render.cells import Before, Quiet, Row, quiet_form
 from tcopy_cli.render.loops import LoopSummary, LoopTracker, number, scalar_of
-from tcopy_cli.render.names import index_runs, layer_sets, unlisted_change, unlisted_pairs
+from tcopy_cli.render.names import index_runs, layer_sets, outer_item_runs, unlisted_change, unlisted_pairs
 from tcopy_cli.render.where import iteration_text
 from tcopy_cli.render.where import turn as where_turn
 from tcopy_cli.trace.records import LoopContext, Note, Step, TensorRecord, evolve, is_item, is_local
@@ -722,7 +722,7 @@ def grouped_names(names: list[str], most: int = 6) -> str:
         else:  # a name with no owner stands alone: ``x, y``, not ``{x,y}``
             groups[name] = [""]
     parts = [prefix + (leaf[0] if len(leaf) == 1 else "{" + ",".join(leaf) + "}") for prefix, leaf in groups.items()]
-    parts = layer_sets(index_runs(parts))
+    parts = outer_item_runs(layer_sets(index_runs(parts)))
     return ", ".join(parts[:most]) + (f" +{len(parts) - most} more" if len(parts) > most else "")
 
 

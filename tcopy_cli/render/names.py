@@ -71,16 +71,55 @@ def layer_sets(parts: list[str]) -> list[str]:
     return out
 
 
-def _number_runs(numbers: list[int]) -> str:
-    """``0,2`` or ``0…11`` or ``0…5,7``: runs of ``INDEX_RUN`` or more consecutive numbers as ranges."""
+OUTER_ITEM = re.compile(r"([^\[\]]*?)\[(0|[1-9]\d*)\]((?:\[|\.).+)")
+"""``data[3][0]``, ``mods[3].weight``: a name, the index of an item, what follows it."""
+
+
+def outer_item_runs(parts: list[str]) -> list[str]:
+    """``parts``, where ``INDEX_RUN`` or more items in a row that differ only in their first index
+    (``data[0][1]``, ``data[1][1]``, ``data[2][1]``) are written as one, ``data[0…2][1]``, at the
+    place of the first (a list of pairs, a list of modules)."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for part in parts:
+        m = OUTER_ITEM.fullmatch(part)
+        if m is not None:
+            groups.setdefault((m[1], m[3]), []).append(int(m[2]))
+    runs: dict[tuple[str, str], dict[int, list[int]]] = {}  # first index of each run -> the run
+    for key, numbers in groups.items():
+        for run in _runs(numbers):
+            if len(run) >= INDEX_RUN:
+                runs.setdefault(key, {})[run[0]] = run
+    out: list[str] = []
+    for part in parts:
+        m = OUTER_ITEM.fullmatch(part)
+        found = runs.get((m[1], m[3]), {}) if m is not None else {}
+        if m is None or not found:
+            out.append(part)
+            continue
+        n = int(m[2])
+        starting = found.get(n)
+        if starting is not None:
+            out.append(f"{m[1]}[{starting[0]}…{starting[-1]}]{m[3]}")
+        elif not any(r[0] < n <= r[-1] for r in found.values()):
+            out.append(part)
+    return out
+
+
+def _runs(numbers: list[int]) -> list[list[int]]:
+    """``numbers`` in runs of consecutive ones, in order."""
     runs: list[list[int]] = []
     for n in numbers:
         if runs and runs[-1][-1] + 1 == n:
             runs[-1].append(n)
         else:
             runs.append([n])
+    return runs
+
+
+def _number_runs(numbers: list[int]) -> str:
+    """``0,2`` or ``0…11`` or ``0…5,7``: runs of ``INDEX_RUN`` or more consecutive numbers as ranges."""
     texts = []
-    for run in runs:
+    for run in _runs(numbers):
         texts += [f"{run[0]}…{run[-1]}"] if len(run) >= INDEX_RUN else [str(n) for n in run]
     return ",".join(texts)
 

@@ -534,6 +534,17 @@ def test_layers_that_differ_only_in_their_number_are_written_as_one_name() -> No
     assert grouped_names(['d["a.1.b"]', 'd["a.2.b"]', "a.1.w", "a.01.w"]) == 'd["a.1.b"], d["a.2.b"], a.1.w, a.01.w'
 
 
+def test_items_in_a_row_that_differ_in_their_first_index_are_written_as_one_name() -> None:
+    pairs = [f"data[{i}][{j}]" for i in range(10) for j in range(2)]
+    assert grouped_names([*pairs, "x"], most=99) == "data[0…9][0], data[0…9][1], x"
+    assert grouped_names([f"xs[{i}][{j}]" for i in range(4) for j in range(5)]) == "xs[0…3][0…4]"
+    assert grouped_names([f"mods[{i}].{k}" for i in range(5) for k in ("weight", "bias")]) == "mods[0…4].{weight,bias}"
+    # Fewer than three in a row, and keys that are not numbers, stay as they are.
+    gaps = ["d[0][1]", "d[1][1]", "d[3][1]", "d[4][1]", "d[5][1]"]
+    assert grouped_names(gaps, most=99) == "d[0][1], d[1][1], d[3…5][1]"
+    assert grouped_names(['d["k"][0]', 'd["k"][1]']) == 'd["k"][0], d["k"][1]'
+
+
 def test_a_deep_sequential_is_one_name_in_the_unchanged_line() -> None:
     script = "import torch.nn as nn\nm = nn.Sequential(*[nn.Linear(2, 2) for _ in range(300)])\nx = torch.ones(2)\n"
     namespace: dict[str, Any] = {}
