@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from bisect import bisect_right
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -96,7 +97,34 @@ def _content(row: Row, key: str, width: int, remember: bool) -> tuple[str, bool 
     if record is not None:
         lines, wraps = value_lines(record, width, remember)
         return "\n".join(lines), not wraps, "fold" if wraps else "ellipsis"
+    if key == "name":
+        return "\n".join(name_lines(row.cells[key], width)), None, "fold"
     return row.cells[key], None, "fold" if key in FOLDING else "ellipsis"
+
+
+_NAME_BREAKS = re.compile(r"(?<=[.:])|(?=\[)")
+
+
+def name_parts(name: str) -> list[str]:
+    """The pieces a name may break between: after a dot or a colon, before an index
+    (``discriminator.``, ``2.``, ``weight``; ``xs``, ``[3]``)."""
+    return [p for p in _NAME_BREAKS.split(name) if p]
+
+
+def name_lines(name: str, width: int) -> list[str]:
+    """A name ``width`` columns wide: whole pieces to a line (``discriminator.`` over ``2.weight``), or
+    the name as it is where a piece is wider than that (the table then folds it anywhere)."""
+    if len(name) <= width:
+        return [name]
+    parts = name_parts(name)
+    if max(map(len, parts)) > width:
+        return [name]
+    lines = [""]
+    for part in parts:
+        if lines[-1] and len(lines[-1]) + len(part) > width:
+            lines.append("")
+        lines[-1] += part
+    return lines
 
 
 def _record(row: Row, key: str) -> TensorRecord | ArrayRecord | None:
@@ -132,6 +160,11 @@ def fit(rows: list[Row], columns: list[Column], width: int) -> Fit:
     least = {k: min(w, SQUEEZE.get(k, w)) for k, w in natural.items()}
     # the marker column and one space before every column
     spare = width - 1 - len(columns) - sum(least.values())
+    if "name" in least and spare > 0:  # a name breaks between its pieces, not inside one, where there is room
+        pieces = max((len(p) for r in rows for p in name_parts(r.cells["name"])), default=0)
+        wider = min(natural["name"], max(least["name"], min(pieces, CAP["name"]))) - least["name"]
+        least["name"] += min(wider, spare)
+        spare -= min(wider, spare)
     for key, smallest in LAST_RESORT:
         if spare < 0 and key in least and least[key] > smallest:
             cut = min(least[key] - smallest, -spare)

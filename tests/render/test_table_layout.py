@@ -157,6 +157,51 @@ def test_long_name_beside_long_values_keeps_its_line() -> None:
     assert re.findall(r"-?\d+\.\d*", shown) == [format_number(v) for v in (torch.arange(10.0) / 7).tolist()], out
 
 
+GAN = """\
+import torch
+import torch.nn as nn
+torch.manual_seed(0)
+discriminator = nn.Sequential(nn.Linear(64, 32), nn.LeakyReLU(0.2), nn.Linear(32, 1), nn.Sigmoid())
+images = torch.randn(16, 64)
+d_loss = discriminator(images).mean()
+d_loss.backward()
+"""
+
+
+@pytest.mark.parametrize("width", [100, 120])
+def test_a_long_name_breaks_between_its_pieces(width: int) -> None:
+    # Where the table has room for its widest piece (at 80 columns it has not: the name folds anywhere).
+    out = runner.invoke(app, ["run", "-e", GAN, "--width", str(width), "--no-explain"]).stdout
+    backward = _steps(out)[-1]
+    names = [
+        f"discriminator.{n}"
+        for n, _ in torch.nn.Sequential(
+            torch.nn.Linear(64, 32), torch.nn.LeakyReLU(0.2), torch.nn.Linear(32, 1)
+        ).named_parameters()
+    ]
+    lines = backward.splitlines()
+    for name in names:
+        # The name whole on its row's line, or broken after a dot: "discriminator.2." over "weight".
+        shown = []
+        for i, line in enumerate(lines[:-1]):
+            first = re.match(r"^[~+ ] (\S+)", line)
+            if first is None or not name.startswith(first[1]):
+                continue
+            rest = lines[i + 1][2:].split(" ")[0] if first[1] != name else ""
+            if first[1] + rest == name:
+                shown.append((first[1], rest))
+        assert shown and all(not rest or head.endswith(".") for head, rest in shown), (name, shown, backward)
+    assert "discriminat\n" not in backward and not re.search(r"^ +or\.", backward, re.M), backward
+    assert layout.name_lines("encoder.layers.0.self_attn.in_proj_weight", 20) == [
+        "encoder.layers.0.",
+        "self_attn.",
+        "in_proj_weight",
+    ]
+    assert layout.name_lines("xs[10]", 4) == ["xs", "[10]"]
+    assert layout.name_lines("discriminator.0", 10) == ["discriminator.0"]  # a piece wider: folded anywhere
+    assert layout.name_lines("f:model.0.weight", 9) == ["f:model.", "0.weight"]
+
+
 def test_a_grid_stays_a_grid() -> None:
     # 120 columns show the 8x4 weight as an aligned grid; the names get their width, the grid stays.
     # --all-steps: the unchanged weight keeps its row (no note names it with --no-explain).
