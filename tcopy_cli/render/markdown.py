@@ -32,7 +32,7 @@ none can end there either), and brackets (``xs[0]``), which make a link only as
 reference definitions)."""
 
 
-_CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`).*?(?<!`)\1(?!`)")
 
 
 def _prose(text: str) -> str:
@@ -44,6 +44,29 @@ def _prose(text: str) -> str:
         at = m.end()
     out.append(_escaped(text[at:]))
     return "".join(out).replace("\n", " ")
+
+
+def _longest_backticks(text: str) -> int:
+    return max((len(run) for run in re.findall(r"`+", text)), default=0)
+
+
+def _code(text: str) -> str:
+    """``text`` as inline code, whatever it holds: fenced by more backticks than its longest run
+    of them, and padded where it starts or ends with a backtick or a space (which CommonMark
+    would otherwise take for the fence, or strip)."""
+    fence = "`" * (_longest_backticks(text) + 1)
+    pad = " " if text[:1] in ("`", " ") or text[-1:] in ("`", " ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _code_cell(text: str) -> str:
+    """``_code`` in a table cell: a ``|`` escaped (GFM reads ``\\|`` as ``|`` inside code too)."""
+    return _code(text.replace("\n", " ")).replace("|", "\\|")
+
+
+def _fence(text: str) -> str:
+    """A code block fence that ``text`` can't close: longer than any run of backticks in it."""
+    return "`" * max(3, _longest_backticks(text) + 1)
 
 
 def _escaped(text: str) -> str:
@@ -68,10 +91,10 @@ class MarkdownRenderer:
     def start(self, info: RunInfo) -> None:
         """Title and run facts."""
         self.device = info.device
-        heading = visible(info.title) if info.title else f"tcopy: `{info.source}`"
+        heading = _prose(visible(info.title)) if info.title else f"tcopy: {_code(info.source)}"
         self.out.write(
-            f"# {heading}\n\ntcopy {info.tcopy} · torch {info.torch} · device `{info.device}` · `{info.source}`"
-            f" · confinement `{info.confinement}`\n\n"
+            f"# {heading}\n\ntcopy {info.tcopy} · torch {info.torch} · device {_code(info.device)}"
+            f" · {_code(info.source)} · confinement {_code(info.confinement)}\n\n"
         )
         if info.trusted:
             self.out.write(f"> {TRUSTED_HEADER}\n\n")
@@ -102,12 +125,12 @@ class MarkdownRenderer:
         after = f" · {self.options.unchanged_text}" if quiet.one_line is not None and quiet.says_unchanged else ""
         w(f"### Step {step.index} · line {step.line}{told}{where}{after}{status}\n\n")
         for line in step.narration:
-            w(f"*{line}*\n\n")
+            w(f"*{_prose(line)}*\n\n")
         if quiet.one_line is not None:  # class/def/import: a heading, no table (JSON keeps the whole step)
             self._notes(step)
             self.before.add(step.depth, step)
             return
-        fence = "````" if "```" in step.source else "```"
+        fence = _fence(step.source)
         w(f"{fence}python\n{step.source}\n{fence}\n\n")
         if rows and quiet.told:
             w(f"*({self.options.unchanged_text})*\n\n")
@@ -121,9 +144,9 @@ class MarkdownRenderer:
             for row in rows:
                 cells = []
                 for c in cols:
-                    if c.key == "values" or c.key == "grad":  # code spans: Markdown reads nothing in them
-                        text = _cell(row.cells[c.key])
-                        text = f"`{text}`" if text.strip() and text != "-" else text
+                    if c.key == "values" or c.key == "grad":  # code spans, fenced so that nothing ends them
+                        raw = row.cells[c.key]
+                        text = _code_cell(raw) if raw.strip() and raw != "-" else _cell(raw)
                     else:
                         text = _text_cell(row.cells[c.key])
                     if c.key in row.changed:
@@ -134,13 +157,14 @@ class MarkdownRenderer:
             if unchanged:
                 w(f"*{_escaped(unchanged)}*\n\n")
         if gone:
-            w("Removed: " + ", ".join(f"`{n}`" for n in index_runs(gone)) + "\n\n")
+            w("Removed: " + ", ".join(_code(n) for n in index_runs(gone)) + "\n\n")
         if unlisted := self.options.watched_only(step.unlisted):
             w(f"*{_escaped(unlisted_text(unlisted))}*\n\n")
         if step.hooks:
-            w("Torch called back: " + ", ".join(f"`{h}`" for h in step.hooks) + "\n\n")
+            w("Torch called back: " + ", ".join(_code(h) for h in step.hooks) + "\n\n")
         if step.stdout:
-            w("Printed:\n\n```\n" + step.stdout.rstrip("\n") + "\n```\n\n")
+            fence = _fence(step.stdout)  # what the script printed can't end the block
+            w(f"Printed:\n\n{fence}\n" + step.stdout.rstrip("\n") + f"\n{fence}\n\n")
         for warning in step.warnings:
             w(f"> ⚠ **warning:** {_prose(warning)}\n\n")
         self._notes(step)
@@ -170,8 +194,10 @@ class MarkdownRenderer:
         parts = _escaped(" · ".join(turn_parts(turn, self.last_folded))).replace("\n", " ")
         self.out.write(f"- ↻ *{turn_label(turn)}* · {parts}\n")
         if turn.printed:
-            self.out.write("\n  ```\n" + "".join("  " + ln + "\n" for ln in printed_lines(turn)))
-            self.out.write("  ```\n")
+            lines = printed_lines(turn)
+            fence = _fence("\n".join(lines))
+            self.out.write(f"\n  {fence}\n" + "".join("  " + ln + "\n" for ln in lines))
+            self.out.write(f"  {fence}\n")
         self.list_open = True
         self.last_folded = turn
 
@@ -191,7 +217,7 @@ class MarkdownRenderer:
         if rows:
             w("| tensor | how it evolved |\n|---|---|\n")
             for name, parts in rows:
-                w(f"| `{_cell(name)}` | " + _cell(" · ".join(parts)) + " |\n")
+                w(f"| {_code_cell(name)} | " + _cell(" · ".join(parts)) + " |\n")
             w("\n")
 
     def rejected(self, info: RunInfo, line: int, column: int, message: str) -> None:

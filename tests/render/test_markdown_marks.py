@@ -74,3 +74,34 @@ def test_notes_and_errors_keep_their_code_and_their_text(page: str) -> None:
     assert "<code>d['a*b*'] * 2</code>" in html.unescape(page)
     assert 'e["[l](u)"] is a new tensor in the graph' in text
     assert 'sends gradients to d["a*b*"]' in text
+
+
+FENCES = """\
+import numpy as np
+d = {"a`<b>B</b>`": torch.zeros(1)}
+for i in range(3):
+    d["a`<b>B</b>`"] += 1
+print("```\\n<img src=x alt=INJECTED>\\n[k]: http://evil.example\\n```")
+g = {"x`<i>I</i>`": torch.ones(1)}
+del g["x`<i>I</i>`"]
+xs = {"k": torch.ones(1)}
+a = np.array(["`<b>B</b>`"])
+n = int("``x` <i>")
+"""
+
+
+def test_backticks_in_names_values_and_output_end_no_code() -> None:
+    result = CliRunner().invoke(app, ["run", "-e", FENCES, "--format", "markdown"])
+    assert result.exit_code == 1, result.output
+    page = _rendered(result.stdout)
+    # No HTML, link or emphasis came from the script: what it printed stays in its code block...
+    assert "<img" not in page and "<a " not in page and "<b>" not in page and "<i>" not in page, page
+    blocks = [html.unescape(b) for b in re.findall(r"<pre><code>(.*?)</code></pre>", page, re.S)]
+    assert "```\n<img src=x alt=INJECTED>\n[k]: http://evil.example\n```\n" in blocks, blocks
+    # ...and names, values and messages read back as written, as code where they are code.
+    codes = [html.unescape(c) for c in re.findall(r"<code>(.*?)</code>", page)]
+    assert 'd["a`<b>B</b>`"]' in codes  # the loop summary's row
+    assert 'g["x`<i>I</i>`"]' in codes  # Removed:
+    assert "['`<b>B</b>`']" in codes or any("`<b>B</b>`" in c for c in codes), codes  # the array's values
+    text = html.unescape(re.sub(r"<(?!/?code)[^>]*>", "", page))
+    assert "invalid literal for int() with base 10: '``x` <i>'" in text, text
