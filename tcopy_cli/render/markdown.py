@@ -28,8 +28,9 @@ _MARKS = re.compile(r"[\\`*<>~&]|\](?=\()|(?<!\w)_+")
 """What Markdown would act on: emphasis, code, links, strike, HTML, entities. Left as they are:
 an ``_`` after a letter or digit (``loss_fn``, ``a.add_(1)``), which can't start emphasis (so
 none can end there either), and brackets (``xs[0]``), which make a link only as
-``[text](url)``, so escaping the ``]`` before a ``(`` is enough (tcopy writes no link
-reference definitions)."""
+``[text](url)``, so escaping the ``]`` before a ``(`` is enough (a link reference
+definition needs a line of its own: tcopy writes none, and what a script prints is in a code
+block it can't end)."""
 
 
 _CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`).*?(?<!`)\1(?!`)")
