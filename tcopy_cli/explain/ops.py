@@ -158,10 +158,18 @@ def _result_notes(f: StepFacts, ops: list[OpRecord], op: OpRecord, res: OpResult
     if src.name == name and src.relation == "same-object":
         return []
     a = _tensor(f, src.name)
-    if src.name == name:  # x = x.t(): the source is the tensor the name held before
-        src = replace(src, name=f"the old {name}")
+    if src.name == name or _rebound_later(ops, op, src.name):
+        # x = x.t(), or a, b = b, a: the source is the tensor the name held before this statement
+        src = replace(src, name=f"the old {src.name}")
     made = _relation_note(f, op, name, b, src, a, srcs)
     return [made] if made is not None else []
+
+
+def _rebound_later(ops: list[OpRecord], op: OpRecord, name: str) -> bool:
+    """Whether an assignment after ``op`` in the same statement bound ``name`` to another object
+    (``a, b = b, a``: ``a = b`` read the b of before ``b = a``)."""
+    bare = name.rsplit(":", 1)[-1]
+    return any(o.kind in ("bind", "rebind") and o.function == bare and o.index > op.index for o in ops)
 
 
 def _call(op: OpRecord) -> str:
@@ -177,10 +185,9 @@ def _relation_note(
     if src.relation == "same-object":
         if op.kind in ("bind", "rebind"):  # an assignment, not a call that returned its input
             kind = "relation.same-object"
-            text = (
-                f"{name} is the same tensor object as {s}: assignment only adds a name, nothing is copied; "
-                f"every change through one name shows through the other."
-            )
+            # "the old b" is no name any more (a, b = b, a): there is no other name to change it through
+            shared = "" if s.startswith("the old ") else "; every change through one name shows through the other"
+            text = f"{name} is the same tensor object as {s}: assignment only adds a name, nothing is copied{shared}."
         else:
             kind, text = "relation.returned-input", _returned_itself(op, name, s, b)
     elif src.relation == "view":

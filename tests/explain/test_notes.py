@@ -132,6 +132,17 @@ def test_rebinding_a_name_to_a_tensor_already_there_is_an_assignment(name: str) 
         assert wrong not in text, text
 
 
+@pytest.mark.parametrize("swap", ["a, b = b, a", "a, b = b, a + b"])
+def test_a_swap_names_the_old_tensor(swap: str) -> None:
+    src = f"a = torch.ones(2)\nb = torch.zeros(2)\n{swap}"
+    ns: dict[str, object] = {"torch": torch}
+    exec("a = torch.ones(2)\nb = torch.zeros(2)\nold_b = b\n" + swap, ns)
+    assert ns["a"] is ns["old_b"] and ns["a"] is not ns["b"]  # a is the old b, not the b of now
+    text = joined(src)
+    assert "a is the same tensor object as the old b: assignment only adds a name, nothing is copied." in text
+    assert "same tensor object as b:" not in text, text
+
+
 def test_a_loop_target_bound_again_is_the_item_itself_not_a_copy() -> None:
     src = (
         "data = [(torch.randn(2), torch.zeros(2)) for _ in range(3)]\n"
