@@ -113,7 +113,8 @@ def name_parts(name: str) -> list[str]:
 
 def name_lines(name: str, width: int) -> list[str]:
     """A name ``width`` columns wide: whole pieces to a line (``discriminator.`` over ``2.weight``), or
-    the name as it is where a piece is wider than that (the table then folds it anywhere)."""
+    the name as it is where a piece is wider than that or the pieces would take more lines (the
+    table then folds it anywhere)."""
     if len(name) <= width:
         return [name]
     parts = name_parts(name)
@@ -124,7 +125,8 @@ def name_lines(name: str, width: int) -> list[str]:
         if lines[-1] and len(lines[-1]) + len(part) > width:
             lines.append("")
         lines[-1] += part
-    return lines
+    # Never more lines than folding anywhere would take.
+    return lines if len(lines) <= -(-len(name) // width) else [name]
 
 
 def _record(row: Row, key: str) -> TensorRecord | ArrayRecord | None:
@@ -154,17 +156,20 @@ def natural_widths(rows: list[Row], columns: list[Column]) -> dict[str, int]:
     return widths
 
 
-def fit(rows: list[Row], columns: list[Column], width: int) -> Fit:
-    """How ``columns`` fit in ``width`` terminal columns, values first (see ``Fit``)."""
+def fit(rows: list[Row], columns: list[Column], width: int, pieces: bool = False) -> Fit:
+    """How ``columns`` fit in ``width`` terminal columns, values first (see ``Fit``).
+
+    ``pieces``: the name column at least as wide as the widest piece of a name (``name_parts``),
+    where the spare width reaches it, so that names break only between pieces."""
     natural = natural_widths(rows, columns)
     least = {k: min(w, SQUEEZE.get(k, w)) for k, w in natural.items()}
     # the marker column and one space before every column
     spare = width - 1 - len(columns) - sum(least.values())
-    if "name" in least and spare > 0:  # a name breaks between its pieces, not inside one, where there is room
-        pieces = max((len(p) for r in rows for p in name_parts(r.cells["name"])), default=0)
-        wider = min(natural["name"], max(least["name"], min(pieces, CAP["name"]))) - least["name"]
-        least["name"] += min(wider, spare)
-        spare -= min(wider, spare)
+    if pieces and "name" in least:
+        widest = max((len(p) for r in rows for p in name_parts(r.cells["name"])), default=0)
+        if least["name"] < widest <= min(natural["name"], CAP["name"]) and widest - least["name"] <= spare:
+            spare -= widest - least["name"]
+            least["name"] = widest
     for key, smallest in LAST_RESORT:
         if spare < 0 and key in least and least[key] > smallest:
             cut = min(least[key] - smallest, -spare)
@@ -213,7 +218,31 @@ def plan(rows: list[Row], width: int, show_device: bool, level: int = 0, shortes
     )
     i, columns, f = chosen
     widths = fewest_lines(rows, columns, f) if shortest else f.widths
+    if shortest and "name" in widths:
+        widths = _names_whole(rows, columns, width, f, widths)
     return Layout(columns, widths), i
+
+
+def _total_lines(rows: list[Row], columns: list[Column], widths: dict[str, int]) -> int:
+    """The lines the rows take at ``widths`` (each row as tall as its tallest folding cell)."""
+    keys = [c.key for c in columns if c.key in FOLDING]
+    return sum(max([1, *(_drawn(row, k, widths[k]).lines for k in keys)]) for row in rows)
+
+
+def _names_whole(rows: list[Row], columns: list[Column], width: int, f: Fit, widths: dict[str, int]) -> dict[str, int]:
+    """``widths``, or the widths where names break only between their pieces (``discriminator.2.``
+    over ``weight``) if those take no more lines and every values and grad cell says the same there
+    (a list never turns into statistics for a name's sake)."""
+    whole = fit(rows, columns, width, pieces=True)
+    if whole.least == f.least or whole.quality < f.quality:
+        return widths
+    other = fewest_lines(rows, columns, whole)
+    if _total_lines(rows, columns, other) > _total_lines(rows, columns, widths):
+        return widths
+    for key in ("values", "grad"):
+        if key in widths and any(_drawn(r, key, other[key]).text != _drawn(r, key, widths[key]).text for r in rows):
+            return widths
+    return other
 
 
 # Counting lines. A cell is known by what its lines are made of (not its style): a values
@@ -255,7 +284,8 @@ def _drawn(row: Row, key: str, width: int, identity: tuple[Hashable, object] | N
     def work_out() -> Drawn:
         plain, no_wrap, overflow = _content(row, key, width, False)
         lines = cell_height(_console(), Cell(plain, "", no_wrap, overflow), width, key in FOLDING)
-        return Drawn(lines, plain.replace("\n", " "))
+        # A name broken into lines (``name_lines``) says the same wherever it breaks.
+        return Drawn(lines, plain.replace("\n", "" if key == "name" else " "))
 
     return _DRAWN.get((name, width), work_out, owner=owner)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import random
 import re
 from functools import partial
 from typing import Any
@@ -16,6 +17,7 @@ from typer.testing import CliRunner
 
 from tcopy_cli.cli import app
 from tcopy_cli.render import layout, table
+from tcopy_cli.render.memo import Memo
 from tcopy_cli.render.table import TableRenderer
 from tcopy_cli.trace.observe import DEFAULT_MAX_VALUES, tensor_values
 from tcopy_cli.trace.records import Step, TensorRecord
@@ -23,7 +25,18 @@ from tcopy_cli.trace.values import format_number
 
 runner = CliRunner()
 
-NAMES = ["x", "w", "h[0]", "model.0.weight", "model.0.bias", "layers.11.attention.q_proj.weight", "a_name_of_18_chars"]
+NAMES = [
+    "x",
+    "w",
+    "h[0]",
+    "model.0.weight",
+    "model.0.bias",
+    "layers.11.attention.q_proj.weight",
+    "a_name_of_18_chars",
+    "discriminator.2.weight",
+    "net.backbone.layer4.1.conv2.weight",
+    "f:encoder.block.feature_extractor_projection.bias",
+]
 GRAD_FNS = [None, "MulBackward0", "MseLossBackward0", "NativeLayerNormBackward0"]
 NUMBERS = st.one_of(
     st.integers(-5, 5).map(float),
@@ -101,6 +114,40 @@ def test_fewest_lines_never_more_than_values_first(step: Step, width: int, monke
     # header, rule and one line a row (plus the rule and the statement above, a blank line below)
     if len(values_first) == rows + 5:  # nothing wraps: drawn exactly as before
         assert fewest == values_first
+
+
+def test_names_broken_between_pieces_cost_no_line_and_no_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Against names folded anywhere, on 300 random steps: never more lines, the same values."""
+    names = [
+        *NAMES,
+        "emb['token_embedding_weight_matrix_large']",
+        "xs[10][3]",
+        "generator.main.0.weight",
+    ]
+    rng = random.Random(2)
+    for _ in range(300):
+        records = {}
+        for i, name in enumerate(rng.sample(names, rng.randint(1, 6)), 1):
+            shape = rng.choice([(), (rng.randint(1, 14),), (rng.randint(1, 9), rng.randint(1, 6)), (30, 30)])
+            torch.manual_seed(rng.randint(0, 1000))
+            t = torch.randn(shape) * rng.choice([1.0, 1e-3, 1e3])
+            grad = t * 0.37 if rng.random() < 0.4 else None
+            records[name] = record(t, grad, None if grad is not None else rng.choice([None, "MulBackward0"]), i)
+        step = Step(
+            index=1, line=1, source="pass", status="ok", error=None, stdout="", warnings=[], tensors=records, arrays={}
+        )
+        width = rng.choice([80, 100, 120, 160, rng.randint(60, 200)])
+        broken = drawn(step, width, True, monkeypatch)
+        with monkeypatch.context() as m:
+            m.setattr(layout, "name_lines", lambda name, width: [name])
+            m.setattr(layout, "_names_whole", lambda rows, columns, width, f, widths: widths)
+            # the cells drawn so far were drawn with names in pieces: not remembered for this one
+            m.setattr(layout, "_DRAWN", Memo())
+            m.setattr(layout, "_PROFILES", Memo(1024))
+            anywhere = drawn(step, width, True, monkeypatch)
+        shown = "\n".join([*anywhere, "---", *broken])
+        assert len(broken) <= len(anywhere), shown
+        assert [line.count(" mean ") for line in broken] == [line.count(" mean ") for line in anywhere], shown
 
 
 MLP = """\
