@@ -101,6 +101,9 @@ class Evolution:
     """Storage labels the name held, in order of first appearance (the one before the loop first)."""
     storage_before: str | None = None
     storages_freed: int = 0
+    storages_new: int = 0
+    """Of ``storages``, how many first appeared inside the loop (their storage label is newer than
+    every label seen before it); the others were made before it (``for x in xs`` holds xs's)."""
     items: int = 0
     """For a row of several list items (``summary_rows``): how many; their values (one each) in ``values``."""
 
@@ -130,6 +133,7 @@ class Evolution:
         if norms:
             out["grad_norms"] = [_json_number(n) for n in self.grad_norms]
         out["storages_made"] = self.storages_made
+        out["storages_new"] = self.storages_new
         out["storages_freed"] = self.storages_freed
         return out
 
@@ -151,6 +155,8 @@ class LoopSummary:
     """``Step.unlisted`` of the step before the loop."""
     unlisted_after: dict[str, int] = field(default_factory=dict)
     """``Step.unlisted`` at the end of the last turn."""
+    labels_before: int = 0
+    """The number of the newest storage label (``S12``: 12) seen before the loop's first step."""
 
     @property
     def level(self) -> int:
@@ -214,6 +220,8 @@ class LoopTracker:
     def __init__(self) -> None:
         self.running: list[_Running] = []
         self.previous: Step | None = None
+        self.newest_label = 0
+        """The number of the newest storage label in the steps fed so far (labels count up)."""
 
     def feed(self, step: Step) -> list[LoopSummary]:
         """Loops that ended before ``step`` (innermost first); then ``step`` is taken in."""
@@ -227,6 +235,7 @@ class LoopTracker:
         for level, loop in enumerate(step.loops):
             if level >= len(self.running):
                 summary = LoopSummary(loop.line, loop.entry, loop.total, step.loops[:level], step.index)
+                summary.labels_before = self.newest_label
                 self._before(summary, self.previous)
                 self.running.append(_Running(summary, loop.iteration))
             running = self.running[level]
@@ -237,6 +246,7 @@ class LoopTracker:
             running.summary.last_step = step.index
             running.summary.iterations = max(running.summary.iterations, loop.iteration)
         self.previous = step
+        self.newest_label = max([self.newest_label, *map(_label_number, _storages(step))])
         return ended
 
     def close(self) -> list[LoopSummary]:
@@ -253,6 +263,7 @@ class LoopTracker:
         alive = {r.storage for r in running.last.tensors.values()} if running.last is not None else set()
         for ev in summary.tensors.values():
             ev.storages_freed = sum(1 for s in dict.fromkeys([ev.storage_before, *ev.storages]) if s and s not in alive)
+            ev.storages_new = sum(1 for s in ev.storages if _label_number(s) > summary.labels_before)
         return summary
 
     @staticmethod
@@ -283,6 +294,17 @@ class LoopTracker:
                 ev.storages.append(r.storage)
 
 
+def _storages(step: Step) -> list[str]:
+    """The storage labels of a step's tensors and their grads."""
+    out = [r.storage for r in step.tensors.values()]
+    return out + [r.grad.storage for r in step.tensors.values() if r.grad is not None]
+
+
+def _label_number(label: str) -> int:
+    """``S12`` -> 12 (0 for a label of another kind: a grad's ``G3``, no storage)."""
+    return int(label[1:]) if label[:1] == "S" and label[1:].isdigit() else 0
+
+
 def number(v: float) -> str:
     """A value in a summary: four significant digits."""
     return f"{v:.4g}"
@@ -310,7 +332,10 @@ def evolution_parts(ev: Evolution, spark_width: int) -> list[str]:
             f"{ev.items} added" if ev.scalar else f"{ev.items} added, in {plural(len(ev.storages), 'storage')}"
         )
     elif (made or freed) and not ev.scalar:
-        parts.append(f"{plural(made, 'storage')} made, {freed} freed")
+        new, earlier = ev.storages_new, made - ev.storages_new
+        held = [f"{plural(new, 'storage')} made"] if new or not earlier else []
+        held += [f"held {plural(earlier, 'storage')} made before the loop"] if earlier else []
+        parts.append(f"{', '.join(held)}, {freed} freed")
     return parts
 
 

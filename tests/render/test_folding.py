@@ -534,6 +534,22 @@ def test_layers_that_differ_only_in_their_number_are_written_as_one_name() -> No
     assert grouped_names(['d["a.1.b"]', 'd["a.2.b"]', "a.1.w", "a.01.w"]) == 'd["a.1.b"], d["a.2.b"], a.1.w, a.01.w'
 
 
+def test_a_loop_summary_tells_storages_made_in_the_loop_from_those_it_only_held() -> None:
+    script = "data = [torch.ones(2) * i for i in range(5)]\nfor x in data:\n    y = x * 2\n"
+    ns: dict[str, Any] = {"torch": torch}
+    exec(script, ns)
+    before = {t.untyped_storage().data_ptr() for t in ns["data"]}
+    assert ns["x"].untyped_storage().data_ptr() in before  # x only held the items made before the loop
+    assert ns["y"].untyped_storage().data_ptr() not in before
+    events = [json.loads(line) for line in _run(["--format", "json"], script).stdout.splitlines()]
+    loop = next(e for e in events if e["event"] == "loop")
+    assert (loop["tensors"]["x"]["storages_made"], loop["tensors"]["x"]["storages_new"]) == (5, 0)
+    assert (loop["tensors"]["y"]["storages_made"], loop["tensors"]["y"]["storages_new"]) == (5, 5)
+    out = _run(["--width", "100"], script).stdout
+    assert re.search(r"^ +x +held 5 storages made before the loop, 0 freed$", out, re.M), out
+    assert re.search(r"^ +y +5 storages made, 4 freed$", out, re.M), out
+
+
 def test_items_in_a_row_that_differ_in_their_first_index_are_written_as_one_name() -> None:
     pairs = [f"data[{i}][{j}]" for i in range(10) for j in range(2)]
     assert grouped_names([*pairs, "x"], most=99) == "data[0…9][0], data[0…9][1], x"
