@@ -92,7 +92,9 @@ class MarkdownRenderer:
     def start(self, info: RunInfo) -> None:
         """Title and run facts."""
         self.device = info.device
-        heading = _prose(visible(info.title)) if info.title else f"tcopy: {_code(info.source)}"
+        # A heading's trailing #s would be read as its closing sequence: escaped.
+        title = re.sub(r"#+(?=\s*$)", lambda m: "\\#" * len(m[0]), _prose(visible(info.title)))
+        heading = title if info.title else f"tcopy: {_code(info.source)}"
         self.out.write(
             f"# {heading}\n\ntcopy {info.tcopy} · torch {info.torch} · device {_code(info.device)}"
             f" · {_code(info.source)} · confinement {_code(info.confinement)}\n\n"

@@ -105,3 +105,10 @@ def test_backticks_in_names_values_and_output_end_no_code() -> None:
     assert "['`<b>B</b>`']" in codes or any("`<b>B</b>`" in c for c in codes), codes  # the array's values
     text = html.unescape(re.sub(r"<(?!/?code)[^>]*>", "", page))
     assert "invalid literal for int() with base 10: '``x` <i>'" in text, text
+
+
+def test_a_title_ending_in_hashes_keeps_them() -> None:
+    script = "# Title with C# and #hash ##\na = torch.ones(1)\n"
+    result = CliRunner().invoke(app, ["run", "-e", script, "--format", "markdown"])
+    assert result.exit_code == 0, result.output
+    assert "<h1>Title with C# and #hash ##</h1>" in _rendered(result.stdout), result.stdout[:300]
