@@ -115,7 +115,7 @@ def name_lines(name: str, width: int) -> list[str]:
     """A name ``width`` columns wide: whole pieces to a line (``discriminator.`` over ``2.weight``), or
     the name as it is where a piece is wider than that or the pieces would take more lines (the
     table then folds it anywhere)."""
-    if len(name) <= width:
+    if len(name) <= width or width < 1:
         return [name]
     parts = name_parts(name)
     if max(map(len, parts)) > width:
