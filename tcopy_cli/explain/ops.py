@@ -188,6 +188,12 @@ def _relation_note(
             # "the old b" is no name any more (a, b = b, a): there is no other name to change it through
             shared = "" if s.startswith("the old ") else "; every change through one name shows through the other"
             text = f"{name} is the same tensor object as {s}: assignment only adds a name, nothing is copied{shared}."
+        elif op.kind == "index":  # an item of a list, tuple or dict (indexing a tensor gives a view)
+            kind = "relation.same-object"
+            text = (
+                f"{name} is the same tensor object as {s}: {_call(op)} gives the item itself, nothing is copied; "
+                f"every change through one name shows through the other."
+            )
         else:
             kind, text = "relation.returned-input", _returned_itself(op, name, s, b)
     elif src.relation == "view":

@@ -143,6 +143,17 @@ def test_a_swap_names_the_old_tensor(swap: str) -> None:
     assert "same tensor object as b:" not in text, text
 
 
+@pytest.mark.parametrize("trust", [False, True])
+def test_an_item_taken_from_a_list_is_the_item_itself(trust: bool) -> None:
+    source = "import torch\nys = [torch.ones(2), torch.zeros(2)]\nx = ys[0]\n"
+    ns: dict[str, object] = {}
+    exec(source, ns)
+    assert ns["x"] is ns["ys"][0]  # type: ignore[index]
+    text = " ".join(run_source(source, origin="<t>", trust=trust).steps[-1].notes)
+    assert "x is the same tensor object as ys[0]:" in text, text
+    assert "returned" not in text and "copy of" not in text, text
+
+
 def test_a_loop_target_bound_again_is_the_item_itself_not_a_copy() -> None:
     src = (
         "data = [(torch.randn(2), torch.zeros(2)) for _ in range(3)]\n"
