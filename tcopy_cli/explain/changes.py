@@ -5,6 +5,7 @@ from __future__ import annotations
 from tcopy_cli.explain.facts import Findings, StepFacts, agree, led_group, names_text, note
 from tcopy_cli.explain.ops import explained_names, leaf_sharing_tail
 from tcopy_cli.trace.records import Note
+from tcopy_cli.trace.values import code_span
 
 
 def requires_grad_flip(f: StepFacts, name: str) -> list[Note]:
@@ -72,7 +73,7 @@ def untracked_write(f: StepFacts, name: str) -> list[Note]:
     if r.version == old.version and r.values != old.values and r.values is not None and old.values is not None:
         through = _alias_write(f, name)
         how = (
-            f"`{through[0]}` wrote into its memory through {through[1]}"
+            f"{code_span(through[0])} wrote into its memory through {through[1]}"
             if through is not None
             else "the write went through an alias with its own counter (.data, or a NumPy array on the same memory)"
         )
@@ -116,7 +117,7 @@ def _alias_write(f: StepFacts, name: str) -> tuple[str, str] | None:
                 for rel in res.relations:
                     src = made.inputs[rel.input] if rel.input < len(made.inputs) else None
                     if rel.relation == "alias" and src is not None and src.name == name:
-                        return op.call, f"`{made.call}`, an alias with its own version counter"
+                        return op.call, f"{code_span(made.call)}, an alias with its own version counter"
     return None
 
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from tcopy_cli.explain.facts import Findings, StepFacts, agree, names_text, note
 from tcopy_cli.explain.ops import written_tensor
 from tcopy_cli.trace.records import RESET_CALLS, Note, OpRecord, TensorRecord
-from tcopy_cli.trace.values import format_nested
+from tcopy_cli.trace.values import code_span, format_nested
 
 RECEIVED = ("grad.received", "grad.accumulated")
 
@@ -162,7 +162,7 @@ def _moved(
         if not same:
             text = f"{name}.grad is another tensor now ({g.storage}): {change}, though no backward ran."
             return "grad.written", text, 1  # as for `x.grad = t`: the next backward adds to it
-        how = f"`{written[1].call}` wrote into it in place" if written is not None else "no backward ran"
+        how = f"{code_span(written[1].call)} wrote into it in place" if written is not None else "no backward ran"
         return "grad.written", f"{name}.grad changed: {change}; {how}. A backward adds to the values it holds.", "keep"
     if last_reset > last_backward and (zeros or g.values is None):
         return "grad.zeroed", "", 0  # backward, then zero_grad(set_to_none=False) in one step
@@ -171,13 +171,13 @@ def _moved(
     if 0 <= last_reset < last_backward and (not same or extra):
         how = "dropped" if not same else "zeroed"
         text = (
-            f"`{run.ops[last_reset].call}` in this step {how} {name}.grad ({og.preview}), then backward put a new "
-            f"gradient into it: {_ended(g.preview)}"
+            f"{code_span(run.ops[last_reset].call)} in this step {how} {name}.grad ({og.preview}), then backward "
+            f"put a new gradient into it: {_ended(g.preview)}"
         )
         return "grad.received", text, 1
     if written is not None or extra:
         what = (
-            f"`{written[1].call}` wrote into it"
+            f"{code_span(written[1].call)} wrote into it"
             if written is not None
             else (
                 f"something besides backward wrote into it (its version counter moved {delta} times, "

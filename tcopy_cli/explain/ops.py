@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from tcopy_cli.explain.facts import Findings, StepFacts, agree, names_text, note, overlaps, storage_text
 from tcopy_cli.trace.records import ArrayRecord, Note, OpInput, OpRecord, OpResult, TensorRecord, is_local
+from tcopy_cli.trace.values import code_span
 
 # Calls that return their input itself when nothing needs converting.
 CONVERTERS = frozenset(
@@ -173,7 +174,7 @@ def _rebound_later(ops: list[OpRecord], op: OpRecord, name: str) -> bool:
 
 
 def _call(op: OpRecord) -> str:
-    return f"`{op.call}`"
+    return code_span(op.call)
 
 
 def _relation_note(

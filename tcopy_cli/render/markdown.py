@@ -13,6 +13,7 @@ from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading, s
 from tcopy_cli.render.names import index_runs, unlisted_text
 from tcopy_cli.render.where import where_parts
 from tcopy_cli.trace.records import TRUSTED_HEADER, RunInfo, RunSummary, Step
+from tcopy_cli.trace.values import code_span
 
 
 def _cell(text: str) -> str:
@@ -51,13 +52,7 @@ def _longest_backticks(text: str) -> int:
     return max((len(run) for run in re.findall(r"`+", text)), default=0)
 
 
-def _code(text: str) -> str:
-    """``text`` as inline code, whatever it holds: fenced by more backticks than its longest run
-    of them, and padded where it starts or ends with a backtick or a space (which CommonMark
-    would otherwise take for the fence, or strip)."""
-    fence = "`" * (_longest_backticks(text) + 1)
-    pad = " " if text[:1] in ("`", " ") or text[-1:] in ("`", " ") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
+_code = code_span
 
 
 def _code_cell(text: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 
@@ -68,3 +69,13 @@ def format_nested(v: Any) -> str:
             return "[" + ", ".join(map(format_nested, v)) + "]"
         return "[" + ", ".join(format_nested(x) for x in v) + "]"
     return format_number(v)
+
+
+def code_span(text: str) -> str:
+    """``text`` quoted as code in a note: between backticks, more of them than its longest run of
+    backticks (``d["x`y"]`` gets two), padded with a space where it starts or ends with a backtick
+    or a space; so the Markdown view reads it as one code span, whatever the script wrote."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text[:1] in ("`", " ") or text[-1:] in ("`", " ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"

@@ -112,3 +112,11 @@ def test_a_title_ending_in_hashes_keeps_them() -> None:
     result = CliRunner().invoke(app, ["run", "-e", script, "--format", "markdown"])
     assert result.exit_code == 0, result.output
     assert "<h1>Title with C# and #hash ##</h1>" in _rendered(result.stdout), result.stdout[:300]
+
+
+def test_code_holding_a_backtick_is_one_code_span_in_a_note() -> None:
+    script = 'd = {"x`y": torch.ones(2, requires_grad=True)}\nq = d["x`y"] * 2\n'
+    result = CliRunner().invoke(app, ["run", "-e", script, "--format", "markdown"])
+    assert result.exit_code == 0, result.output
+    items = [line for line in _rendered(result.stdout).splitlines() if line.startswith("<li>")]
+    assert items and items[-1].startswith("<li><code>d['x`y'] * 2</code>: q is a new tensor"), items
