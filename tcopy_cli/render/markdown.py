@@ -13,7 +13,7 @@ from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading, s
 from tcopy_cli.render.names import index_runs, unlisted_text
 from tcopy_cli.render.where import where_parts
 from tcopy_cli.trace.records import TRUSTED_HEADER, RunInfo, RunSummary, Step
-from tcopy_cli.trace.values import code_span
+from tcopy_cli.trace.values import code_span, longest_backticks
 
 
 def _cell(text: str) -> str:
@@ -48,21 +48,14 @@ def _prose(text: str) -> str:
     return "".join(out).replace("\n", " ")
 
 
-def _longest_backticks(text: str) -> int:
-    return max((len(run) for run in re.findall(r"`+", text)), default=0)
-
-
-_code = code_span
-
-
 def _code_cell(text: str) -> str:
-    """``_code`` in a table cell: a ``|`` escaped (GFM reads ``\\|`` as ``|`` inside code too)."""
-    return _code(text.replace("\n", " ")).replace("|", "\\|")
+    """``code_span`` in a table cell: a ``|`` escaped (GFM reads ``\\|`` as ``|`` inside code too)."""
+    return code_span(text.replace("\n", " ")).replace("|", "\\|")
 
 
 def _fence(text: str) -> str:
     """A code block fence that ``text`` can't close: longer than any run of backticks in it."""
-    return "`" * max(3, _longest_backticks(text) + 1)
+    return "`" * max(3, longest_backticks(text) + 1)
 
 
 def _escaped(text: str) -> str:
@@ -89,10 +82,10 @@ class MarkdownRenderer:
         self.device = info.device
         # A heading's trailing #s would be read as its closing sequence: escaped.
         title = re.sub(r"#+(?=\s*$)", lambda m: "\\#" * len(m[0]), _prose(visible(info.title)))
-        heading = title if info.title else f"tcopy: {_code(info.source)}"
+        heading = title if info.title else f"tcopy: {code_span(info.source)}"
         self.out.write(
-            f"# {heading}\n\ntcopy {info.tcopy} · torch {info.torch} · device {_code(info.device)}"
-            f" · {_code(info.source)} · confinement {_code(info.confinement)}\n\n"
+            f"# {heading}\n\ntcopy {info.tcopy} · torch {info.torch} · device {code_span(info.device)}"
+            f" · {code_span(info.source)} · confinement {code_span(info.confinement)}\n\n"
         )
         if info.trusted:
             self.out.write(f"> {TRUSTED_HEADER}\n\n")
@@ -155,11 +148,11 @@ class MarkdownRenderer:
             if unchanged:
                 w(f"*{_escaped(unchanged)}*\n\n")
         if gone:
-            w("Removed: " + ", ".join(_code(n) for n in index_runs(gone)) + "\n\n")
+            w("Removed: " + ", ".join(code_span(n) for n in index_runs(gone)) + "\n\n")
         if unlisted := self.options.watched_only(step.unlisted):
             w(f"*{_escaped(unlisted_text(unlisted))}*\n\n")
         if step.hooks:
-            w("Torch called back: " + ", ".join(_code(h) for h in step.hooks) + "\n\n")
+            w("Torch called back: " + ", ".join(code_span(h) for h in step.hooks) + "\n\n")
         if step.stdout:
             fence = _fence(step.stdout)  # what the script printed can't end the block
             w(f"Printed:\n\n{fence}\n" + step.stdout.rstrip("\n") + f"\n{fence}\n\n")

@@ -71,11 +71,15 @@ def format_nested(v: Any) -> str:
     return format_number(v)
 
 
+def longest_backticks(text: str) -> int:
+    """The length of the longest run of backticks in ``text`` (0 for none)."""
+    return max((len(run) for run in re.findall(r"`+", text)), default=0)
+
+
 def code_span(text: str) -> str:
     """``text`` quoted as code in a note: between backticks, more of them than its longest run of
     backticks (``d["x`y"]`` gets two), padded with a space where it starts or ends with a backtick
     or a space; so the Markdown view reads it as one code span, whatever the script wrote."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * (longest + 1)
+    fence = "`" * (longest_backticks(text) + 1)
     pad = " " if text[:1] in ("`", " ") or text[-1:] in ("`", " ") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
