@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tcopy_cli.explain.facts import StepFacts, agree, names_text, note
-from tcopy_cli.trace.records import Note, OpRecord, TensorRecord, added_items
+from tcopy_cli.trace.records import Note, OpRecord, TensorRecord, added_items, script_name
 
 Loops = tuple[tuple[int, int], ...]
 """The loops around a step, outermost first, each as (line, entry)."""
@@ -57,32 +57,26 @@ def _turn(f: StepFacts) -> tuple[TurnState, Loops, Turn]:
     state = f.state.extra.setdefault("turns", TurnState())
     assert isinstance(state, TurnState)
     loops = f.step.loops
+    # Each loop around the step, keyed by itself and the loops around it, outermost first.
+    keys = [tuple((loop.line, loop.entry) for loop in loops[:k]) for k in range(1, len(loops) + 1)]
     if state.step != f.step.index:
         state.step = f.step.index
-        around = {tuple((loop.line, loop.entry) for loop in loops[:k]) for k in range(1, len(loops) + 1)}
-        for ended in [k for k in state.turns if k not in around]:  # loops that ended: their turns are over
+        for ended in [k for k in state.turns if k not in keys]:  # loops that ended: their turns are over
             del state.turns[ended]
             state.before_loop.pop(ended, None)
-        for k in range(1, len(loops) + 1):
-            key = tuple((loop.line, loop.entry) for loop in loops[:k])
+        for k, key in enumerate(keys, 1):
             iterations = tuple(loop.iteration for loop in loops[:k])
             current = state.turns.get(key)
             if current is None:
                 state.before_loop[key] = {r.node_id for r in f.before.values() if r.grad_fn is not None}
             if current is None or current.iterations != iterations:
                 state.turns[key] = Turn(iterations, f.before)
-    key = tuple((loop.line, loop.entry) for loop in loops)
-    return state, key, state.turns[key]
+    return state, keys[-1], state.turns[keys[-1]]
 
 
 def _is_item(name: str) -> bool:
     """An item of a list, tuple or dict, a function's local one included (``xs[0]``, ``f:xs[0]``)."""
     return name.endswith("]")
-
-
-def _code(name: str) -> str:
-    """The name as the script writes it: a function's local without its function (``f:h`` -> ``h``)."""
-    return name.rsplit(":", 1)[-1]
 
 
 def chained_graph(f: StepFacts) -> list[Note]:
@@ -102,7 +96,7 @@ def chained_graph(f: StepFacts) -> list[Note]:
             continue  # a graph made before the loop: nothing chains from turn to turn yet
         turn.chained.add(name)
         addends = _graph_inputs(f, _adds_to(name), skip=name)
-        code = _code(name)
+        code = script_name(name)
         fix = (
             f"add {_instead(addends)} instead"
             if addends

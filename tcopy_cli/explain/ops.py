@@ -14,7 +14,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from tcopy_cli.explain.facts import Findings, StepFacts, agree, names_text, note, overlaps, storage_text
-from tcopy_cli.trace.records import ArrayRecord, Note, OpInput, OpRecord, OpResult, TensorRecord, is_local
+from tcopy_cli.trace.records import (
+    ArrayRecord,
+    Note,
+    OpInput,
+    OpRecord,
+    OpResult,
+    TensorRecord,
+    is_local,
+    script_name,
+)
 from tcopy_cli.trace.values import code_span
 
 # Calls that return their input itself when nothing needs converting.
@@ -169,7 +178,7 @@ def _result_notes(f: StepFacts, ops: list[OpRecord], op: OpRecord, res: OpResult
 def _rebound_later(ops: list[OpRecord], op: OpRecord, name: str) -> bool:
     """Whether an assignment after ``op`` in the same statement bound ``name`` to another object
     (``a, b = b, a``: ``a = b`` read the b of before ``b = a``)."""
-    bare = name.rsplit(":", 1)[-1]
+    bare = script_name(name)
     return any(o.kind in ("bind", "rebind") and o.function == bare and o.index > op.index for o in ops)
 
 

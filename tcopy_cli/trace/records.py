@@ -325,6 +325,13 @@ def is_local(name: str) -> bool:
     return ":" in name.split("[", 1)[0]
 
 
+def script_name(name: str) -> str:
+    """``name`` as the script writes it: a function's local without its function (``f:h`` -> ``h``,
+    ``f:xs[0]`` -> ``xs[0]``); any other name as it is (``d["a:b"]`` keeps its key)."""
+    head, bracket, rest = name.partition("[")
+    return head.rsplit(":", 1)[-1] + bracket + rest
+
+
 def is_item(name: str) -> bool:
     """Whether ``name`` is an item of a container a name holds (``xs[3]``, ``d["k"]``), not a function's local."""
     return name.endswith("]") and not is_local(name)

@@ -74,3 +74,14 @@ def test_defaults_and_fresh_factories(cls: type) -> None:
     if required:
         with pytest.raises(TypeError):
             cls()
+
+
+def test_a_name_as_the_script_writes_it() -> None:
+    assert [records.script_name(n) for n in ["f:h", "f:xs[0]", "h", 'd["a:b"]', 'f:d["a:b"]']] == [
+        "h",
+        "xs[0]",
+        "h",
+        'd["a:b"]',
+        'd["a:b"]',
+    ]
+    assert [records.is_local(n) for n in ["f:h", 'd["a:b"]']] == [True, False]
