@@ -246,7 +246,7 @@ class LoopTracker:
             running.summary.last_step = step.index
             running.summary.iterations = max(running.summary.iterations, loop.iteration)
         self.previous = step
-        self.newest_label = max([self.newest_label, *map(_label_number, _storages(step))])
+        self.newest_label = max([self.newest_label, *(_label_number(r.storage) for r in step.tensors.values())])
         return ended
 
     def close(self) -> list[LoopSummary]:
@@ -294,14 +294,9 @@ class LoopTracker:
                 ev.storages.append(r.storage)
 
 
-def _storages(step: Step) -> list[str]:
-    """The storage labels of a step's tensors and their grads."""
-    out = [r.storage for r in step.tensors.values()]
-    return out + [r.grad.storage for r in step.tensors.values() if r.grad is not None]
-
-
 def _label_number(label: str) -> int:
-    """``S12`` -> 12 (0 for a label of another kind: a grad's ``G3``, no storage)."""
+    """``S12`` -> 12 (0 for a label of another kind: a grad's ``G3``, no storage). A grad never
+    gets a new ``S`` label (only that of a storage known already), so tensors' labels suffice."""
     return int(label[1:]) if label[:1] == "S" and label[1:].isdigit() else 0
 
 
