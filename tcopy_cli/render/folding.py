@@ -31,7 +31,7 @@ from typing import Union
 from tcopy_cli.render import ViewOptions, plural
 from tcopy_cli.render.cells import Before, Quiet, Row, quiet_form
 from tcopy_cli.render.loops import LoopSummary, LoopTracker, number, scalar_of
-from tcopy_cli.render.names import index_runs, layer_sets, outer_item_runs, unlisted_change, unlisted_pairs
+from tcopy_cli.render.names import grouped_names, unlisted_change, unlisted_pairs
 from tcopy_cli.render.where import iteration_text
 from tcopy_cli.render.where import turn as where_turn
 from tcopy_cli.trace.records import LoopContext, Note, Step, TensorRecord, evolve, is_item, is_local
@@ -695,35 +695,6 @@ def _storage_label(row: Row) -> str | None:
     """``S3`` for a row whose storage column reads ``S3`` or ``S3+16`` (None for none)."""
     label = row.cells.get("storage", "-").partition("+")[0]
     return None if label in ("", "-") else label
-
-
-def _owner_split(name: str) -> tuple[str, str, str]:
-    """``name.rpartition(".")`` at the last dot outside ``[...]`` (``d["a.b"]`` has no owner)."""
-    depth = 0
-    for i in range(len(name) - 1, -1, -1):
-        ch = name[i]
-        if ch == "]":
-            depth += 1
-        elif ch == "[":
-            depth -= 1
-        elif ch == "." and depth == 0:
-            return name[:i], ".", name[i + 1 :]
-    return "", "", name
-
-
-def grouped_names(names: list[str], most: int = 6) -> str:
-    """``model.fc1.{weight,bias}, model.fc2.weight``: names with one owner written together (and
-    ``model.{0,2}.{weight,bias}``: owners that differ only in a layer's number)."""
-    groups: dict[str, list[str]] = {}
-    for name in dict.fromkeys(names):
-        owner, dot, leaf = _owner_split(name)
-        if owner:
-            groups.setdefault(owner + dot, []).append(leaf)
-        else:  # a name with no owner stands alone: ``x, y``, not ``{x,y}``
-            groups[name] = [""]
-    parts = [prefix + (leaf[0] if len(leaf) == 1 else "{" + ",".join(leaf) + "}") for prefix, leaf in groups.items()]
-    parts = outer_item_runs(layer_sets(index_runs(parts)))
-    return ", ".join(parts[:most]) + (f" +{len(parts) - most} more" if len(parts) > most else "")
 
 
 def turn_label(turn: FoldedTurn) -> str:

@@ -105,6 +105,35 @@ def outer_item_runs(parts: list[str]) -> list[str]:
     return out
 
 
+def _owner_split(name: str) -> tuple[str, str, str]:
+    """``name.rpartition(".")`` at the last dot outside ``[...]`` (``d["a.b"]`` has no owner)."""
+    depth = 0
+    for i in range(len(name) - 1, -1, -1):
+        ch = name[i]
+        if ch == "]":
+            depth += 1
+        elif ch == "[":
+            depth -= 1
+        elif ch == "." and depth == 0:
+            return name[:i], ".", name[i + 1 :]
+    return "", "", name
+
+
+def grouped_names(names: list[str], most: int = 6) -> str:
+    """``model.fc1.{weight,bias}, model.fc2.weight``: names with one owner written together (and
+    ``model.{0,2}.{weight,bias}``: owners that differ only in a layer's number)."""
+    groups: dict[str, list[str]] = {}
+    for name in dict.fromkeys(names):
+        owner, dot, leaf = _owner_split(name)
+        if owner:
+            groups.setdefault(owner + dot, []).append(leaf)
+        else:  # a name with no owner stands alone: ``x, y``, not ``{x,y}``
+            groups[name] = [""]
+    parts = [prefix + (leaf[0] if len(leaf) == 1 else "{" + ",".join(leaf) + "}") for prefix, leaf in groups.items()]
+    parts = outer_item_runs(layer_sets(index_runs(parts)))
+    return ", ".join(parts[:most]) + (f" +{len(parts) - most} more" if len(parts) > most else "")
+
+
 def _runs(numbers: list[int]) -> list[list[int]]:
     """``numbers`` in runs of consecutive ones, in order."""
     runs: list[list[int]] = []

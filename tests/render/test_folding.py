@@ -28,7 +28,6 @@ from tcopy_cli.render.folding import (
     LoopEnd,
     Show,
     StepFlow,
-    grouped_names,
     line_ranges,
     printed_lines,
     range_end,
@@ -36,7 +35,7 @@ from tcopy_cli.render.folding import (
     turn_parts,
 )
 from tcopy_cli.render.loops import LoopSummary, sparkline
-from tcopy_cli.render.names import index_runs
+from tcopy_cli.render.names import grouped_names, index_runs
 from tcopy_cli.trace import run_source
 
 # A tiny MLP trained for 20 turns. Turn 8 writes through .data (a note about an untracked
