@@ -49,6 +49,13 @@ class ViewOptions:
             return step.explanations
         return [n for n in step.explanations if not n.tensors or any(self.watches(t) for t in n.tensors)]
 
+    def shown_notes(self, step: Step) -> list[Note]:
+        """``notes_of``, where notes that say the same thing about different tensors are told once
+        (``The same holds for ts[1…999].``): what tables and Markdown show."""
+        from tcopy_cli.render.notegroups import grouped_notes
+
+        return grouped_notes(self.notes_of(step))
+
     @property
     def unchanged_text(self) -> str:
         """What a step that changed none of the shown tensors is told with: under --watch only

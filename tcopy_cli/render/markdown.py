@@ -171,7 +171,7 @@ class MarkdownRenderer:
         """The step's notes as a list (warnings in bold)."""
         if not self.options.explain:
             return
-        notes = self.options.notes_of(step)
+        notes = self.options.shown_notes(step)
         for note in notes:
             line = _prose(note.line)
             text = f"**{line}**" if note.severity == "warning" else line

@@ -175,7 +175,7 @@ class TableRenderer:
         for w in step.warnings:
             parts.append(Padding(Text("⚠ warning: " + w, style="yellow"), (0, 0, 0, 2)))
         if self.options.explain:
-            for note in self.options.notes_of(step):
+            for note in self.options.shown_notes(step):
                 style = NOTE_STYLES[note.severity]
                 parts.append(Padding(Text("• " + note.line, style=style), (0, 0, 0, 2)))
 

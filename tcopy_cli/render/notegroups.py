@@ -1,0 +1,86 @@
+"""Notes of one step that say the same thing about different tensors, told once (tables and Markdown).
+
+``ts = [t] * 1000`` makes a thousand ``relation.same-object`` notes that differ only in the
+item's name, and ``sd = model.state_dict()`` one note per parameter that differs only in the
+names and the storage label. A view shows the first note in full and names the others after
+it: ``The same holds for ts[1…999].``, or with several names to a note, ``The same holds for
+sd["0.bias"] and model.0.bias (S2); sd["2.weight"] and ...``. JSON keeps every note as made.
+
+Two notes are told together only where their texts are the same once each name the note is
+about and each storage or version-counter label is replaced by the order of its first
+appearance: the same sentence, word for word, about other tensors.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from tcopy_cli.render.names import grouped_names
+from tcopy_cli.trace.records import Note
+
+LABEL = r"\b[SV]\d+\b"
+"""A storage label (``S3``) or a version-counter label (``V3``), as tables show them."""
+LISTED = 6
+"""Other notes' tensors named in full after the first note, at most (the rest are counted)."""
+
+Template = tuple[str, str, tuple[str, ...], tuple[int, ...]]
+"""A note's kind, severity, the pieces of its text between its names and labels, and which of
+them (numbered in order of first appearance) stands in each gap."""
+
+
+def _template(note: Note) -> tuple[Template, tuple[str, ...]]:
+    """The note's template, and the names and labels it took out (each once, in order)."""
+    names = sorted(set(note.tensors), key=len, reverse=True)
+    # A name stands alone: not part of a longer name or word (``a`` in "a view", ``x`` in ``xs``).
+    alone = [rf"(?<![\w.\[\]\"']){re.escape(n)}(?![\w\[])" for n in names]
+    parts = re.split("(" + "|".join([*alone, LABEL]) + ")", note.text)
+    found: dict[str, int] = {}
+    gaps = tuple(found.setdefault(token, len(found)) for token in parts[1::2])
+    return (note.kind, note.severity, tuple(parts[::2]), gaps), tuple(found)
+
+
+def grouped_notes(notes: list[Note]) -> list[Note]:
+    """``notes``, where notes that say the same thing about different tensors are one note (at
+    the place of the first): its text, then ``The same holds for ...`` with the others' tensors."""
+    if len(notes) < 2:
+        return notes
+    groups: dict[Template, list[tuple[Note, tuple[str, ...]]]] = {}
+    for note in notes:
+        template, tokens = _template(note)
+        groups.setdefault(template, []).append((note, tokens))
+    out: list[Note] = []
+    for members in groups.values():
+        first, tokens = members[0]
+        if len(members) == 1:
+            out.append(first)
+            continue
+        others = [t for _, t in members[1:]]
+        varies = [i for i in range(len(tokens)) if any(t[i] != tokens[i] for t in others)]
+        if not varies:  # the same note again, word for word
+            out.append(first)
+            continue
+        names = dict.fromkeys(n for note, _ in members for n in note.tensors)
+        text = f"{first.text} The same holds for {_others(others, varies, first)}."
+        out.append(replace(first, text=text, tensors=tuple(names)))
+    return out
+
+
+def _others(others: list[tuple[str, ...]], varies: list[int], first: Note) -> str:
+    """``ts[1…999]``, or ``sd["0.bias"] and model.0.bias (S2); ...``: what the other notes are about."""
+    labels = [i for i in varies if not _is_name(i, first)]
+    if len(varies) == 1 and not labels:
+        return grouped_names([t[varies[0]] for t in others], most=LISTED)
+    items = []
+    for t in others[:LISTED]:
+        item = " and ".join(t[i] for i in varies if i not in labels)
+        if labels:
+            item += " (" + ", ".join(t[i] for i in labels) + ")"
+        items.append(item.strip())
+    rest = len(others) - LISTED
+    return "; ".join(items) + (f"; and {rest:,} more" if rest > 0 else "")
+
+
+def _is_name(position: int, first: Note) -> bool:
+    """Whether the token at ``position`` of the first note's tokens is one of its names (not a label)."""
+    return _template(first)[1][position] in first.tensors
