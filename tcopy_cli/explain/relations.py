@@ -46,7 +46,8 @@ def shared_memory(f: StepFacts, name: str) -> list[Note]:
     """A view, a detached alias, ``.data``: another tensor on a storage a name already uses."""
     if f.same_object(name):
         return []
-    sharing = _candidates(f, name, f.sharing(name))
+    # Not a tensor computed from this one (f:w = p[0] for a new argument p): p is not "on w's memory".
+    sharing = [n for n in _candidates(f, name, f.sharing(name)) if name not in f.tensors[n].reaches]
     if not sharing:
         return []
     b = f.tensors[name]
@@ -84,9 +85,16 @@ def _alias(name: str, b: TensorRecord, src: str, a: TensorRecord) -> tuple[str, 
             f"them, but no gradient flows from {name} back to {src}.{disjoint}"
         )
     if shared_vc:
+        # No record or graph says which came from which: siblings (w, b = p) share a counter too.
+        effect = (
+            "In-place changes to either show in both, and autograd notices them."
+            if overlaps(a, b)
+            else "They cover different bytes of that storage, so a write to one does not change the other's "
+            "values, but it moves the version counter of both: autograd notices it through either."
+        )
         return "relation.view", (
-            f"{name} is a view of {src}: same memory ({storage_text(b)}) and version counter; in-place "
-            f"changes to either show in both.{disjoint}"
+            f"{name} shares {src}'s memory ({storage_text(b)}) and its version counter: one is a view of the "
+            f"other, or both are views of one tensor. {effect}"
         )
     if not b.shares_version_with and b.version >= 0 and a.version >= 0:
         return "relation.untracked-alias", (
