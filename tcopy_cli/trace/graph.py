@@ -204,13 +204,15 @@ class SavedTensorTracker:
 
     def update(
         self, walk: GraphWalk, describe: dict[int, str], leaves_behind: Callable[[int], tuple[str, ...]]
-    ) -> list[SavedEvent]:
-        """Check every saved tensor of the walked nodes; return what changed this step.
+    ) -> tuple[list[SavedEvent], list[torch.Tensor]]:
+        """Check every saved tensor of the walked nodes; return what changed this step, and the
+        saved tensors read (for the byte count: each read unpacks a tensor, so it is done once).
 
         ``describe`` maps a storage data pointer to the names of tensors on it, for
         naming saved tensors; ``leaves_behind`` gives the named leaves behind a node.
         """
         events: list[SavedEvent] = []
+        read: list[torch.Tensor] = []
         alive: set[tuple[int, str, int]] = set()
         for nid, node in walk.nodes.items():
             node_type = type(node).__name__
@@ -239,6 +241,7 @@ class SavedTensorTracker:
                         continue
                     if not isinstance(item, torch.Tensor):
                         continue
+                    read.append(item)
                     alive.add(key)
                     if entry is None or entry.node_type != node_type or entry.shape != tuple(item.shape):
                         self._remember(key, node_type, item, describe)
@@ -256,7 +259,7 @@ class SavedTensorTracker:
             entry = self.entries.pop(key)
             if entry.copy is not None:
                 self.copied -= entry.copy.numel()
-        return events
+        return events, read
 
     def _remember(self, key: tuple[int, str, int], node_type: str, t: torch.Tensor, describe: dict[int, str]) -> None:
         old = self.entries.get(key)

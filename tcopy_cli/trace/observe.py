@@ -519,6 +519,7 @@ class Observer:
             groups.setdefault(storage_of[name], []).append((name, t))
         shares_version = version_groups(groups.values())
         events: list[SavedEvent] = []
+        saved: list[torch.Tensor] = []  # the tensors the graph saved for backward, read once
         if walk.nodes or self.saved.entries:  # no graph now, none tracked before: no saved tensors to check
             describe: dict[int, str] = {}
             for name, t in tensors:
@@ -528,7 +529,7 @@ class Observer:
                     continue
                 describe.setdefault(ptr, name)
             leaf_names = {node_of[n]: names_of_node[node_of[n]] for n, t in tensors if safe_grad_fn(t) is None}
-            events = self.saved.update(walk, describe, lambda nid: walk.leaves_behind(nid, leaf_names))
+            events, saved = self.saved.update(walk, describe, lambda nid: walk.leaves_behind(nid, leaf_names))
 
         counters = self.versions.assign(tensors, shares_version)
         records: dict[str, TensorRecord] = {}
@@ -590,7 +591,7 @@ class Observer:
         total = sum(nbytes_of.values()) + sum(
             a.nbytes for name, a in arrays if array_records[name].storage is None and a.base is None
         )
-        total += _unlisted_bytes(ns, walk, counted)
+        total += _unlisted_bytes(ns, walk, counted, saved)
         graph = build_graph(walk, tensors, self.saved) if self.graph else None
         return Snapshot(records, array_records, total, events, graph, cut)
 
@@ -777,32 +778,13 @@ def _grad_of(t: torch.Tensor) -> torch.Tensor | None:
     return None
 
 
-_SAVED_ATTRS: dict[type, list[str]] = {}
-
-
-def _saved_tensors(node: Any) -> list[torch.Tensor]:
-    """The tensors a graph node saved for backward (none once backward freed them)."""
-    cls = type(node)
-    if cls not in _SAVED_ATTRS:
-        _SAVED_ATTRS[cls] = [a for a in dir(node) if a.startswith("_saved_")]
-    out: list[torch.Tensor] = []
-    for attr in _SAVED_ATTRS[cls]:
-        try:
-            value = getattr(node, attr)
-        except RuntimeError:  # freed by backward, or changed in place
-            continue
-        for item in value if isinstance(value, (list, tuple)) else (value,):
-            if isinstance(item, torch.Tensor):
-                out.append(item)
-    return out
-
-
-def _unlisted_bytes(ns: dict[str, Any], walk: GraphWalk, counted: set[int]) -> int:
+def _unlisted_bytes(ns: dict[str, Any], walk: GraphWalk, counted: set[int], saved: list[torch.Tensor]) -> int:
     """Bytes of storages the script keeps alive that no record lists, for --max-bytes.
 
     Tensors in sets, or past the items the records show of a long list, anywhere in the
-    script's containers; and tensors the autograd graph holds: saved for backward, or
-    leaves behind it. ``counted`` holds the data pointers of storages already in the total.
+    script's containers; and tensors the autograd graph holds: ``saved`` for backward (as
+    ``SavedTensorTracker.update`` read them from the walked nodes), or leaves behind it.
+    ``counted`` holds the data pointers of storages already in the total.
     """
     extra: dict[int, int] = {}
 
@@ -844,6 +826,6 @@ def _unlisted_bytes(ns: dict[str, Any], walk: GraphWalk, counted: set[int]) -> i
             grad = _grad_of(variable)
             if grad is not None:
                 add(grad)
-        for t in _saved_tensors(node):
-            add(t)
+    for t in saved:
+        add(t)
     return sum(extra.values())

@@ -390,9 +390,13 @@ class RunningStack:
                 del self.positions[0]
 
     def finished(self, line: int) -> None:
-        if any(p[0] == line for p in self.positions):
-            while self.positions and self.positions.pop()[0] != line:
-                pass
+        """The statement at ``line`` was reported: it and what was announced after it are off the
+        stack (looked for from the top, where it is found at once: loop headers stay below)."""
+        positions = self.positions
+        for i in range(len(positions) - 1, -1, -1):
+            if positions[i][0] == line:
+                del positions[i:]
+                return
 
     @property
     def current(self) -> Position | None:

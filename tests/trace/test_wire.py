@@ -235,6 +235,25 @@ def test_running_frames_the_worker_leaves_out_change_nothing_in_the_parent(event
         assert sent.current == every.current and sent.positions == every.positions
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["running", "step"]), st.integers(1, 6))))
+def test_a_finished_statement_leaves_the_stack_as_popping_down_to_it_does(events: list[tuple[str, int]]) -> None:
+    """``finished`` looks for the statement from the top: the same stack as popping until it comes off."""
+    stack, reference = wire.RunningStack(), []
+    for kind, line in events:
+        position = (line, 0, line, 1)
+        if kind == "running":
+            stack.running(position)
+            if not reference or reference[-1] != position:
+                reference.append(position)
+        else:
+            stack.finished(line)
+            if any(p[0] == line for p in reference):
+                while reference and reference.pop()[0] != line:
+                    pass
+        assert stack.positions == reference
+
+
 def test_a_steps_unlisted_counts_must_be_counts_by_name() -> None:
     step = run_source("xs = [torch.zeros(1) for _ in range(1002)]").steps[-1]
     assert step.unlisted == {"xs": 2}
