@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from tcopy_cli.explain.errors.context import mentions, parse_statement
-from tcopy_cli.explain.facts import StepFacts, note
+from tcopy_cli.explain.facts import StepFacts, names_text, note
 from tcopy_cli.trace.records import Note
+from tcopy_cli.trace.values import code_span
 
 
 def torch_warnings(f: StepFacts) -> list[Note]:
@@ -40,6 +41,34 @@ def _non_leaf_grad(f: StepFacts) -> Note:
     return note(
         "warning.non-leaf-grad",
         f"Reading {t}.grad gives None: {t} is not a leaf (grad_fn {f.tensors[t].grad_fn}), and autograd keeps "
-        f"gradients only for leaves. Call {t}.retain_grad() before backward() to keep it.",
+        f"gradients only for leaves.{_non_leaf_origin(f, t)}",
         names,
+    )
+
+
+def _non_leaf_origin(f: StepFacts, t: str) -> str:
+    """Where the non-leaf ``t`` came from (the earliest step at which a name that holds it now got
+    it), where backward puts its gradient instead (the named leaves its graph reaches), and the fixes."""
+    r = f.tensors[t]
+    holders = [t, *f.same_object(t)]
+    got = sorted((f.state.bound_at[n].index, n) for n in holders if n in f.state.bound_at)
+    where = ""
+    if got:
+        first = f.state.bound_at[got[0][1]]
+        name = got[0][1]
+        where = f" {name} got this tensor at line {first.line} ({code_span(first.source)})" + (
+            f", and {t} is the same tensor." if name != t else "."
+        )
+    leaves = [n for n in r.reaches if f.tensors[n].is_leaf and f.tensors[n].requires_grad]
+    if leaves:
+        return (
+            f"{where} Gradients through it go to the leaves it was computed from: "
+            f"{names_text([n + '.grad' for n in leaves])}. Call {t}.retain_grad() before backward() to keep "
+            f"{t}'s own gradient too."
+        )
+    return (
+        f"{where} No name holds a leaf it was computed from, so the gradients through it land in tensors the "
+        f"script can't reach. "
+        f"To train {t} itself, make it the leaf: compute its value first, then call .requires_grad_() "
+        f"on the result; or call {t}.retain_grad() before backward() to keep its gradient."
     )

@@ -1,0 +1,72 @@
+"""Reading a non-leaf's .grad: the note says which line made the tensor and where its gradient went.
+
+The classic: ``W = torch.randn(..., requires_grad=True) * 0.01`` makes W a non-leaf; the leaf
+(the randn tensor) has no name, and ``W.grad`` is None after backward. Found in a published
+RNN-from-scratch notebook (``for param in [W_ih, ...]: param.data -= lr * param.grad``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import torch
+
+from tcopy_cli.pipeline import run_source
+
+UNNAMED_LEAF = """\
+import torch
+W = torch.randn(3, 2, requires_grad=True) * 0.01
+x = torch.ones(1, 3)
+loss = (x @ W).sum()
+loss.backward()
+for p in [W]:
+    g = p.grad
+"""
+
+NAMED_LEAF = """\
+import torch
+w = torch.ones(2, requires_grad=True)
+h = w * 2
+h.sum().backward()
+g = h.grad
+"""
+
+
+def _python(script: str) -> dict[str, Any]:
+    ns: dict[str, Any] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(script, ns)
+    return ns
+
+
+def _note(script: str) -> str:
+    notes = [n for s in run_source(script).steps for n in s.explanations if n.kind == "warning.non-leaf-grad"]
+    assert len(notes) == 1
+    return notes[0].text
+
+
+def test_an_unnamed_leaf_is_told_with_the_line_that_made_the_tensor() -> None:
+    ns = _python(UNNAMED_LEAF)
+    w = ns["W"]
+    assert not w.is_leaf and ns["g"] is None and type(w.grad_fn).__name__ == "MulBackward0"
+    # the gradient went to the randn tensor, which only the graph holds
+    leaf = w.grad_fn.next_functions[0][0].variable
+    assert leaf.is_leaf and leaf.grad is not None and all(leaf is not v for v in ns.values())
+
+    text = _note(UNNAMED_LEAF)
+    assert text.startswith("Reading p.grad gives None: p is not a leaf (grad_fn MulBackward0)")
+    assert "W got this tensor at line 2 (`W = torch.randn(3, 2, requires_grad=True) * 0.01`), and p is the same" in text
+    assert "No name holds a leaf it was computed from" in text
+    assert "call .requires_grad_() on the result" in text and "p.retain_grad()" in text
+
+
+def test_a_named_leaf_is_where_the_gradient_went() -> None:
+    ns = _python(NAMED_LEAF)
+    assert ns["g"] is None and torch.equal(ns["w"].grad, torch.full((2,), 2.0))
+
+    text = _note(NAMED_LEAF)
+    assert "h got this tensor at line 3 (`h = w * 2`)." in text
+    assert "Gradients through it go to the leaves it was computed from: w.grad." in text
+    assert "No name holds" not in text
