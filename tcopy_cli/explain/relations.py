@@ -85,16 +85,18 @@ def _alias(name: str, b: TensorRecord, src: str, a: TensorRecord) -> tuple[str, 
             f"them, but no gradient flows from {name} back to {src}.{disjoint}"
         )
     if shared_vc:
-        # No record or graph says which came from which: siblings (w, b = p) share a counter too.
+        # No record or graph says which came from which: siblings (w, b = p) and .detach() aliases
+        # share a counter too. Byte spans that overlap need not share elements (n[::2], n[1::2]).
         effect = (
-            "In-place changes to either show in both, and autograd notices them."
+            "Their spans of that storage overlap, so a write through one may change the other; either way it "
+            "moves the version counter of both, and autograd notices it through either."
             if overlaps(a, b)
             else "They cover different bytes of that storage, so a write to one does not change the other's "
             "values, but it moves the version counter of both: autograd notices it through either."
         )
-        return "relation.view", (
-            f"{name} shares {src}'s memory ({storage_text(b)}) and its version counter: one is a view of the "
-            f"other, or both are views of one tensor. {effect}"
+        return "relation.shared-counter", (
+            f"{name} shares {src}'s memory ({storage_text(b)}) and its version counter: one was made from the "
+            f"other (a view or .detach()), or both from one tensor. {effect}"
         )
     if not b.shares_version_with and b.version >= 0 and a.version >= 0:
         return "relation.untracked-alias", (

@@ -4,7 +4,7 @@
 item's name, and ``sd = model.state_dict()`` one note per parameter that differs only in the
 names and the storage label. A view shows the first note in full and names the others after
 it: ``The same holds for ts[1…999].``, or with several names to a note, ``The same holds for
-sd["0.bias"] and model.0.bias (S2); sd["2.weight"] and ...``. JSON keeps every note as made.
+sd["0.bias"] (S2) and model.0.bias; sd["2.weight"] (S3) and ...``. JSON keeps every note as made.
 
 Two notes are told together only where their texts are the same once each name the note is
 about and each storage or version-counter label is replaced by the order of its first
@@ -46,8 +46,11 @@ def grouped_notes(notes: list[Note]) -> list[Note]:
     if len(notes) < 2:
         return notes
     groups: dict[Template, list[tuple[Note, tuple[str, ...]]]] = {}
-    for note in notes:
+    for i, note in enumerate(notes):
         template, tokens = _template(note)
+        if any("`" in n for n in note.tensors):
+            # Markdown would pair a backtick in one name with one in the next: such a note stays alone
+            template = (note.kind, note.severity, (str(i),), ())
         groups.setdefault(template, []).append((note, tokens))
     out: list[Note] = []
     for members in groups.values():
@@ -61,26 +64,22 @@ def grouped_notes(notes: list[Note]) -> list[Note]:
             out.append(first)
             continue
         names = dict.fromkeys(n for note, _ in members for n in note.tensors)
-        text = f"{first.text} The same holds for {_others(others, varies, first)}."
+        text = f"{first.text} The same holds for {_others(members[1:], varies, tokens, first)}."
         out.append(replace(first, text=text, tensors=tuple(names)))
     return out
 
 
-def _others(others: list[tuple[str, ...]], varies: list[int], first: Note) -> str:
-    """``ts[1…999]``, or ``sd["0.bias"] and model.0.bias (S2); ...``: what the other notes are about."""
-    labels = [i for i in varies if not _is_name(i, first)]
-    if len(varies) == 1 and not labels:
-        return grouped_names([t[varies[0]] for t in others], most=LISTED)
+def _others(members: list[tuple[Note, tuple[str, ...]]], varies: list[int], first: tuple[str, ...], note: Note) -> str:
+    """``ts[1…999]``, or ``sd["0.bias"] (S2) and model.0.bias; ...``: what the other notes are about,
+    each note's names in its own order (the one it is about first) and its labels after the first."""
+    named = [i for i in varies if first[i] in note.tensors]
+    if varies == named and len(named) == 1:
+        return grouped_names([t[named[0]] for _, t in members], most=LISTED)
     items = []
-    for t in others[:LISTED]:
-        item = " and ".join(t[i] for i in varies if i not in labels)
-        if labels:
-            item += " (" + ", ".join(t[i] for i in labels) + ")"
-        items.append(item.strip())
-    rest = len(others) - LISTED
+    for other, tokens in members[:LISTED]:
+        names = [n for n in other.tensors if n in {tokens[i] for i in named}]
+        labels = [tokens[i] for i in varies if i not in named]
+        head = names[0] + (" (" + ", ".join(labels) + ")" if labels else "") if names else ", ".join(labels)
+        items.append(" and ".join([head, *names[1:]]))
+    rest = len(members) - LISTED
     return "; ".join(items) + (f"; and {rest:,} more" if rest > 0 else "")
-
-
-def _is_name(position: int, first: Note) -> bool:
-    """Whether the token at ``position`` of the first note's tokens is one of its names (not a label)."""
-    return _template(first)[1][position] in first.tensors

@@ -54,7 +54,7 @@ def test_sibling_views_are_not_called_views_of_each_other() -> None:
     texts = [n.text for n in step.explanations]
     assert not any("f:w is a view of f:b" in t or "f:b is a view of f:w" in t for t in texts), texts
     shared = [t for t in texts if t.startswith(("f:w shares f:b's memory", "f:b shares f:w's memory"))]
-    assert len(shared) == 2 and all("or both are views of one tensor" in t for t in shared), texts
+    assert len(shared) == 2 and all("or both from one tensor" in t for t in shared), texts
     # they cover different bytes: a write to one leaves the other's values, but moves the shared counter
     assert all("does not change the other's values" in t for t in shared)
     before = b.clone()
@@ -83,3 +83,32 @@ r = h(w.detach().requires_grad_(), w)
     (step,) = [s for s in run_source(script).steps if s.line == 3]
     kinds = {n.kind: n.text for n in step.explanations}
     assert kinds.get("relation.leaf-on-shared-memory", "").startswith("h:q is a new leaf that requires grad on h:v's")
+
+
+def test_interleaved_and_detached_arguments_are_not_said_to_show_each_others_writes() -> None:
+    import torch
+
+    script = """\
+import torch
+def f(a, b):
+    return a.sum() + b.sum()
+n = torch.zeros(6)
+x = torch.ones(4, requires_grad=True)
+r = f(n[::2], n[1::2])
+s = f(x.detach(), x.detach())
+"""
+    # plain python: interleaved views share no element; a detached alias is no view at all
+    n = torch.zeros(6)
+    a, b = n[::2], n[1::2]
+    a.add_(1)
+    assert b.eq(0).all() and a._version == b._version == 1
+    x = torch.ones(4, requires_grad=True)
+    assert x.detach()._base is None and not x.detach()._is_view()
+
+    notes = [n for s in run_source(script).steps if s.line == 3 for n in s.explanations]
+    shared = [n for n in notes if n.kind == "relation.shared-counter"]
+    assert len(shared) == 4, [n.text for n in notes]
+    for note in shared:
+        assert "show in both" not in note.text and "is a view of" not in note.text
+        assert "one was made from the other (a view or .detach()), or both from one tensor" in note.text
+        assert "a write through one may change the other" in note.text

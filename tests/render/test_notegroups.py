@@ -63,8 +63,9 @@ def test_pairs_and_labels_that_differ_are_named_with_each_note() -> None:
         return _note(f"sd[{i}] shares m{i}'s memory (storage S{i + 1}); m{i} keeps its grad.", f"sd[{i}]", f"m{i}")
 
     (merged,) = grouped_notes([shares(i) for i in range(9)])
-    tail = "sd[1] and m1 (S2); sd[2] and m2 (S3); sd[3] and m3 (S4); sd[4] and m4 (S5); sd[5] and m5 (S6); "
-    assert merged.text.endswith(" The same holds for " + tail + "sd[6] and m6 (S7); and 2 more.")
+    # each note's own subject first, its labels with it
+    tail = "sd[1] (S2) and m1; sd[2] (S3) and m2; sd[3] (S4) and m3; sd[4] (S5) and m4; sd[5] (S6) and m5; "
+    assert merged.text.endswith(" The same holds for " + tail + "sd[6] (S7) and m6; and 2 more.")
 
 
 def test_notes_that_differ_in_anything_else_stay_apart() -> None:
@@ -79,6 +80,21 @@ def test_notes_that_differ_in_anything_else_stay_apart() -> None:
     assert out == notes
     # a name is a whole name: xs is not x followed by s
     assert _template(_note("xs holds x.", "x"))[1] == ("x",)
+
+
+def test_each_other_note_is_named_subject_first_even_where_its_text_quotes_the_source_first() -> None:
+    # `x.detach()`: p shares x's memory -- x comes first in the text, p is what the note is about
+    def detached(p: str, x: str, label: str) -> Note:
+        return _note(f"`{x}.detach()`: {p} shares {x}'s memory ({label}).", p, x, kind="relation.detached")
+
+    (merged,) = grouped_notes([detached("p", "x", "S1"), detached("q", "y", "S2")])
+    assert merged.text.endswith(" The same holds for q (S2) and y.")
+
+
+def test_notes_about_names_holding_a_backtick_stay_apart() -> None:
+    # in Markdown a backtick in one name would pair with one in the next, making a code span of the text between
+    notes = [_note(f'd["{k}`"] is the same tensor object as {v}.', f'd["{k}`"]', v) for k, v in ("ax", "by", "cz")]
+    assert grouped_notes(notes) == notes
 
 
 def test_the_same_note_twice_is_told_once() -> None:
@@ -117,7 +133,7 @@ def test_table_tells_them_once_and_json_keeps_every_note() -> None:
     assert "The same holds for ts[1…11]." in flat
     assert flat.count("is the same tensor object as t:") == 1
     assert "The same holds for params[1] and model.0.bias; params[2] and model.2.weight;" in flat
-    assert 'The same holds for sd["0.bias"] and model.0.bias (S2); sd["2.weight"] and model.2.weight (S3);' in flat
+    assert 'The same holds for sd["0.bias"] (S2) and model.0.bias; sd["2.weight"] (S3) and model.2.weight;' in flat
     assert flat.count("is a view of t") == 2  # two statements, two notes
 
     lines = CliRunner().invoke(app, ["run", "-e", SCRIPT, "--format", "json"]).output.splitlines()
