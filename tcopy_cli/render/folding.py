@@ -655,6 +655,50 @@ def fold_unchanged(rows: list[Row], seen: dict[str, object], named: Iterable[str
     return [r for r in rows if id(r) not in folded], [r.cells["name"] for r in same]
 
 
+def fold_aliases(rows: list[Row]) -> tuple[list[Row], str]:
+    """The rows a table draws, and the ``also named: ...`` line ("" for none): a row whose tensor
+    is the very object a row above it holds, with the same mark, is that row again under
+    another name (a module passed to ``train(model)`` shows each parameter as ``model.0.weight``
+    and ``train:model.0.weight``). Its name is written, with the name it is the same tensor as.
+    Fewer than ``UNCHANGED_FOLD`` such rows stay drawn; unchanged rows fold as ``fold_unchanged`` says."""
+    first: dict[int, Row] = {}
+    pairs: list[tuple[str, str]] = []
+    folded: set[int] = set()
+    for r in rows:
+        rec = r.record
+        if not isinstance(rec, TensorRecord) or not rec.object_id:
+            continue
+        o = first.setdefault(rec.object_id, r)
+        if o is not r and o.marker() == r.marker():
+            pairs.append((r.cells["name"], o.cells["name"]))
+            folded.add(id(r))
+    if len(pairs) < UNCHANGED_FOLD:  # as with unchanged rows, a small table stays whole
+        return rows, ""
+    return [r for r in rows if id(r) not in folded], "also named: " + "; ".join(_alias_clauses(pairs))
+
+
+def _alias_clauses(pairs: list[tuple[str, str]]) -> list[str]:
+    """``train:model.{0,2}.weight (the same tensors as model.{0,2}.weight)``, where the names differ
+    by one prefix (a function's argument) and read as one; else ``b (the same tensor as a)`` each."""
+    by_prefix: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for alias, original in pairs:
+        if alias.endswith(original) and alias != original:
+            key = (alias[: -len(original)], "")
+        else:  # no prefix: a clause of its own
+            key = ("", alias)
+        by_prefix.setdefault(key, []).append((alias, original))
+    clauses = []
+    for (prefix, _), group in by_prefix.items():
+        aliases, originals = [a for a, _ in group], [o for _, o in group]
+        together = grouped_names(originals, most=len(originals))
+        written = grouped_names(aliases, most=len(aliases))
+        if prefix and len(group) > 1 and written == ", ".join(prefix + part for part in together.split(", ")):
+            clauses.append(f"{written} (the same tensors as {together})")
+        else:
+            clauses += [f"{a} (the same tensor as {o})" for a, o in group]
+    return clauses
+
+
 class SeenRows:
     """The cells of the table drawn last, by name: what a later table's unchanged rows are held against."""
 
@@ -663,15 +707,22 @@ class SeenRows:
         self.unlisted: dict[str, int] = {}
         """The items not listed (``Step.unlisted``) as of the step drawn last."""
 
-    def fold(self, rows: list[Row], step: Step, options: ViewOptions, fresh: bool = False) -> tuple[list[Row], str]:
-        """The rows to draw and the ``unchanged: ...`` line ("" for none) of a table about to be
-        drawn (``fold_unchanged``; nothing folds with --all-steps, ``fresh`` or an error); remembers it."""
+    def fold(
+        self, rows: list[Row], step: Step, options: ViewOptions, fresh: bool = False
+    ) -> tuple[list[Row], list[str]]:
+        """The rows to draw and the lines under them, ``unchanged: ...`` and ``also named: ...``,
+        of a table about to be drawn (``fold_unchanged``, ``fold_aliases``; nothing folds with
+        --all-steps, ``fresh`` or an error); remembers it."""
         # A failing step folds nothing: the error may be about any of its tensors.
         whole = fresh or not options.fold or step.error is not None
-        drawn, names = (rows, []) if whole else fold_unchanged(rows, self.cells, options.noted_names(step))
-        self.cells = {r.cells["name"]: seen_key(r) for r in rows}
+        self_cells, self.cells = self.cells, {r.cells["name"]: seen_key(r) for r in rows}
+        if whole:
+            return rows, []
+        drawn, names = fold_unchanged(rows, self_cells, options.noted_names(step))
+        drawn, aliases = fold_aliases(drawn)
         # Every folded name is written out: a row is either drawn or named, never just counted.
-        return drawn, f"unchanged: {grouped_names(names, most=len(names))}" if names else ""
+        lines = [f"unchanged: {grouped_names(names, most=len(names))}"] if names else []
+        return drawn, lines + ([aliases] if aliases else [])
 
     def quiet(self, step: Step, rows: list[Row], gone: list[str], drawn: bool) -> Quiet:
         """``quiet_form``, where a statement's one line also needs each row to read as the table

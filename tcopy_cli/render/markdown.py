@@ -127,7 +127,7 @@ class MarkdownRenderer:
             w(f"*({self.options.unchanged_text})*\n\n")
         elif rows:
             self.tables += 1
-            rows, unchanged = self.seen.fold(rows, step, self.options)
+            rows, under = self.seen.fold(rows, step, self.options)
             devices = {r.cells["device"] for r in rows}
             cols = [c for c in COLUMNS if c.wide and (c.key != "device" or devices != {self.device})]
             w("| | " + " | ".join(c.header for c in cols) + " |\n")
@@ -145,8 +145,8 @@ class MarkdownRenderer:
                     cells.append(text)
                 w(f"| {row.marker().strip() or ' '} | " + " | ".join(cells) + " |\n")
             w("\n")
-            if unchanged:
-                w(f"*{_escaped(unchanged)}*\n\n")
+            for line in under:
+                w(f"*{_escaped(line)}*\n\n")
         if gone:
             w("Removed: " + ", ".join(code_span(n) for n in index_runs(gone)) + "\n\n")
         if unlisted := self.options.watched_only(step.unlisted):

@@ -129,10 +129,9 @@ class TableRenderer:
         if step.value is not None:  # tcopy repl: the expression's value, under it as Python's REPL shows it
             parts.append(Text(step.value))
         if rows and not quiet.told:
-            drawn, unchanged = self.seen.fold(rows, step, self.options, fresh)
+            drawn, under = self.seen.fold(rows, step, self.options, fresh)
             parts.append(self._table(drawn))
-            if unchanged:
-                parts.append(Padding(Text(unchanged, style="dim"), (0, 0, 0, 2)))
+            parts += [Padding(Text(line, style="dim"), (0, 0, 0, 2)) for line in under]
         elif (self.options.only_changed or quiet.told) and (step.tensors or step.arrays):
             parts.append(Text(f"  ({self.options.unchanged_text})", style="dim"))
         if gone:
