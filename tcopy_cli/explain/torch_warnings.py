@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tcopy_cli.explain.errors.context import mentions, parse_statement
-from tcopy_cli.explain.facts import StepFacts, names_text, note
+from tcopy_cli.explain.facts import Origin, StepFacts, names_text, note
 from tcopy_cli.trace.records import Note
 from tcopy_cli.trace.values import code_span
 
@@ -48,27 +48,40 @@ def _non_leaf_grad(f: StepFacts) -> Note:
 
 def _non_leaf_origin(f: StepFacts, t: str) -> str:
     """Where the non-leaf ``t`` came from (the earliest step at which a name that holds it now got
-    it), where backward puts its gradient instead (the named leaves its graph reaches), and the fixes."""
+    it), the named leaves its graph reaches (where a plain backward() puts its gradients), and the
+    fixes. ``t`` bound by this very statement (``h, g = w * 3, h.grad``) is not placed: the .grad read
+    may have been of the tensor it held before."""
     r = f.tensors[t]
+    here = f.step.index
     holders = [t, *f.same_object(t)]
-    got = sorted((f.state.bound_at[n].index, n) for n in holders if n in f.state.bound_at)
+    got = sorted(
+        (here if n in f.new_names else f.state.bound_at[n].index, n)
+        for n in holders
+        if n in f.new_names or n in f.state.bound_at
+    )
+    # names this statement bound (not a loop header before it): ``h, g = w * 3, h.grad`` read the old h's .grad
+    line = f.step.line  # a loop header's binding is carried into the step: its line is above the statement
+    bound_here = {
+        res.name for op in f.step.ops if op.kind in ("bind", "rebind") and op.line >= line for res in op.results
+    }
     where = ""
-    if got:
-        first = f.state.bound_at[got[0][1]]
-        name = got[0][1]
-        where = f" {name} got this tensor at line {first.line} ({code_span(first.source)})" + (
-            f", and {t} is the same tensor." if name != t else "."
-        )
+    if got and t not in bound_here:
+        index, name = got[0]
+        first = f.state.origins.get(index) if index != here else Origin.of(f.step)
+        if first is not None:
+            where = f" {name} got this tensor at line {first.line} ({code_span(first.source)})" + (
+                f", and {t} is the same tensor." if name != t else "."
+            )
     leaves = [n for n in r.reaches if f.tensors[n].is_leaf and f.tensors[n].requires_grad]
     if leaves:
         return (
-            f"{where} Gradients through it go to the leaves it was computed from: "
-            f"{names_text([n + '.grad' for n in leaves])}. Call {t}.retain_grad() before backward() to keep "
-            f"{t}'s own gradient too."
+            f"{where} The named leaves it was computed from are {names_text(leaves)}: a plain backward() puts "
+            f"the gradients through it in their .grad. Call {t}.retain_grad() before backward() to keep {t}'s "
+            f"own gradient too."
         )
     return (
-        f"{where} No name holds a leaf it was computed from, so the gradients through it land in tensors the "
-        f"script can't reach. "
-        f"To train {t} itself, make it the leaf: compute its value first, then call .requires_grad_() "
-        f"on the result; or call {t}.retain_grad() before backward() to keep its gradient."
+        f"{where} tcopy finds no listed name holding a leaf it was computed from (torch.randn(..., "
+        f"requires_grad=True) * 0.01, for one, leaves its leaf unnamed). To train {t} itself, make it the leaf: "
+        f"compute its value first, then call .requires_grad_() on the result; or call {t}.retain_grad() before "
+        f"backward() to keep its gradient."
     )

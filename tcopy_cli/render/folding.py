@@ -655,12 +655,14 @@ def fold_unchanged(rows: list[Row], seen: dict[str, object], named: Iterable[str
     return [r for r in rows if id(r) not in folded], [r.cells["name"] for r in same]
 
 
-def fold_aliases(rows: list[Row]) -> tuple[list[Row], str]:
+def fold_aliases(rows: list[Row], keep: Iterable[str] = ()) -> tuple[list[Row], str]:
     """The rows a table draws, and the ``also named: ...`` line ("" for none): a row whose tensor
-    is the very object a row above it holds, with the same mark, is that row again under
-    another name (a module passed to ``train(model)`` shows each parameter as ``model.0.weight``
-    and ``train:model.0.weight``). Its name is written, with the name it is the same tensor as.
-    Fewer than ``UNCHANGED_FOLD`` such rows stay drawn; unchanged rows fold as ``fold_unchanged`` says."""
+    is the very object a row above it holds, changed in the same facts (the same mark), is that
+    row again under another name (a module passed to ``train(model)`` shows each parameter as
+    ``model.0.weight`` and ``train:model.0.weight``). Its name is written, with the name it is the
+    same tensor as. A name in ``keep`` (one --watch names) keeps its row; fewer than
+    ``UNCHANGED_FOLD`` such rows stay drawn; unchanged rows fold as ``fold_unchanged`` says."""
+    kept = set(keep)
     first: dict[int, Row] = {}
     pairs: list[tuple[str, str]] = []
     folded: set[int] = set()
@@ -669,7 +671,9 @@ def fold_aliases(rows: list[Row]) -> tuple[list[Row], str]:
         if not isinstance(rec, TensorRecord) or not rec.object_id:
             continue
         o = first.setdefault(rec.object_id, r)
-        if o is not r and o.marker() == r.marker():
+        # the same facts changed: a name rebound onto the tensor (for p in m.parameters()) is not
+        # the tensor changed in place, though both are marked ~
+        if o is not r and o.new == r.new and o.changed == r.changed and r.cells["name"] not in kept:
             pairs.append((r.cells["name"], o.cells["name"]))
             folded.add(id(r))
     if len(pairs) < UNCHANGED_FOLD:  # as with unchanged rows, a small table stays whole
@@ -678,25 +682,36 @@ def fold_aliases(rows: list[Row]) -> tuple[list[Row], str]:
 
 
 def _alias_clauses(pairs: list[tuple[str, str]]) -> list[str]:
-    """``train:model.{0,2}.weight (the same tensors as model.{0,2}.weight)``, where the names differ
-    by one prefix (a function's argument) and read as one; else ``b (the same tensor as a)`` each."""
-    by_prefix: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    """``train:net.{0,2}.weight (the same tensors as model.{0,2}.weight)``, ``ys[0…39] (the same
+    tensors as xs[0…39])``: names that differ only in how they begin, written together where both
+    read as one (each name of the first form is the one of the second in the same place); else
+    ``b (the same tensor as a)`` each."""
+    by_start: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for alias, original in pairs:
-        if alias.endswith(original) and alias != original:
-            key = (alias[: -len(original)], "")
-        else:  # no prefix: a clause of its own
-            key = ("", alias)
-        by_prefix.setdefault(key, []).append((alias, original))
+        common = _common_end(alias, original)
+        by_start.setdefault((alias[: len(alias) - common], original[: len(original) - common]), []).append(
+            (alias, original)
+        )
     clauses = []
-    for (prefix, _), group in by_prefix.items():
+    for (mine, theirs), group in by_start.items():
         aliases, originals = [a for a, _ in group], [o for _, o in group]
-        together = grouped_names(originals, most=len(originals))
+        together = grouped_names(originals, most=len(originals)).split(", ")
         written = grouped_names(aliases, most=len(aliases))
-        if prefix and len(group) > 1 and written == ", ".join(prefix + part for part in together.split(", ")):
-            clauses.append(f"{written} (the same tensors as {together})")
-        else:
-            clauses += [f"{a} (the same tensor as {o})" for a, o in group]
+        if len(group) > 1 and all(p.startswith(theirs) for p in together):
+            mapped = ", ".join(mine + p[len(theirs) :] for p in together)
+            if written == mapped:
+                clauses.append(f"{written} (the same tensors as {', '.join(together)})")
+                continue
+        clauses += [f"{a} (the same tensor as {o})" for a, o in group]
     return clauses
+
+
+def _common_end(a: str, b: str) -> int:
+    """How many characters ``a`` and ``b`` end in alike."""
+    n = 0
+    while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
+        n += 1
+    return n
 
 
 class SeenRows:
@@ -719,7 +734,7 @@ class SeenRows:
         if whole:
             return rows, []
         drawn, names = fold_unchanged(rows, self_cells, options.noted_names(step))
-        drawn, aliases = fold_aliases(drawn)
+        drawn, aliases = fold_aliases(drawn, options.watch or ())
         # Every folded name is written out: a row is either drawn or named, never just counted.
         lines = [f"unchanged: {grouped_names(names, most=len(names))}"] if names else []
         return drawn, lines + ([aliases] if aliases else [])

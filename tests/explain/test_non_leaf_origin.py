@@ -58,7 +58,7 @@ def test_an_unnamed_leaf_is_told_with_the_line_that_made_the_tensor() -> None:
     text = _note(UNNAMED_LEAF)
     assert text.startswith("Reading p.grad gives None: p is not a leaf (grad_fn MulBackward0)")
     assert "W got this tensor at line 2 (`W = torch.randn(3, 2, requires_grad=True) * 0.01`), and p is the same" in text
-    assert "No name holds a leaf it was computed from" in text
+    assert "tcopy finds no listed name holding a leaf it was computed from" in text
     assert "call .requires_grad_() on the result" in text and "p.retain_grad()" in text
 
 
@@ -68,5 +68,25 @@ def test_a_named_leaf_is_where_the_gradient_went() -> None:
 
     text = _note(NAMED_LEAF)
     assert "h got this tensor at line 3 (`h = w * 2`)." in text
-    assert "Gradients through it go to the leaves it was computed from: w.grad." in text
-    assert "No name holds" not in text
+    assert "The named leaves it was computed from are w: a plain backward() puts the gradients" in text
+    assert "finds no listed name" not in text
+
+
+def test_a_name_bound_in_the_reading_step_is_placed_at_that_step() -> None:
+    # p, g = h, h.grad: p gets h's tensor here; its old binding (line 3) held another tensor
+    script = """\
+import torch
+w = torch.ones(2, requires_grad=True)
+p = w * 5
+h = w * 2
+h.sum().backward()
+p, g = h, h.grad
+"""
+    ns = _python(script)
+    assert ns["p"] is ns["h"]
+    text = _note(script)
+    assert "h got this tensor at line 4 (`h = w * 2`)." in text
+    assert "line 3" not in text
+    # h rebound by the step that read h.grad: which tensor's .grad was read is not told as a line
+    rebound = script.replace("p, g = h, h.grad", "h, g = w * 3, h.grad")
+    assert "got this tensor" not in _note(rebound)

@@ -86,3 +86,52 @@ def test_markdown_names_them_too() -> None:
     assert "*also named: train:model.{0,2}.{weight,bias} (the same tensors as model.{0,2}.{weight,bias})*" in (
         result.output
     )
+
+
+def _table(script: str, *args: str) -> str:
+    result = CliRunner().invoke(app, ["run", "-e", script, "--no-color", *args], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    return " ".join(result.output.split())
+
+
+def test_names_that_differ_in_how_they_begin_are_written_together() -> None:
+    # an argument named otherwise than the caller's module; a second name for a whole list
+    script = """\
+import torch
+import torch.nn as nn
+my_model = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2), nn.Linear(2, 1))
+x = torch.ones(4, 2)
+def train(net):
+    loss = net(x).sum()
+    loss.backward()
+    return loss
+out = train(my_model)
+xs = [torch.zeros(1) for _ in range(40)]
+ys = xs
+n = [y.add_(1) for y in ys]
+"""
+    ns: dict[str, Any] = {}
+    exec(script, ns)
+    assert all(a is b for a, b in zip(ns["ys"], ns["xs"]))
+    flat = _table(script)
+    assert "also named: train:net.{0…2}.{weight,bias} (the same tensors as my_model.{0…2}.{weight,bias})" in flat
+    assert "also named: ys[0…39] (the same tensors as xs[0…39])" in flat
+
+
+def test_a_name_rebound_onto_a_tensor_keeps_its_row_and_watched_names_keep_theirs() -> None:
+    # for p in m.parameters(): p is marked ~ for being rebound, the parameter for its write
+    script = """\
+import torch
+import torch.nn as nn
+def inner(m):
+    for p in m.parameters():
+        p.data.mul_(2)
+    return m
+net = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 1))
+out = inner(net)
+"""
+    flat = _table(script)
+    assert "inner:p (the same tensor as" not in flat and "~ inner:p " in flat
+    watched = _table(SCRIPT, "--watch", "model,train:model.0.weight,train:model.0.bias,train:model.2.weight")
+    step = watched[watched.index("opt.step()") :]
+    assert "~ train:model.0.weight " in step and "also named" not in step.split("Step ")[0]
