@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+
 from tcopy_cli.explain.errors.context import mentions, parse_statement
 from tcopy_cli.explain.facts import Origin, StepFacts, names_text, note
-from tcopy_cli.trace.records import Note
+from tcopy_cli.trace.records import Note, script_name
 from tcopy_cli.trace.values import code_span
 
 
@@ -65,13 +67,16 @@ def _non_leaf_origin(f: StepFacts, t: str) -> str:
         res.name for op in f.step.ops if op.kind in ("bind", "rebind") and op.line >= line for res in op.results
     }
     where = ""
-    if got and t not in bound_here:
-        index, name = got[0]
-        first = f.state.origins.get(index) if index != here else Origin.of(f.step)
-        if first is not None:
-            where = f" {name} got this tensor at line {first.line} ({code_span(first.source)})" + (
-                f", and {t} is the same tensor." if name != t else "."
-            )
+    if t not in bound_here:
+        # the first step whose statement bound one of the names (a name that first shows at a step
+        # a loop header or a call bound it for has no line of its own)
+        for index, name in got:
+            first = Origin.of(f.step) if index == here else f.state.origins.get(index)
+            if first is not None and (name in bound_here if index == here else _assigns(first.source, name)):
+                where = f" {name} got this tensor at line {first.line} ({code_span(first.source)})" + (
+                    f", and {t} is the same tensor." if name != t else "."
+                )
+                break
     leaves = [n for n in r.reaches if f.tensors[n].is_leaf and f.tensors[n].requires_grad]
     if leaves:
         return (
@@ -85,3 +90,13 @@ def _non_leaf_origin(f: StepFacts, t: str) -> str:
         f"compute its value first, then call .requires_grad_() on the result; or call {t}.retain_grad() before "
         f"backward() to keep its gradient."
     )
+
+
+def _assigns(source: str, name: str) -> bool:
+    """Whether the statement ``source`` binds ``name`` (a local ``f:h`` as ``h``) as a plain name."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    bare = script_name(name)
+    return any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == bare for n in ast.walk(tree))

@@ -90,3 +90,16 @@ p, g = h, h.grad
     # h rebound by the step that read h.grad: which tensor's .grad was read is not told as a line
     rebound = script.replace("p, g = h, h.grad", "h, g = w * 3, h.grad")
     assert "got this tensor" not in _note(rebound)
+
+
+def test_a_tensor_only_a_loop_header_bound_gets_no_line() -> None:
+    # the header `for p in ...` is no step: p did not get its tensor at `g = p.grad`
+    script = """\
+import torch
+w = torch.ones(2, requires_grad=True)
+for p in [w * 2]:
+    p.sum().backward()
+    g = p.grad
+"""
+    text = _note(script)
+    assert "got this tensor" not in text and "The named leaves it was computed from are w" in text
