@@ -9,12 +9,13 @@ sharing, graph reach, grads, versions, saved-tensor events, and the operation re
 
 from __future__ import annotations
 
+import ast
 import functools
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tcopy_cli.trace.records import ArrayRecord, Note, SavedEvent, Severity, Step, TensorRecord
+from tcopy_cli.trace.records import ArrayRecord, Note, SavedEvent, Severity, Step, TensorRecord, script_name
 
 
 @dataclass
@@ -59,7 +60,8 @@ class ExplainState:
     (a function's argument and the caller's name count as one); None: not known since then."""
     backward_steps: list[int] = field(default_factory=list)
     bound_at: dict[str, Origin] = field(default_factory=dict)
-    """The step where each name got the tensor it holds now."""
+    """The step where each name got the tensor it holds now (a plain name only where that step's
+    statement binds it: one a loop header or a call bound first shows at a step that did not)."""
     version_moves: dict[str, list[Origin]] = field(default_factory=dict)
     """The steps where the version counter of a name's tensor moved (since it got that tensor)."""
 
@@ -72,12 +74,32 @@ class ExplainState:
         """Note which names this step bound and whose version counter it moved."""
         here = Origin.of(facts.step)
         self.origins[here.index] = here
+        stored: set[str] | None = None
         for name, record in facts.tensors.items():
             if name in facts.new_names:
-                self.bound_at[name] = here
+                if stored is None:
+                    stored = stored_names(facts.step.source)
+                if _plain(name) and script_name(name) not in stored:
+                    self.bound_at.pop(name, None)  # `for p in ...`, a function's argument: no step bound it
+                else:
+                    self.bound_at[name] = here
                 self.version_moves[name] = []
             elif record.version > facts.before[name].version:
                 self.version_moves.setdefault(name, []).append(here)
+
+
+def stored_names(source: str) -> set[str]:
+    """The plain names a statement binds (assignment targets, walrus), as written."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _plain(name: str) -> bool:
+    """A name the script binds itself (``x``, a function's local ``f:x``), not an item or attribute."""
+    return "." not in script_name(name) and "[" not in name
 
 
 @dataclass

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import ast
-
 from tcopy_cli.explain.errors.context import mentions, parse_statement
-from tcopy_cli.explain.facts import Origin, StepFacts, names_text, note
+from tcopy_cli.explain.facts import Origin, StepFacts, names_text, note, stored_names
 from tcopy_cli.trace.records import Note, script_name
 from tcopy_cli.trace.values import code_span
 
@@ -72,7 +70,9 @@ def _non_leaf_origin(f: StepFacts, t: str) -> str:
         # a loop header or a call bound it for has no line of its own)
         for index, name in got:
             first = Origin.of(f.step) if index == here else f.state.origins.get(index)
-            if first is not None and (name in bound_here if index == here else _assigns(first.source, name)):
+            if first is not None and (
+                name in bound_here if index == here else script_name(name) in stored_names(first.source)
+            ):
                 where = f" {name} got this tensor at line {first.line} ({code_span(first.source)})" + (
                     f", and {t} is the same tensor." if name != t else "."
                 )
@@ -90,13 +90,3 @@ def _non_leaf_origin(f: StepFacts, t: str) -> str:
         f"compute its value first, then call .requires_grad_() on the result; or call {t}.retain_grad() before "
         f"backward() to keep its gradient."
     )
-
-
-def _assigns(source: str, name: str) -> bool:
-    """Whether the statement ``source`` binds ``name`` (a local ``f:h`` as ``h``) as a plain name."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return False
-    bare = script_name(name)
-    return any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == bare for n in ast.walk(tree))

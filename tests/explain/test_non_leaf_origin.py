@@ -103,3 +103,29 @@ for p in [w * 2]:
 """
     text = _note(script)
     assert "got this tensor" not in text and "The named leaves it was computed from are w" in text
+
+
+def test_an_error_does_not_place_a_loop_variable_at_the_first_statement_of_the_body() -> None:
+    # z is bound by the header; the first body step (print) did not make it
+    script = """\
+import torch
+x = torch.ones(2, requires_grad=True)
+for z in [x.detach().sum()]:
+    print(1)
+    z.backward()
+"""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ns: dict[str, Any] = {}
+        try:
+            exec(script, ns)
+        except RuntimeError as exc:
+            assert "does not require grad" in str(exc)
+    (step,) = [s for s in run_source(script).steps if s.error is not None]
+    assert step.error is not None and "made at line" not in step.error.explanation
+    # a name the statement binds still gets its line
+    bound = script.replace(
+        "for z in [x.detach().sum()]:\n    print(1)\n    z.backward()", "z = x.detach().sum()\nz.backward()"
+    )
+    (step,) = [s for s in run_source(bound).steps if s.error is not None]
+    assert step.error is not None and "z was made at line 3 (z = x.detach().sum())" in step.error.explanation
