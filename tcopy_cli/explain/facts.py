@@ -79,7 +79,7 @@ class ExplainState:
             if name in facts.new_names:
                 if stored is None:
                     stored = stored_names(facts.step.source)
-                if _plain(name) and script_name(name) not in stored:
+                if plain_name(name) and not binds(stored, name):
                     self.bound_at.pop(name, None)  # `for p in ...`, a function's argument: no step bound it
                 else:
                     self.bound_at[name] = here
@@ -97,9 +97,14 @@ def stored_names(source: str) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
-def _plain(name: str) -> bool:
+def plain_name(name: str) -> bool:
     """A name the script binds itself (``x``, a function's local ``f:x``), not an item or attribute."""
     return "." not in script_name(name) and "[" not in name
+
+
+def binds(stored: set[str], name: str) -> bool:
+    """Whether a statement that binds ``stored`` (its ``stored_names``) binds the plain name ``name``."""
+    return plain_name(name) and script_name(name) in stored
 
 
 @dataclass

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tcopy_cli.explain.errors.context import mentions, parse_statement
-from tcopy_cli.explain.facts import Origin, StepFacts, names_text, note, stored_names
-from tcopy_cli.trace.records import Note, script_name
+from tcopy_cli.explain.facts import Origin, StepFacts, binds, names_text, note, plain_name, stored_names
+from tcopy_cli.trace.records import Note
 from tcopy_cli.trace.values import code_span
 
 
@@ -52,31 +52,24 @@ def _non_leaf_origin(f: StepFacts, t: str) -> str:
     fixes. ``t`` bound by this very statement (``h, g = w * 3, h.grad``) is not placed: the .grad read
     may have been of the tensor it held before."""
     r = f.tensors[t]
-    here = f.step.index
     holders = [t, *f.same_object(t)]
-    got = sorted(
-        (here if n in f.new_names else f.state.bound_at[n].index, n)
-        for n in holders
-        if n in f.new_names or n in f.state.bound_at
-    )
-    # names this statement bound (not a loop header before it): ``h, g = w * 3, h.grad`` read the old h's .grad
-    line = f.step.line  # a loop header's binding is carried into the step: its line is above the statement
-    bound_here = {
-        res.name for op in f.step.ops if op.kind in ("bind", "rebind") and op.line >= line for res in op.results
-    }
+    stored = stored_names(f.step.source)
     where = ""
-    if t not in bound_here:
-        # the first step whose statement bound one of the names (a name that first shows at a step
-        # a loop header or a call bound it for has no line of its own)
-        for index, name in got:
-            first = Origin.of(f.step) if index == here else f.state.origins.get(index)
-            if first is not None and (
-                name in bound_here if index == here else script_name(name) in stored_names(first.source)
-            ):
-                where = f" {name} got this tensor at line {first.line} ({code_span(first.source)})" + (
-                    f", and {t} is the same tensor." if name != t else "."
-                )
-                break
+    if not binds(stored, t):
+        # The earliest step whose statement bound a name that holds the tensor now: this one, or
+        # one the explain state kept (a name a loop header or a call bound has no line of its own,
+        # nor has an item or an attribute).
+        found = [(Origin.of(f.step), n) for n in holders if n in f.new_names and binds(stored, n)]
+        found += [
+            (f.state.bound_at[n], n)
+            for n in holders
+            if n not in f.new_names and plain_name(n) and n in f.state.bound_at
+        ]
+        if found:
+            first, name = min(found, key=lambda item: (item[0].index, item[1]))
+            where = f" {name} got this tensor at line {first.line} ({code_span(first.source)})" + (
+                f", and {t} is the same tensor." if name != t else "."
+            )
     leaves = [n for n in r.reaches if f.tensors[n].is_leaf and f.tensors[n].requires_grad]
     if leaves:
         return (
