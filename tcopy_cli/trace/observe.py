@@ -342,6 +342,11 @@ Walked = tuple[list[tuple[str, Any]], dict[str, int]]
 """``walk_names``: the (name, value) pairs and the containers cut short."""
 
 
+_WALKED = (torch.Tensor, np.ndarray, list, tuple, dict, torch.nn.Module)
+"""The items of a list, tuple or dict that are looked into: tensors, arrays, containers and
+modules (``layers = [nn.Linear(4, 8), nn.Linear(8, 1)]`` lists ``layers[0].weight``)."""
+
+
 def walk_names(ns: dict[str, Any]) -> Walked:
     """``iter_named(ns)`` as a list, with the containers whose items it did not all look at."""
     cut: dict[str, int] = {}
@@ -404,7 +409,7 @@ def _walk(
         if i >= MAX_LISTED_ITEMS or budget[0] <= 0:
             break
         looked = i + 1
-        if isinstance(item, (torch.Tensor, np.ndarray, list, tuple, dict)):
+        if isinstance(item, _WALKED):
             key = (f'"{k}"' if isinstance(k, str) else repr(k)) if keyed else k
             for pair in _walk(f"{name}[{key}]", item, depth + 1, budget, cut):
                 found = True
@@ -418,7 +423,15 @@ def _holds_tensor(value: Any, start: int, keyed: bool) -> bool:
     tensor or array: a container cut off (past its first items, or by the step's item budget)
     before one was found among the items looked at."""
     items = itertools.islice(value.values() if keyed else value, start, start + MAX_LISTED_ITEMS)
-    return any(isinstance(v, (torch.Tensor, np.ndarray)) for v in items)
+    return any(isinstance(v, (torch.Tensor, np.ndarray)) or _module_holds_tensor(v) for v in items)
+
+
+def _module_holds_tensor(value: Any) -> bool:
+    """Whether ``value`` is a module with a parameter or a buffer (nn.Module's own methods)."""
+    if not isinstance(value, torch.nn.Module):
+        return False
+    tensors = itertools.chain(torch.nn.Module.parameters(value), torch.nn.Module.buffers(value))
+    return any(t is not None and not torch.nn.parameter.is_lazy(t) for t in tensors)
 
 
 @dataclass(frozen=True)

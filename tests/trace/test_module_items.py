@@ -1,0 +1,98 @@
+"""Modules held in a list, tuple or dict show their parameters and buffers as rows.
+
+From-scratch code keeps layers in a plain list (``layers = [nn.Linear(4, 8), nn.Linear(8, 1)]``)
+and trains them through ``[p for l in layers for p in l.parameters()]``; the table lists
+``layers[0].weight`` as it lists ``model.0.weight``, and the values are those plain python has.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from tcopy_cli.limits import Limits
+from tcopy_cli.pipeline import run_source
+from tcopy_cli.trace.observe import walk_names
+
+SCRIPT = """\
+import torch
+import torch.nn as nn
+torch.manual_seed(0)
+x = torch.randn(5, 4)
+y = torch.randn(5, 1)
+layers = [nn.Linear(4, 8), nn.Linear(8, 1)]
+heads = {"out": nn.Linear(1, 1), "norm": nn.BatchNorm1d(1)}
+opt = torch.optim.SGD([p for m in layers for p in m.parameters()], lr=0.1)
+for _ in range(3):
+    h = x
+    for layer in layers:
+        h = layer(h)
+    loss = ((h - y) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def _python() -> dict[str, Any]:
+    """The same statements in plain python: the tensors by the names tcopy gives them."""
+    import torch.nn as nn
+
+    torch.manual_seed(0)
+    x = torch.randn(5, 4)
+    y = torch.randn(5, 1)
+    layers = [nn.Linear(4, 8), nn.Linear(8, 1)]
+    heads = {"out": nn.Linear(1, 1), "norm": nn.BatchNorm1d(1)}
+    opt = torch.optim.SGD([p for m in layers for p in m.parameters()], lr=0.1)
+    for _ in range(3):
+        h = x
+        for layer in layers:
+            h = layer(h)
+        loss = ((h - y) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    out: dict[str, Any] = {}
+    for i, m in enumerate(layers):
+        for n, p in m.named_parameters():
+            out[f"layers[{i}].{n}"] = p
+    for k, m in heads.items():
+        for n, t in [*m.named_parameters(), *m.named_buffers()]:
+            out[f'heads["{k}"].{n}'] = t
+    return out
+
+
+def test_parameters_of_modules_in_containers_are_rows_with_python_values() -> None:
+    expected = _python()
+    result = run_source(SCRIPT, limits=Limits(max_steps=1000))
+    assert result.summary is not None and result.summary.errors == 0 and all(s.status == "ok" for s in result.steps)
+    last = result.steps[-1]
+    for name, t in expected.items():
+        rec = last.tensors[name]
+        assert rec.shape == list(t.shape), name
+        assert rec.requires_grad == t.requires_grad and rec.is_leaf, name
+        assert rec.version == t._version, name
+        if rec.values is not None:
+            assert torch.tensor(rec.values, dtype=t.dtype).equal(t.detach()), name
+    # the optimizer trained layers[...] three times; the heads were never touched
+    assert last.tensors["layers[0].weight"].version == 1 + 3
+    assert last.tensors['heads["out"].weight'].version == 1
+    assert last.tensors["layers[1].bias"].grad is not None
+    assert "heads" not in last.unlisted
+
+
+def test_the_step_that_made_the_layers_lists_them() -> None:
+    result = run_source(SCRIPT, limits=Limits(max_steps=1000))
+    (made,) = [s for s in result.steps if s.line == 6]
+    params = ["layers[0].weight", "layers[0].bias", "layers[1].weight", "layers[1].bias"]
+    assert sorted(made.tensors) == sorted(["x", "y", *params])
+
+
+def test_a_list_of_modules_cut_short_is_counted_as_not_listed() -> None:
+    mods = [torch.nn.Linear(1, 1) for _ in range(1003)] + [torch.nn.ReLU()]
+    named, cut = walk_names({"mods": mods, "acts": [torch.nn.ReLU()] * 2000})
+    assert sum(n.startswith("mods[") for n, _ in named) == 2 * 1000
+    assert cut["mods"] == 4  # three more layers with parameters, and a ReLU among the items left out
+    # a container whose items left out hold no tensor (modules without parameters) is not told
+    assert "acts" not in cut
