@@ -214,11 +214,19 @@ class _Running:
     """The last step of the turn being run (sampled when the turn ends)."""
 
 
+_MAX_WAITING = 100
+"""Generators' loops kept waiting at once (the one waiting longest ends first)."""
+
+
 class LoopTracker:
     """Follows the loops of a run step by step; reports each loop when it ends."""
 
     def __init__(self) -> None:
         self.running: list[_Running] = []
+        self.waiting: dict[int, _Running] = {}
+        """Loops of generators waiting at a ``yield`` (``LoopContext.suspends``), by entry: left, not
+        ended. One goes on when a step is in it again, and ends once the turn of a loop around it
+        that it ran in is over (the generator is not asked again there)."""
         self.previous: Step | None = None
         self.newest_label = 0
         """The number of the newest storage label in the steps fed so far (labels count up)."""
@@ -231,8 +239,22 @@ class LoopTracker:
         while keep < len(self.running) and keep < len(entries) and self.running[keep].summary.entry == entries[keep]:
             keep += 1
         while len(self.running) > keep:
-            ended.append(self._end(self.running.pop()))
+            running = self.running.pop()
+            last = running.last.loops if running.last is not None else ()
+            if any(c.suspends and c.entry == running.summary.entry for c in last):
+                self.waiting[running.summary.entry] = running
+                if len(self.waiting) > _MAX_WAITING:
+                    ended.append(self._end(self.waiting.pop(next(iter(self.waiting)))))
+            else:
+                ended.append(self._end(running))
+        turns = {(c.entry, c.iteration) for c in step.loops}
+        for entry, running in list(self.waiting.items()):
+            if entry not in entries and not all((c.entry, c.iteration) in turns for c in running.summary.enclosing):
+                ended.append(self._end(self.waiting.pop(entry)))
+        ended.sort(key=lambda summary: -summary.level)  # innermost first, a generator's loop among them
         for level, loop in enumerate(step.loops):
+            if level >= len(self.running) and loop.entry in self.waiting:
+                self.running.append(self.waiting.pop(loop.entry))
             if level >= len(self.running):
                 summary = LoopSummary(loop.line, loop.entry, loop.total, step.loops[:level], step.index)
                 summary.labels_before = self.newest_label
@@ -250,10 +272,13 @@ class LoopTracker:
         return ended
 
     def close(self) -> list[LoopSummary]:
-        """The loops still running when the run ended (innermost first)."""
+        """The loops still running when the run ended (innermost first), and those waiting."""
         ended = []
         while self.running:
             ended.append(self._end(self.running.pop()))
+        while self.waiting:
+            ended.append(self._end(self.waiting.pop(next(reversed(self.waiting)))))
+        ended.sort(key=lambda summary: -summary.level)
         return ended
 
     def _end(self, running: _Running) -> LoopSummary:

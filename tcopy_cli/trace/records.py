@@ -423,6 +423,9 @@ class LoopContext:
     total: int | None = None
     """Turns the loop will make when known (``len`` of what a ``for`` walks); None for ``while``."""
     entry: int = 0
+    suspends: bool = False
+    """The loop runs in a generator (``--trust``): each ``yield`` leaves it for the code that asked
+    for the next item, and the next item takes it up again in its next turn."""
 
     def to_json(self) -> dict[str, Any]:
         """JSON object."""

@@ -559,7 +559,7 @@ class Runner:
             value=self._echoed(node),
             hooks=hooks or [],
             ops=ops or [],
-            loops=tuple(LoopContext(line, turn, total, entry) for line, turn, total, entry in self.interp.loops),
+            loops=tuple(LoopContext(*loop) for loop in self.interp.loops),
             contexts=tuple(self.interp.contexts),
             calls=tuple(CallSite(fn, line) for fn, line in self.interp.call_chain()),
         )

@@ -86,6 +86,10 @@ a backward pass (``x.backward()`` goes through ``torch.autograd.backward``) and 
 # Ends of iteration, not errors: Python consumes them in the loop that asked.
 _ITERATION_ENDS = (StopIteration, StopAsyncIteration, GeneratorExit)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
+# Code whose frame can return and later go on (generators, coroutines).
+_SUSPENDING = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+_MAX_SUSPENDED = 1000
+"""Generators waiting at a ``yield`` whose loops are kept (the oldest is forgotten first)."""
 # The context managers the sandbox allows in ``with`` (grad and anomaly modes), by class name.
 _CONTEXTS = frozenset(
     {"no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "detect_anomaly", "set_detect_anomaly"}
@@ -293,6 +297,8 @@ class TrustedScript:
         self.calls: list[tuple[str, int]] = []
         self.loop_entries = 0
         self.running: dict[FrameType, _Running] = {}
+        self.suspended: dict[int, tuple[CodeType, list[_Turn], dict[str, None]]] = {}
+        """A generator's loops and local names' order while it waits at a ``yield``, by id of its frame."""
         self.stack: list[_Running] = []
         self.frame: FrameType | None = None
         self.kinds: dict[CodeType, str] = {}
@@ -485,11 +491,35 @@ class TrustedScript:
                 self.stack[-1].hooks[_display_name(frame.f_code)] = None
             return None
         state = _Running()
+        if code.co_flags & _SUSPENDING:
+            self._resume(frame, state)
         self.running[frame] = state
         self.stack.append(state)
         if self.index.shared and _POSITIONS:
             frame.f_trace_opcodes = True  # to see each statement of a shared line begin
         return self._trace_line
+
+    def _resume(self, frame: FrameType, state: _Running) -> None:
+        """A generator's frame goes on after a ``yield``: its loops are where they were (a loop
+        around the ``yield`` is in its next turn, not entered again).
+
+        CPython traces a ``yield`` as a return and going on after it as a call, and kept frames
+        are not weakly referable, so the state is kept by the frame's id and given back only to a
+        frame of the same code that goes on (its line is not the ``def``'s, where a generator
+        starts): a new generator's frame at the address of a finished one starts afresh."""
+        kept = self.suspended.pop(id(frame), None)
+        if kept is not None and kept[0] is frame.f_code and frame.f_lineno != frame.f_code.co_firstlineno:
+            _, state.loops, state.order = kept
+
+    def _suspend(self, frame: FrameType, state: _Running) -> None:
+        """A generator's frame returns: at a ``yield`` it may go on later (``_resume``); the
+        kept states are bounded, since a return and a ``yield`` look alike to the tracer."""
+        if not frame.f_code.co_flags & _SUSPENDING:
+            return
+        self.suspended.pop(id(frame), None)
+        if len(self.suspended) >= _MAX_SUSPENDED:
+            del self.suspended[next(iter(self.suspended))]
+        self.suspended[id(frame)] = (frame.f_code, state.loops, state.order)
 
     def _called_back(self, frame: FrameType) -> bool:
         """True when library code (other than the ways a script calls its own functions) calls ``frame``'s function.
@@ -529,6 +559,7 @@ class TrustedScript:
             try:
                 self._end(frame, state)
             finally:
+                self._suspend(frame, state)
                 self.running.pop(frame, None)
                 if self.stack and self.stack[-1] is state:
                     self.stack.pop()
@@ -685,7 +716,7 @@ class TrustedScript:
                 if t.node is node and t.between and isinstance(node, ast.For) and self._in_target(f, node):
                     turn += 1  # the header took its next item; its target failed to take it
                 if turn or not isinstance(t.node, ast.For):  # a for is entered once it has an item
-                    loops.append([t.node.lineno, turn, t.total, t.entry])
+                    loops.append([t.node.lineno, turn, t.total, t.entry, bool(f.f_code.co_flags & _SUSPENDING)])
             here = node if f is frame else state.node
             if here is not None:
                 caller = here.lineno

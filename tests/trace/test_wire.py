@@ -122,11 +122,11 @@ def test_unknown_classes_are_refused() -> None:
         wire.loads(json.dumps({"__items": [[k, 0] for k in colliding]}))
     assert wire.loads(json.dumps({"__frozenset": list(range(1000))})) == frozenset(range(1000))
     # a field holds what its annotation says (a loop turn of Infinity would count forever)
-    turn = json.dumps({"__r": ["LoopContext", 3, float("inf"), None, 1]})
+    turn = json.dumps({"__r": ["LoopContext", 3, float("inf"), None, 1, False]})
     with pytest.raises(wire.WireError, match=r"LoopContext\.iteration can.t be float"):
         wire.loads(turn)
     with pytest.raises(wire.WireError, match=r"LoopContext\.line can.t be bool"):
-        wire.loads(json.dumps({"__r": ["LoopContext", True, 1, None, 1]}))
+        wire.loads(json.dumps({"__r": ["LoopContext", True, 1, None, 1, False]}))
 
 
 def test_a_stream_of_steps_sends_unchanged_tensors_once() -> None:

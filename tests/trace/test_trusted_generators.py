@@ -1,0 +1,110 @@
+"""``--trust``: a loop inside a generator keeps counting its turns across ``yield``.
+
+CPython traces a ``yield`` as a return and going on after it as a call. Dive into Deep
+Learning's linear regression from scratch reads its batches from a generator
+(``for X, y in data_iter(...)`` with a ``for i in range(...): ... yield`` inside): each batch
+is the next turn of the generator's loop, and the loop ends once, when the generator has
+given its last batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tcopy_cli.limits import Limits
+from tcopy_cli.pipeline import run_source
+from tcopy_cli.render.loops import LoopSummary, LoopTracker
+from tcopy_cli.trace.records import Step
+
+SCRIPT = """\
+import torch
+def batches(data, size):
+    n = len(data)
+    for i in range(0, n, size):
+        chunk = data[i:i + size]
+        yield chunk
+data = torch.arange(10.0)
+total = torch.zeros(1)
+for epoch in range(2):
+    for chunk in batches(data, 3):
+        total += chunk.sum()
+"""
+
+
+def _python() -> tuple[list[float], float]:
+    """Plain python: the chunks' sums in the order the generator gave them, and the total."""
+    import torch
+
+    def batches(data: Any, size: int) -> Any:
+        for i in range(0, len(data), size):
+            yield data[i : i + size]
+
+    data = torch.arange(10.0)
+    total = torch.zeros(1)
+    sums = []
+    for _ in range(2):
+        for chunk in batches(data, 3):
+            sums.append(float(chunk.sum()))
+            total += chunk.sum()
+    return sums, float(total)
+
+
+def _run() -> list[Step]:
+    trace = run_source(SCRIPT, trust=True, limits=Limits(max_steps=1000))
+    assert trace.summary is not None and trace.summary.errors == 0
+    return trace.steps
+
+
+def test_each_item_is_the_next_turn_of_the_generators_loop() -> None:
+    sums, total = _python()
+    steps = _run()
+    made = [s for s in steps if s.line == 5]  # chunk = data[i:i + size], in the generator
+    assert len(made) == len(sums) == 8
+    for k, step in enumerate(made):
+        *outer, loop = step.loops
+        assert (loop.line, loop.total, loop.suspends) == (4, 4, True)
+        # the turn is the item's number within its generator (four items, then a new generator)
+        assert loop.iteration == k % 4 + 1
+        assert outer[0].line == 9 and outer[0].iteration == k // 4 + 1
+        assert sum(step.tensors["batches:chunk"].values) == sums[k]
+    # one entry into the generator's loop per generator: its turns are not entries of their own
+    assert len({s.loops[-1].entry for s in made}) == 2
+    assert steps[-1].tensors["total"].values == [total]
+
+
+def test_the_generators_loop_ends_once_per_generator() -> None:
+    tracker = LoopTracker()
+    ended: list[LoopSummary] = []
+    for step in _run():
+        ended += tracker.feed(step)
+    ended += tracker.close()
+    of_generator = [s for s in ended if s.line == 4]
+    assert [s.iterations for s in of_generator] == [4, 4]
+    # in each epoch, the loop that asked for items (it ran out of them), then the generator's loop
+    # (both inside the epoch's turn), and the epoch loop last
+    assert [s.line for s in ended] == [10, 4, 10, 4, 9]
+    assert ended[-1].iterations == 2
+
+
+def test_a_generator_left_early_ends_its_loop_at_the_turn_it_reached() -> None:
+    script = """\
+import torch
+def count(n):
+    for i in range(n):
+        x = torch.tensor(float(i))
+        yield x
+for rep in range(2):
+    for x in count(5):
+        if x > 1:
+            break
+y = torch.ones(1)
+"""
+    trace = run_source(script, trust=True, limits=Limits(max_steps=1000))
+    tracker = LoopTracker()
+    ended: list[LoopSummary] = []
+    for step in trace.steps:
+        ended += tracker.feed(step)
+    ended += tracker.close()
+    assert [(s.line, s.iterations) for s in ended if s.line == 3] == [(3, 3), (3, 3)]
+    made = [s.loops[-1].iteration for s in trace.steps if s.line == 4]
+    assert made == [1, 2, 3, 1, 2, 3]
