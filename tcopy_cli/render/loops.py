@@ -97,6 +97,10 @@ class Evolution:
     """The version counter before the loop (None: the name was bound inside it)."""
     versions: list[int] = field(default_factory=list)
     grad_norms: list[float | None] = field(default_factory=list)
+    peak_norms: list[float | None] = field(default_factory=list)
+    """The largest ``.grad`` norm among each turn's steps (None: no listed ``.grad`` in the turn):
+    what a turn that resets the gradient before it ends (``w.grad.zero_()``, ``w.grad = None``)
+    had after its backward."""
     storages: list[str] = field(default_factory=list)
     """Storage labels the name held, in order of first appearance (the one before the loop first)."""
     storage_before: str | None = None
@@ -132,6 +136,8 @@ class Evolution:
         norms = [n for n in self.grad_norms if n is not None]
         if norms:
             out["grad_norms"] = [_json_number(n) for n in self.grad_norms]
+        if any(n is not None for n in self.peak_norms):
+            out["grad_norms_peak"] = [_json_number(n) for n in self.peak_norms]
         out["storages_made"] = self.storages_made
         out["storages_new"] = self.storages_new
         out["storages_freed"] = self.storages_freed
@@ -175,6 +181,7 @@ class LoopSummary:
                 or ev.versions[-1] != ev.version_before
                 or len(set(ev.values)) > 1
                 or len(set(ev.grad_norms)) > 1
+                or len(set(ev.peak_norms)) > 1
                 or ev.storages_made > 0
             )
             if moved:
@@ -212,6 +219,8 @@ class _Running:
     turn: int
     last: Step | None = None
     """The last step of the turn being run (sampled when the turn ends)."""
+    peaks: dict[str, float] = field(default_factory=dict)
+    """The largest ``.grad`` norm of each name in the turn's steps so far."""
 
 
 _MAX_WAITING = 100
@@ -228,6 +237,8 @@ class LoopTracker:
         ended. One goes on when a step is in it again, and ends once the turn of a loop around it
         that it ran in is over (the generator is not asked again there)."""
         self.previous: Step | None = None
+        self.norms: dict[str, tuple[TensorRecord, float | None]] = {}
+        """The last ``.grad`` record of each name and its norm (records that did not change come again)."""
         self.newest_label = 0
         """The number of the newest storage label in the steps fed so far (labels count up)."""
 
@@ -252,6 +263,7 @@ class LoopTracker:
             if entry not in entries and not all((c.entry, c.iteration) in turns for c in running.summary.enclosing):
                 ended.append(self._end(self.waiting.pop(entry)))
         ended.sort(key=lambda summary: -summary.level)  # innermost first, a generator's loop among them
+        norms = self._grad_norms(step) if step.loops else {}
         for level, loop in enumerate(step.loops):
             if level >= len(self.running) and loop.entry in self.waiting:
                 self.running.append(self.waiting.pop(loop.entry))
@@ -262,8 +274,12 @@ class LoopTracker:
                 self.running.append(_Running(summary, loop.iteration))
             running = self.running[level]
             if loop.iteration != running.turn and running.last is not None:
-                self._sample(running.summary, running.last)
-                running.turn = loop.iteration
+                self._sample(running.summary, running.last, running.peaks)
+                running.turn, running.peaks = loop.iteration, {}
+            peaks = running.peaks
+            for name, norm in norms.items():
+                if norm > peaks.get(name, -1.0):
+                    peaks[name] = norm
             running.last = step
             running.summary.last_step = step.index
             running.summary.iterations = max(running.summary.iterations, loop.iteration)
@@ -281,10 +297,25 @@ class LoopTracker:
         ended.sort(key=lambda summary: -summary.level)
         return ended
 
+    def _grad_norms(self, step: Step) -> dict[str, float]:
+        """The norm of each listed ``.grad`` of ``step``'s tensors (not a running function's locals)."""
+        out: dict[str, float] = {}
+        known = self.norms
+        for name, r in step.tensors.items():
+            grad = r.grad
+            if grad is None or is_local(name):
+                continue
+            last = known.get(name)
+            if last is None or last[0] is not grad:
+                last = known[name] = (grad, grad_norm(r))
+            if last[1] is not None and not math.isnan(last[1]):
+                out[name] = last[1]
+        return out
+
     def _end(self, running: _Running) -> LoopSummary:
         summary = running.summary
         if running.last is not None:
-            self._sample(summary, running.last)
+            self._sample(summary, running.last, running.peaks)
         alive = {r.storage for r in running.last.tensors.values()} if running.last is not None else set()
         for ev in summary.tensors.values():
             ev.storages_freed = sum(1 for s in dict.fromkeys([ev.storage_before, *ev.storages]) if s and s not in alive)
@@ -301,8 +332,9 @@ class LoopTracker:
                 summary.tensors[name] = Evolution(version_before=r.version, storage_before=r.storage)
 
     @staticmethod
-    def _sample(summary: LoopSummary, step: Step) -> None:
-        """The state at the end of a turn: one entry per named tensor."""
+    def _sample(summary: LoopSummary, step: Step, peaks: dict[str, float]) -> None:
+        """The state at the end of a turn: one entry per named tensor (``peaks``: the largest
+        ``.grad`` norms in the turn)."""
         summary.unlisted_after = step.unlisted
         for name, r in step.tensors.items():
             if is_local(name):  # a running function's locals come and go with each call
@@ -315,6 +347,7 @@ class LoopTracker:
                 ev.values.append(value)
             ev.versions.append(r.version)
             ev.grad_norms.append(grad_norm(r))
+            ev.peak_norms.append(peaks.get(name))
             if r.storage not in ev.storages and r.storage != ev.storage_before:
                 ev.storages.append(r.storage)
 
@@ -344,7 +377,11 @@ def evolution_parts(ev: Evolution, spark_width: int) -> list[str]:
         if ev.versions[-1] != first:
             parts.append(f"version {first} → {ev.versions[-1]}")
         norms = [n for n in ev.grad_norms if n is not None]
-        if norms:
+        peaks = [n for n in ev.peak_norms if n is not None]
+        if not any(norms) and any(peaks):  # every turn ended with the gradient reset (zeroed or None)
+            span = f"{number(peaks[0])} → {number(peaks[-1])}"
+            parts.append(f"largest grad norm in a turn {span} (reset by the turn's end)")
+        elif norms:
             parts.append(f"grad norm {number(norms[0])} → {number(norms[-1])}")
     made, freed = ev.storages_made, ev.storages_freed
     if ev.items:

@@ -1,0 +1,85 @@
+"""A loop that resets the gradient before each turn ends is summed up by the norms it had.
+
+Dive into Deep Learning's ``sgd`` zeroes ``param.grad`` right after the update; the PyTorch
+tutorial's polynomial fit sets ``a.grad = None``. Each turn then ends with norm 0 or no
+``.grad`` at all, so the norms at turn ends say nothing; the summary gives the largest norm
+among each turn's steps (what backward put there), checked against plain python.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from typing import Any
+
+SCRIPT = """\
+import torch
+torch.manual_seed(0)
+X = torch.randn(8, 2)
+y = X @ torch.tensor([[2.0], [-3.4]]) + 4.2
+w = torch.zeros(2, 1, requires_grad=True)
+b = torch.zeros(1, requires_grad=True)
+for epoch in range(6):
+    l = ((X @ w + b - y) ** 2).mean()
+    l.backward()
+    with torch.no_grad():
+        w -= 0.1 * w.grad
+        b -= 0.1 * b.grad
+        w.grad.zero_()
+        b.grad = None
+"""
+
+
+def _python() -> dict[str, list[float]]:
+    """The norm of each gradient after each turn's backward, from its values as python lists them."""
+    import torch
+
+    torch.manual_seed(0)
+    X = torch.randn(8, 2)
+    y = X @ torch.tensor([[2.0], [-3.4]]) + 4.2
+    w = torch.zeros(2, 1, requires_grad=True)
+    b = torch.zeros(1, requires_grad=True)
+    out: dict[str, list[float]] = {"w": [], "b": []}
+    for _ in range(6):
+        l = ((X @ w + b - y) ** 2).mean()  # noqa: E741 - the tutorial's name
+        l.backward()
+        assert w.grad is not None and b.grad is not None
+        out["w"].append(math.sqrt(sum(v * v for row in w.grad.tolist() for v in row)))
+        out["b"].append(math.sqrt(sum(v * v for v in b.grad.tolist())))
+        with torch.no_grad():
+            w -= 0.1 * w.grad
+            b -= 0.1 * b.grad
+            w.grad.zero_()
+            b.grad = None
+    return out
+
+
+def _tcopy(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tcopy_cli", "run", "-e", SCRIPT, *args], capture_output=True, text=True, check=True
+    )
+
+
+def test_the_loop_event_carries_each_turns_largest_norm() -> None:
+    expected = _python()
+    events = [json.loads(line) for line in _tcopy("--format", "json").stdout.splitlines()]
+    (loop,) = [e for e in events if e["event"] == "loop"]
+    w: dict[str, Any] = loop["tensors"]["w"]
+    b: dict[str, Any] = loop["tensors"]["b"]
+    assert w["grad_norms_peak"] == expected["w"] and b["grad_norms_peak"] == expected["b"]
+    # at each turn's end: zeroed in place (norm 0), or no gradient at all
+    assert w["grad_norms"] == [0.0] * 6 and "grad_norms" not in b
+
+
+def test_the_summary_says_the_largest_norms() -> None:
+    expected = _python()
+    out = _tcopy("--width", "120").stdout
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("  ⟲ loop at line 7: 6 iterations"))
+    rows = {line.split()[0]: line for line in lines[at + 1 : at + 4]}
+    first, last = expected["w"][0], expected["w"][-1]
+    assert f"largest grad norm in a turn {first:.4g} → {last:.4g} (reset by the turn's end)" in rows["w"], rows
+    # a one-element tensor's row is its values' sparkline
+    assert "grad norm" not in rows["b"] and "▁" in rows["b"]
