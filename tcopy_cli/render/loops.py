@@ -182,6 +182,7 @@ class LoopSummary:
                 or len(set(ev.values)) > 1
                 or len(set(ev.grad_norms)) > 1
                 or len(set(ev.peak_norms)) > 1
+                or any(p is not None and p != n for p, n in zip(ev.peak_norms, ev.grad_norms))
                 or ev.storages_made > 0
             )
             if moved:
@@ -223,7 +224,7 @@ class _Running:
     """The largest ``.grad`` norm of each name in the turn's steps so far."""
 
 
-_MAX_WAITING = 100
+_MAX_WAITING = 10_000
 """Generators' loops kept waiting at once (the one waiting longest ends first)."""
 
 
@@ -234,8 +235,8 @@ class LoopTracker:
         self.running: list[_Running] = []
         self.waiting: dict[int, _Running] = {}
         """Loops of generators waiting at a ``yield`` (``LoopContext.suspends``), by entry: left, not
-        ended. One goes on when a step is in it again, and ends once the turn of a loop around it
-        that it ran in is over (the generator is not asked again there)."""
+        ended. One goes on when a step is in it again, and ends where a step says it ended
+        (``Step.loops_ended``: the generator left it, was done, or was dropped) or the run ends."""
         self.previous: Step | None = None
         self.norms: dict[str, tuple[TensorRecord, float | None]] = {}
         """The last ``.grad`` record of each name and its norm (records that did not change come again)."""
@@ -258,11 +259,9 @@ class LoopTracker:
                     ended.append(self._end(self.waiting.pop(next(iter(self.waiting)))))
             else:
                 ended.append(self._end(running))
-        turns = {(c.entry, c.iteration) for c in step.loops}
-        for entry, running in list(self.waiting.items()):
-            if entry not in entries and not all((c.entry, c.iteration) in turns for c in running.summary.enclosing):
+        for entry in step.loops_ended:
+            if entry in self.waiting:
                 ended.append(self._end(self.waiting.pop(entry)))
-        ended.sort(key=lambda summary: -summary.level)  # innermost first, a generator's loop among them
         norms = self._grad_norms(step) if step.loops else {}
         for level, loop in enumerate(step.loops):
             if level >= len(self.running) and loop.entry in self.waiting:
@@ -278,7 +277,8 @@ class LoopTracker:
                 running.turn, running.peaks = loop.iteration, {}
             peaks = running.peaks
             for name, norm in norms.items():
-                if norm > peaks.get(name, -1.0):
+                was = peaks.get(name)
+                if was is None or norm > was or math.isnan(norm):  # a NaN gradient stays told
                     peaks[name] = norm
             running.last = step
             running.summary.last_step = step.index
@@ -294,7 +294,7 @@ class LoopTracker:
             ended.append(self._end(self.running.pop()))
         while self.waiting:
             ended.append(self._end(self.waiting.pop(next(reversed(self.waiting)))))
-        ended.sort(key=lambda summary: -summary.level)
+        ended.sort(key=lambda summary: -summary.level)  # innermost first, the generators' loops among them
         return ended
 
     def _grad_norms(self, step: Step) -> dict[str, float]:
@@ -308,7 +308,7 @@ class LoopTracker:
             last = known.get(name)
             if last is None or last[0] is not grad:
                 last = known[name] = (grad, grad_norm(r))
-            if last[1] is not None and not math.isnan(last[1]):
+            if last[1] is not None:
                 out[name] = last[1]
         return out
 
@@ -378,9 +378,10 @@ def evolution_parts(ev: Evolution, spark_width: int) -> list[str]:
             parts.append(f"version {first} → {ev.versions[-1]}")
         norms = [n for n in ev.grad_norms if n is not None]
         peaks = [n for n in ev.peak_norms if n is not None]
-        if not any(norms) and any(peaks):  # every turn ended with the gradient reset (zeroed or None)
+        if not any(norms) and any(peaks):  # every turn ended with a zero gradient or none
             span = f"{number(peaks[0])} → {number(peaks[-1])}"
-            parts.append(f"largest grad norm in a turn {span} (reset by the turn's end)")
+            ends = "zero" if len(norms) == len(ev.grad_norms) else "no .grad" if not norms else "zero or no .grad"
+            parts.append(f"largest grad norm in a turn {span} ({ends} at each turn's end)")
         elif norms:
             parts.append(f"grad norm {number(norms[0])} → {number(norms[-1])}")
     made, freed = ev.storages_made, ev.storages_freed

@@ -145,6 +145,7 @@ class Interpreter(Sealed):
         """Set by the step runner: receives every operation (calls, indexing, operators, writes)."""
         # The loops running, outermost first: [line, turn, total or None, entry number].
         self.loops: list[list[Any]] = []
+        self.loops_ended: list[int] = []  # loops in generators; the sandbox runs no generator
         self.loop_entries = 0
         # Grad-mode blocks (``with torch.no_grad():``) running, outermost first.
         self.contexts: list[str] = []

@@ -338,8 +338,9 @@ def _array_span(a: np.ndarray) -> tuple[int, int]:
     return int(lo), int(hi)
 
 
-Walked = tuple[list[tuple[str, Any]], dict[str, int]]
-"""``walk_names``: the (name, value) pairs and the containers cut short."""
+Walked = tuple[list[tuple[str, Any]], dict[str, int], set[int]]
+"""``walk_names``: the (name, value) pairs, the containers cut short, and the ids of the modules
+whose parameters and buffers are all among the pairs."""
 
 
 _WALKED = (torch.Tensor, np.ndarray, list, tuple, dict, torch.nn.Module)
@@ -350,10 +351,13 @@ modules (``layers = [nn.Linear(4, 8), nn.Linear(8, 1)]`` lists ``layers[0].weigh
 def walk_names(ns: dict[str, Any]) -> Walked:
     """``iter_named(ns)`` as a list, with the containers whose items it did not all look at."""
     cut: dict[str, int] = {}
-    return list(iter_named(ns, cut)), cut
+    listed: set[int] = set()
+    return list(iter_named(ns, cut, listed)), cut, listed
 
 
-def iter_named(ns: dict[str, Any], cut: dict[str, int] | None = None) -> Iterator[tuple[str, Any]]:
+def iter_named(
+    ns: dict[str, Any], cut: dict[str, int] | None = None, listed: set[int] | None = None
+) -> Iterator[tuple[str, Any]]:
     """(display name, value) for tensors and arrays reachable from script names.
 
     Containers are searched at most ``_MAX_CONTAINER_DEPTH`` deep, their first
@@ -362,14 +366,20 @@ def iter_named(ns: dict[str, Any], cut: dict[str, int] | None = None) -> Iterato
     were not all looked at, and how many were not, where a tensor or array is among the items
     looked at or the ``MAX_LISTED_ITEMS`` after them (``_holds_tensor``); and the modules whose
     parameters and buffers the step's budget cut short, with how many tensors it left out.
+    ``listed``: filled with the ids of the modules whose parameters and buffers were all given.
     """
     budget = [MAX_VISITED_ITEMS]
     for name, value in ns.items():
-        yield from _walk(name, value, 0, budget, cut)
+        yield from _walk(name, value, 0, budget, cut, listed)
 
 
 def _walk(
-    name: str, value: Any, depth: int, budget: list[int], cut: dict[str, int] | None = None
+    name: str,
+    value: Any,
+    depth: int,
+    budget: list[int],
+    cut: dict[str, int] | None = None,
+    listed: set[int] | None = None,
 ) -> Iterator[tuple[str, Any]]:
     if isinstance(value, torch.Tensor) and torch.nn.parameter.is_lazy(value):
         return  # a lazy module's parameter before its first forward: no memory, no facts yet
@@ -379,8 +389,7 @@ def _walk(
     if isinstance(value, torch.nn.Module):
         # Parameters and buffers as name.weight, name.fc.bias (each tensor once).
         seen: set[int] = set()
-        # nn.Module's own methods, never a script class's overrides.
-        pairs = list(torch.nn.Module.named_parameters(value)) + list(torch.nn.Module.named_buffers(value))
+        pairs = module_tensors(value)
         for i, (pname, p) in enumerate(pairs):
             budget[0] -= 1
             if budget[0] <= 0:
@@ -393,6 +402,8 @@ def _walk(
             if p is not None and id(p) not in seen and not torch.nn.parameter.is_lazy(p):
                 seen.add(id(p))
                 yield f"{name}.{pname}", p
+        if listed is not None:
+            listed.add(id(value))
         return
     keyed = isinstance(value, dict)
     if depth >= _MAX_CONTAINER_DEPTH or not (
@@ -411,7 +422,7 @@ def _walk(
         looked = i + 1
         if isinstance(item, _WALKED):
             key = (f'"{k}"' if isinstance(k, str) else repr(k)) if keyed else k
-            for pair in _walk(f"{name}[{key}]", item, depth + 1, budget, cut):
+            for pair in _walk(f"{name}[{key}]", item, depth + 1, budget, cut, listed):
                 found = True
                 yield pair
     if cut is not None and looked < len(value) and (found or _holds_tensor(value, looked, keyed)):
@@ -427,11 +438,20 @@ def _holds_tensor(value: Any, start: int, keyed: bool) -> bool:
 
 
 def _module_holds_tensor(value: Any) -> bool:
-    """Whether ``value`` is a module with a parameter or a buffer (nn.Module's own methods)."""
+    """Whether ``value`` is a module with a parameter or a buffer."""
     if not isinstance(value, torch.nn.Module):
         return False
-    tensors = itertools.chain(torch.nn.Module.parameters(value), torch.nn.Module.buffers(value))
-    return any(t is not None and not torch.nn.parameter.is_lazy(t) for t in tensors)
+    return any(t is not None and not torch.nn.parameter.is_lazy(t) for _, t in module_tensors(value))
+
+
+def module_tensors(module: torch.nn.Module) -> list[tuple[str, Any]]:
+    """A module's named parameters, then its named buffers, by nn.Module's own methods (never a
+    script class's overrides); none for a module that can't say (--trust: a subclass whose
+    ``__init__`` never called nn.Module's has no ``_parameters``; python fails on its first use)."""
+    try:
+        return [*torch.nn.Module.named_parameters(module), *torch.nn.Module.named_buffers(module)]
+    except Exception:
+        return []
 
 
 @dataclass(frozen=True)
@@ -482,7 +502,9 @@ class Observer:
         finally:
             torch.set_num_threads(threads)
 
-    def _snapshot(self, ns: dict[str, Any], named: list[tuple[str, Any]], cut: dict[str, int]) -> Snapshot:
+    def _snapshot(
+        self, ns: dict[str, Any], named: list[tuple[str, Any]], cut: dict[str, int], listed: set[int]
+    ) -> Snapshot:
         self._memo: dict[tuple[Any, ...], tuple[Any, str]] = {}
         tensors: list[tuple[str, torch.Tensor]] = []
         arrays: list[tuple[str, np.ndarray]] = []
@@ -604,7 +626,7 @@ class Observer:
         total = sum(nbytes_of.values()) + sum(
             a.nbytes for name, a in arrays if array_records[name].storage is None and a.base is None
         )
-        total += _unlisted_bytes(ns, walk, counted, saved)
+        total += _unlisted_bytes(ns, walk, counted, saved, listed)
         graph = build_graph(walk, tensors, self.saved) if self.graph else None
         return Snapshot(records, array_records, total, events, graph, cut)
 
@@ -791,13 +813,16 @@ def _grad_of(t: torch.Tensor) -> torch.Tensor | None:
     return None
 
 
-def _unlisted_bytes(ns: dict[str, Any], walk: GraphWalk, counted: set[int], saved: list[torch.Tensor]) -> int:
+def _unlisted_bytes(
+    ns: dict[str, Any], walk: GraphWalk, counted: set[int], saved: list[torch.Tensor], listed: set[int]
+) -> int:
     """Bytes of storages the script keeps alive that no record lists, for --max-bytes.
 
     Tensors in sets, or past the items the records show of a long list, anywhere in the
-    script's containers; and tensors the autograd graph holds: ``saved`` for backward (as
-    ``SavedTensorTracker.update`` read them from the walked nodes), or leaves behind it.
-    ``counted`` holds the data pointers of storages already in the total.
+    script's containers, and those of modules there whose tensors the records do not all show
+    (``listed``: the ids of those whose tensors they do); and tensors the autograd graph holds:
+    ``saved`` for backward (as ``SavedTensorTracker.update`` read them from the walked nodes),
+    or leaves behind it. ``counted`` holds the data pointers of storages already in the total.
     """
     extra: dict[int, int] = {}
 
@@ -821,6 +846,11 @@ def _unlisted_bytes(ns: dict[str, Any], walk: GraphWalk, counted: set[int], save
             grad = _grad_of(value)
             if grad is not None:
                 add(grad)
+            continue
+        if isinstance(value, torch.nn.Module):
+            if id(value) not in seen and id(value) not in listed:
+                seen.add(id(value))
+                stack.extend(t for _, t in module_tensors(value) if t is not None)
             continue
         if isinstance(value, (list, tuple, dict, set, frozenset)) and not isinstance(value, torch.Size):
             if id(value) in seen:

@@ -518,6 +518,9 @@ class Step:
     """Grad-mode blocks around the step, outermost first: ``no_grad``, ``inference_mode`` ..."""
     calls: tuple[CallSite, ...] = ()
     """Script-function calls running, outermost first (``function`` is the innermost's name)."""
+    loops_ended: list[int] = field(default_factory=list)
+    """Entries of loops in generators (``LoopContext.suspends``) that ended since the step before
+    (``--trust``): a generator's loop is left at every ``yield``, so no step shows when it is done."""
     unlisted: dict[str, int] = field(default_factory=dict)
     """Lists, tuples and dicts holding tensors with more items than ``tensors`` lists (the first
     ``MAX_LISTED_ITEMS`` of each): name and how many items past those are not listed."""

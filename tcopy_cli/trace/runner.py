@@ -64,7 +64,9 @@ class Engine(Protocol):
     echoed: str | None
     """The repr of the last top-level expression's value, for the REPL to echo."""
     loops: list[list[Any]]
-    """The loops running, outermost first: [line, turn, total or None, entry number]."""
+    """The loops running, outermost first: [line, turn, total or None, entry number (, in a generator)]."""
+    loops_ended: list[int]
+    """Entries of loops in generators that ended since the last step (the runner takes them)."""
     contexts: list[str]
     """Grad-mode blocks running, outermost first."""
 
@@ -562,6 +564,7 @@ class Runner:
             loops=tuple(LoopContext(*loop) for loop in self.interp.loops),
             contexts=tuple(self.interp.contexts),
             calls=tuple(CallSite(fn, line) for fn, line in self.interp.call_chain()),
+            loops_ended=self._loops_ended(),
         )
         self.emit(record)
         if record.missed:
@@ -576,6 +579,10 @@ class Runner:
                 raise StopRun(unwinding=not fatal and not isinstance(error, (KeyboardInterrupt, TcopyError)))
             return False
         return True
+
+    def _loops_ended(self) -> list[int]:
+        ended, self.interp.loops_ended = self.interp.loops_ended, []
+        return ended
 
     def _narration(self, node: ast.stmt) -> list[str]:
         """Comments above the statement, after those above the blocks it is the first statement of

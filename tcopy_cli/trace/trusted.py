@@ -40,6 +40,7 @@ import ast
 import builtins
 import contextlib
 import dataclasses
+import dis
 import inspect
 import io
 import os
@@ -88,8 +89,18 @@ _ITERATION_ENDS = (StopIteration, StopAsyncIteration, GeneratorExit)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 # Code whose frame can return and later go on (generators, coroutines).
 _SUSPENDING = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
-_MAX_SUSPENDED = 1000
+_MAX_SUSPENDED = 10_000
 """Generators waiting at a ``yield`` whose loops are kept (the oldest is forgotten first)."""
+# The instructions a frame returns with (not a yield's, nor an exception's way out).
+_RETURNS = frozenset(dis.opmap[name] for name in ("RETURN_VALUE", "RETURN_CONST") if name in dis.opmap)
+
+
+def _returned(frame: FrameType) -> bool:
+    """Whether the frame's last instruction is a ``return`` (the frame is done, not waiting at a ``yield``)."""
+    code, at = frame.f_code.co_code, frame.f_lasti
+    return 0 <= at < len(code) and code[at] in _RETURNS
+
+
 # The context managers the sandbox allows in ``with`` (grad and anomaly modes), by class name.
 _CONTEXTS = frozenset(
     {"no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "detect_anomaly", "set_detect_anomaly"}
@@ -246,6 +257,11 @@ class _Running:
     calls: list[str] = field(default_factory=list)
     """The calls the tracer watches for that ran during the statement, in order (``TRACKED``)."""
     loops: list[_Turn] = field(default_factory=list)
+    raised: BaseException | None = None
+    """The exception the frame's last event raised, until a line of the frame runs again (one that
+    propagates ends the frame with it)."""
+    resumed: bool = False
+    """``node`` is the ``yield`` statement the frame goes on in, reported when the frame waited there."""
 
 
 class _Printed(io.TextIOBase):
@@ -297,8 +313,11 @@ class TrustedScript:
         self.calls: list[tuple[str, int]] = []
         self.loop_entries = 0
         self.running: dict[FrameType, _Running] = {}
-        self.suspended: dict[int, tuple[CodeType, list[_Turn], dict[str, None]]] = {}
-        """A generator's loops and local names' order while it waits at a ``yield``, by id of its frame."""
+        self.suspended: dict[int, tuple[CodeType, list[_Turn], dict[str, None], ast.stmt | None]] = {}
+        """A generator's loops, local names' order and ``yield`` statement while it waits there, by id of its frame."""
+        self.loops_ended: list[int] = []
+        """Entries of loops in generators that ended since the last step was reported: the steps
+        cannot show it, since a generator's loop is left at every ``yield``."""
         self.stack: list[_Running] = []
         self.frame: FrameType | None = None
         self.kinds: dict[CodeType, str] = {}
@@ -509,17 +528,28 @@ class TrustedScript:
         starts): a new generator's frame at the address of a finished one starts afresh."""
         kept = self.suspended.pop(id(frame), None)
         if kept is not None and kept[0] is frame.f_code and frame.f_lineno != frame.f_code.co_firstlineno:
-            _, state.loops, state.order = kept
+            _, state.loops, state.order, state.node = kept
+            state.resumed = state.node is not None
 
-    def _suspend(self, frame: FrameType, state: _Running) -> None:
-        """A generator's frame returns: at a ``yield`` it may go on later (``_resume``); the
-        kept states are bounded, since a return and a ``yield`` look alike to the tracer."""
+    def _suspend(self, frame: FrameType, state: _Running, node: ast.stmt | None) -> None:
+        """A generator's frame returns (``node``: the statement it was in): at a ``yield`` it may go
+        on later (``_resume``); done (a ``return`` instruction, or an exception it did not catch),
+        its loops have ended."""
         if not frame.f_code.co_flags & _SUSPENDING:
             return
         self.suspended.pop(id(frame), None)
-        if len(self.suspended) >= _MAX_SUSPENDED:
-            del self.suspended[next(iter(self.suspended))]
-        self.suspended[id(frame)] = (frame.f_code, state.loops, state.order)
+        if state.raised is not None or _returned(frame):
+            self.loops_ended += [t.entry for t in state.loops]
+            return
+        if len(self.suspended) >= _MAX_SUSPENDED:  # the longest waiting is given up: it will start afresh
+            self.loops_ended += [t.entry for t in self.suspended.pop(next(iter(self.suspended)))[1]]
+        self.suspended[id(frame)] = (frame.f_code, state.loops, state.order, node)
+
+    def _left(self, frame: FrameType, turns: list[_Turn]) -> None:
+        """``turns``, loops of ``frame`` that ended, are told to the next step if the frame is a
+        generator's (the other loops' ends show: the steps after them are not in them)."""
+        if turns and frame.f_code.co_flags & _SUSPENDING:
+            self.loops_ended += [t.entry for t in turns]
 
     def _called_back(self, frame: FrameType) -> bool:
         """True when library code (other than the ways a script calls its own functions) calls ``frame``'s function.
@@ -549,17 +579,23 @@ class TrustedScript:
         if state is None:
             return None
         if event == "line" or (event == "opcode" and frame.f_lineno in self.index.shared):
+            state.raised = None
             node = self._statement(frame)
             if node is not None and node is not state.node:
                 self._end(frame, state)
                 self._begin(frame, state, node)
         elif event == "exception":
+            state.raised = arg[1]
             self._on_exception(frame, state, arg[1])
         elif event == "return":
+            node = state.node
             try:
+                if state.raised is not None and self.kind(frame.f_code) == "module" and not _returned(frame):
+                    # next(it) at top level: the end of iteration no loop takes is the statement's error
+                    self._stopped(frame, state, state.raised)
                 self._end(frame, state)
             finally:
-                self._suspend(frame, state)
+                self._suspend(frame, state, node)
                 self.running.pop(frame, None)
                 if self.stack and self.stack[-1] is state:
                     self.stack.pop()
@@ -603,7 +639,7 @@ class TrustedScript:
         self._turns(frame, state, node)
         self._locate(frame, node)
         runner.starting(node, header=self.index.is_header(node))
-        state.node = node
+        state.node, state.resumed = node, False
         state.out = io.StringIO()
         state.warned = []
         state.hooks = {}
@@ -623,6 +659,13 @@ class TrustedScript:
         state.node = None
         printed, warned, hooks, calls = state.out.getvalue(), state.warned, list(state.hooks), state.calls
         state.out, state.warned, state.hooks, state.calls = io.StringIO(), [], {}, []
+        if state.resumed:
+            state.resumed = False
+            if error is None and caught is None:
+                # the rest of a yield statement the frame went on in: it was reported when the
+                # frame waited there; what it printed goes with the next step
+                self.runner.carry(node, printed, warned, calls)
+                return
         self.frame = frame
         self._locate(frame, node)
         try:
@@ -631,6 +674,17 @@ class TrustedScript:
             )
         finally:
             self.frame = None
+
+    def _stopped(self, frame: FrameType, state: _Running, exc: BaseException) -> None:
+        """An end of iteration leaves a top-level statement (``next()`` of an exhausted iterator):
+        its error, as any other. (Inside a function it may be a ``__next__`` whose caller's loop
+        takes it, so only the top level tells.)"""
+        if state.node is None or id(exc) in self.reported or not isinstance(exc, _ITERATION_ENDS):
+            return
+        line = self.catching_line(exc, frame)
+        if line is None:
+            self.reported.add(id(exc))
+            self._end(frame, state, error=exc)
 
     def _on_exception(self, frame: FrameType, state: _Running, exc: BaseException) -> None:
         if state.node is None or isinstance(exc, (KeyboardInterrupt, StopRun)):
@@ -678,6 +732,7 @@ class TrustedScript:
         kept = 0
         while kept < len(stack) and kept < len(chain) and stack[kept].node is chain[kept]:
             kept += 1
+        self._left(frame, stack[kept:])
         del stack[kept:]
         for level, loop in enumerate(chain):
             if level == len(stack):
@@ -691,6 +746,7 @@ class TrustedScript:
             if turn.between:
                 turn.turn += 1
                 turn.between = False
+                self._left(frame, stack[level + 1 :])
                 del stack[level + 1 :]
 
     def _locate(self, frame: FrameType, node: ast.stmt) -> None:

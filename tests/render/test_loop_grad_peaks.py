@@ -80,6 +80,39 @@ def test_the_summary_says_the_largest_norms() -> None:
     at = next(i for i, line in enumerate(lines) if line.startswith("  ⟲ loop at line 7: 6 iterations"))
     rows = {line.split()[0]: line for line in lines[at + 1 : at + 4]}
     first, last = expected["w"][0], expected["w"][-1]
-    assert f"largest grad norm in a turn {first:.4g} → {last:.4g} (reset by the turn's end)" in rows["w"], rows
+    assert f"largest grad norm in a turn {first:.4g} → {last:.4g} (zero at each turn's end)" in rows["w"], rows
     # a one-element tensor's row is its values' sparkline
     assert "grad norm" not in rows["b"] and "▁" in rows["b"]
+
+
+def test_a_nan_gradient_stays_in_the_peaks_and_a_gradient_set_then_reset_is_a_change() -> None:
+    script = """\
+import torch
+w = torch.tensor([1.0, 2.0], requires_grad=True)
+scale = [1.0, float("nan"), 3.0]
+for i in range(3):
+    (w * scale[i]).sum().backward()
+    w.grad = None
+v = torch.tensor([1.0, 2.0], requires_grad=True)
+for i in range(3):
+    (v * 3.0).sum().backward()
+    v.grad = None
+"""
+    out = subprocess.run(
+        [sys.executable, "-m", "tcopy_cli", "run", "-e", script, "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    loops = [json.loads(line) for line in out.splitlines() if '"event":"loop"' in line.replace(" ", "")]
+    import torch
+
+    def norm_after(scale: float) -> float:  # what python's .grad holds after one turn's backward
+        t = torch.tensor([1.0, 2.0], requires_grad=True)
+        (t * scale).sum().backward()
+        assert t.grad is not None
+        return math.sqrt(sum(g * g for g in t.grad.tolist()))
+
+    assert loops[0]["tensors"]["w"]["grad_norms_peak"] == [norm_after(1.0), "nan", norm_after(3.0)]
+    # the same gradient in every turn, gone by its end: the name's .grad changed in each turn
+    assert loops[1]["tensors"]["v"]["grad_norms_peak"] == [norm_after(3.0)] * 3

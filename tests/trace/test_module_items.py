@@ -91,8 +91,36 @@ def test_the_step_that_made_the_layers_lists_them() -> None:
 
 def test_a_list_of_modules_cut_short_is_counted_as_not_listed() -> None:
     mods = [torch.nn.Linear(1, 1) for _ in range(1003)] + [torch.nn.ReLU()]
-    named, cut = walk_names({"mods": mods, "acts": [torch.nn.ReLU()] * 2000})
+    named, cut, _ = walk_names({"mods": mods, "acts": [torch.nn.ReLU()] * 2000})
     assert sum(n.startswith("mods[") for n, _ in named) == 2 * 1000
     assert cut["mods"] == 4  # three more layers with parameters, and a ReLU among the items left out
     # a container whose items left out hold no tensor (modules without parameters) is not told
     assert "acts" not in cut
+
+
+def test_a_module_past_the_listed_items_counts_for_max_bytes() -> None:
+    # a Linear past the first 1,000 items holds 1,002,000 bytes, as a tensor there would
+    script = "import torch\nimport torch.nn as nn\nbig = [nn.Identity()] * 1000 + [nn.Linear(500, 500)]\n"
+    held = sum(t.numel() * t.element_size() for t in torch.nn.Linear(500, 500).parameters())
+    assert held == 1_002_000
+    trace = run_source(script, limits=Limits(max_bytes=held - 1))
+    assert trace.steps[-1].error is not None and trace.steps[-1].error.type == "LimitExceeded"
+    assert f"{held:,} bytes" in trace.steps[-1].error.message
+    assert run_source(script, limits=Limits(max_bytes=held)).steps[-1].error is None
+
+
+def test_a_module_that_never_called_module_init_is_passed_over() -> None:
+    # --trust: python runs this to the end (it fails only when the module is used)
+    script = """\
+import torch
+import torch.nn as nn
+class Bad(nn.Module):
+    def __init__(self):
+        self.k = 1
+bs = [Bad()]
+b = Bad()
+x = torch.ones(1)
+"""
+    trace = run_source(script, trust=True)
+    assert all(s.status == "ok" for s in trace.steps)
+    assert list(trace.steps[-1].tensors) == ["x"]

@@ -108,3 +108,108 @@ y = torch.ones(1)
     assert [(s.line, s.iterations) for s in ended if s.line == 3] == [(3, 3), (3, 3)]
     made = [s.loops[-1].iteration for s in trace.steps if s.line == 4]
     assert made == [1, 2, 3, 1, 2, 3]
+
+
+def _loops(script: str) -> tuple[list[Step], list[LoopSummary]]:
+    trace = run_source(script, trust=True, limits=Limits(max_steps=5000))
+    tracker = LoopTracker()
+    ended: list[LoopSummary] = []
+    for step in trace.steps:
+        ended += tracker.feed(step)
+    ended += tracker.close()
+    return trace.steps, ended
+
+
+def test_a_generator_asked_from_another_loop_is_one_run_of_its_loop() -> None:
+    # next(g) in each turn of a loop, after another statement: one run of the generator's loop,
+    # three turns so far, still waiting when the script ends
+    steps, ended = _loops(
+        """\
+import torch
+def gen():
+    x = torch.zeros(1)
+    for i in range(6):
+        x = x + 1
+        yield x
+g = gen()
+for k in range(3):
+    a = torch.ones(1) * k
+    v = next(g)
+done = torch.ones(1)
+"""
+    )
+    assert [s.loops[-1].iteration for s in steps if s.line == 5] == [1, 2, 3]
+    assert [(s.line, s.iterations) for s in ended] == [(8, 3), (4, 3)]
+    assert steps[-1].tensors["v"].values == [3.0]
+
+
+def test_loops_around_the_yield_end_when_the_generator_leaves_them() -> None:
+    # for epoch: for batch: yield, inside the generator: the inner loop runs twice, three turns each
+    steps, ended = _loops(
+        """\
+import torch
+def batches(data):
+    for epoch in range(2):
+        for i in range(0, 6, 2):
+            xb = data[i:i + 2]
+            yield xb
+data = torch.arange(6.0)
+total = torch.zeros(1)
+for xb in batches(data):
+    total = total + xb.sum()
+print(total)
+"""
+    )
+    assert [(s.line, s.iterations) for s in ended] == [(4, 3), (9, 6), (4, 3), (3, 2)]
+    inner = [s for s in ended if s.line == 4]
+    # the first run ends before the generator's next epoch starts; the second when it is done
+    assert inner[0].last_step < inner[1].first_step
+    assert steps[-1].stdout == f"tensor([{2 * sum(range(6))}.])\n"  # two epochs over 0..5
+
+
+def test_a_one_line_loop_with_a_yield_reports_each_turn_once() -> None:
+    steps, ended = _loops(
+        """\
+import torch
+def gen(n):
+    for i in range(n): yield torch.tensor(float(i))
+s = torch.zeros(())
+for t in gen(3):
+    s = s + t
+"""
+    )
+    assert [s.loops[-1].iteration for s in steps if s.line == 3] == [1, 2, 3]
+    assert [(s.line, s.iterations) for s in ended] == [(5, 3), (3, 3)]
+
+
+def test_next_of_an_exhausted_generator_at_top_level_is_that_lines_error() -> None:
+    trace = run_source(
+        """\
+import torch
+def gen():
+    yield torch.ones(1)
+    z = torch.zeros(1)
+g = gen()
+a = next(g)
+b = next(g)
+""",
+        trust=True,
+    )
+    assert [(s.line, s.status) for s in trace.steps if s.line in (4, 7)] == [(4, "ok"), (7, "error")]
+    assert trace.steps[-1].error is not None and trace.steps[-1].error.type == "StopIteration"
+
+
+def test_many_generators_taken_in_turn_each_keep_their_loop() -> None:
+    _, ended = _loops(
+        """\
+def gen():
+    for i in range(3):
+        yield i
+gens = [gen() for _ in range(101)]
+for _ in range(3):
+    for g in gens:
+        v = next(g)
+"""
+    )
+    assert sorted({(s.line, s.iterations) for s in ended if s.line == 2}) == [(2, 3)]
+    assert sum(s.line == 2 for s in ended) == 101
