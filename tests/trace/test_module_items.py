@@ -36,28 +36,14 @@ for _ in range(3):
 
 
 def _python() -> dict[str, Any]:
-    """The same statements in plain python: the tensors by the names tcopy gives them."""
-    import torch.nn as nn
-
-    torch.manual_seed(0)
-    x = torch.randn(5, 4)
-    y = torch.randn(5, 1)
-    layers = [nn.Linear(4, 8), nn.Linear(8, 1)]
-    heads = {"out": nn.Linear(1, 1), "norm": nn.BatchNorm1d(1)}
-    opt = torch.optim.SGD([p for m in layers for p in m.parameters()], lr=0.1)
-    for _ in range(3):
-        h = x
-        for layer in layers:
-            h = layer(h)
-        loss = ((h - y) ** 2).mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    """The same statements run by plain python: the tensors by the names tcopy gives them."""
+    ns: dict[str, Any] = {}
+    exec(SCRIPT, ns)  # the test's own script, as python runs it
     out: dict[str, Any] = {}
-    for i, m in enumerate(layers):
+    for i, m in enumerate(ns["layers"]):
         for n, p in m.named_parameters():
             out[f"layers[{i}].{n}"] = p
-    for k, m in heads.items():
+    for k, m in ns["heads"].items():
         for n, t in [*m.named_parameters(), *m.named_buffers()]:
             out[f'heads["{k}"].{n}'] = t
     return out

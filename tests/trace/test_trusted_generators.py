@@ -73,11 +73,7 @@ def test_each_item_is_the_next_turn_of_the_generators_loop() -> None:
 
 
 def test_the_generators_loop_ends_once_per_generator() -> None:
-    tracker = LoopTracker()
-    ended: list[LoopSummary] = []
-    for step in _run():
-        ended += tracker.feed(step)
-    ended += tracker.close()
+    _, ended = _loops(SCRIPT)
     of_generator = [s for s in ended if s.line == 4]
     assert [s.iterations for s in of_generator] == [4, 4]
     # in each epoch, the loop that asked for items (it ran out of them), then the generator's loop
@@ -99,14 +95,9 @@ for rep in range(2):
             break
 y = torch.ones(1)
 """
-    trace = run_source(script, trust=True, limits=Limits(max_steps=1000))
-    tracker = LoopTracker()
-    ended: list[LoopSummary] = []
-    for step in trace.steps:
-        ended += tracker.feed(step)
-    ended += tracker.close()
+    steps, ended = _loops(script)
     assert [(s.line, s.iterations) for s in ended if s.line == 3] == [(3, 3), (3, 3)]
-    made = [s.loops[-1].iteration for s in trace.steps if s.line == 4]
+    made = [s.loops[-1].iteration for s in steps if s.line == 4]
     assert made == [1, 2, 3, 1, 2, 3]
 
 
