@@ -62,7 +62,7 @@ TORCH_OPS = frozenset(
 TORCH_CLASSES = frozenset(
     """
         Tensor device Size dtype FloatTensor DoubleTensor HalfTensor BFloat16Tensor
-        LongTensor IntTensor ShortTensor CharTensor ByteTensor BoolTensor
+        LongTensor IntTensor ShortTensor CharTensor ByteTensor BoolTensor Generator
     """.split()
 )
 
@@ -141,6 +141,10 @@ TENSOR_SETTABLE = frozenset({"requires_grad", "grad", "data"})
 SIZE_METHODS = frozenset({"numel", "index", "count"})
 DTYPE_ATTRS = frozenset({"is_floating_point", "is_complex", "is_signed", "itemsize"})
 DEVICE_ATTRS = frozenset({"type", "index"})
+# A random number generator of the script's own (torch.Generator().manual_seed(42), passed as
+# generator= to randn, multinomial ...): seeding it and reading or setting its state.
+GENERATOR_ATTRS = frozenset({"device"})
+GENERATOR_METHODS = frozenset({"manual_seed", "seed", "initial_seed", "get_state", "set_state"})
 # Storages are read-only: sizes and addresses, and items by index (s[0]); never written.
 STORAGE_METHODS = frozenset({"data_ptr", "nbytes", "size", "element_size", "untyped", "tolist"})
 STORAGE_ATTRS = frozenset({"device", "dtype"})
@@ -367,6 +371,8 @@ def all_attribute_names() -> frozenset[str]:
         SIZE_METHODS,
         DTYPE_ATTRS,
         DEVICE_ATTRS,
+        GENERATOR_ATTRS,
+        GENERATOR_METHODS,
         STORAGE_METHODS,
         STORAGE_ATTRS,
         NODE_METHODS,

@@ -502,6 +502,7 @@ _TYPE_TABLES: list[tuple[type | tuple[type, ...], frozenset[str], frozenset[str]
     (torch.Size, frozenset(), policy.SIZE_METHODS),
     (torch.dtype, policy.DTYPE_ATTRS, frozenset()),
     (torch.device, policy.DEVICE_ATTRS, frozenset()),
+    (torch.Generator, policy.GENERATOR_ATTRS, policy.GENERATOR_METHODS),
     ((torch.UntypedStorage, torch.TypedStorage), policy.STORAGE_ATTRS, policy.STORAGE_METHODS),
     (torch._C._autograd.SavedTensor, frozenset(), policy.SAVED_TENSOR_METHODS),
     (np.ndarray, policy.NDARRAY_ATTRS, policy.NDARRAY_METHODS),

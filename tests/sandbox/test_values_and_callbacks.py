@@ -1,7 +1,7 @@
 """Sandbox tests for values added so that real snippets run: builtins and classes held as
 values (``print(RuntimeError)``, ``c.register_hook(print)``), ``type(x) is int``,
 ``torch.__version__``, ``torch.accelerator``, ``torch.set_default_device``, NumPy ufuncs
-(with ``out=``) and ``numpy.random``, ``itertools.count``, ``Tensor.resize`` and
+(with ``out=``) and ``numpy.random``, ``itertools.count``, ``Tensor.resize``, ``torch.Generator`` and
 ``UntypedStorage.tolist``.
 
 Each feature is checked twice: what it allows prints what plain Python prints, and every
@@ -88,6 +88,11 @@ ALLOWED = {
     "def closure():\n    opt.zero_grad()\n    loss = (w ** 2).sum()\n    loss.backward()\n"
     "    print('in closure', w.grad)\n    return loss\n"
     "for step in range(3):\n    loss = opt.step(closure)\n    print(step, loss.item())\nprint(w)",
+    "torch.Generator": "g = torch.Generator().manual_seed(2147483647)\na = torch.randn(3, generator=g)\n"
+    "s = g.get_state()\nb = torch.randn(3, generator=g)\ng.set_state(s)\nc = torch.randn(3, generator=g)\n"
+    "print(a, b, c, torch.equal(b, c), g.initial_seed(), g.device, isinstance(g, torch.Generator))\n"
+    "p = torch.tensor([0.2, 0.8])\n"
+    "print(torch.multinomial(p, 5, replacement=True, generator=g), torch.randperm(4, generator=g))",
     "storage tolist": "x = torch.tensor([1.0])\ny = x.detach()\nprint(x.untyped_storage().tolist() == "
     "y.untyped_storage().tolist(), len(x.untyped_storage().tolist()))",
 }
@@ -239,6 +244,13 @@ ATTACKS = [
     "s = torch.ones(2).untyped_storage()\ns[0] = 1",
     "s = torch.ones(2).untyped_storage()\nx = s.resize_(10 ** 9)",
     "s = torch.ones(2).untyped_storage()\nx = s._cdata",
+    # torch.Generator: seeding and its state, nothing else of it
+    "g = torch.Generator()\nx = g.graphsafe_get_state()",
+    "g = torch.Generator()\nx = g.clone_state()",
+    "g = torch.Generator()\nf = g.manual_seed",
+    "g = torch.Generator()\nx = '{0.manual_seed}'.format(g)",
+    "g = torch.Generator()\nx = type(g)()",
+    "x = torch.Generator.manual_seed",
 ]
 
 
