@@ -262,6 +262,7 @@ class LoopTracker:
         for entry in step.loops_ended:
             if entry in self.waiting:
                 ended.append(self._end(self.waiting.pop(entry)))
+        ended.sort(key=lambda summary: -summary.level)  # innermost first, the generators' loops among them
         norms = self._grad_norms(step) if step.loops else {}
         for level, loop in enumerate(step.loops):
             if level >= len(self.running) and loop.entry in self.waiting:

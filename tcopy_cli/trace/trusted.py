@@ -95,10 +95,35 @@ _MAX_SUSPENDED = 10_000
 _RETURNS = frozenset(dis.opmap[name] for name in ("RETURN_VALUE", "RETURN_CONST") if name in dis.opmap)
 
 
+# Where a frame takes an end of iteration itself: a for's next item, yield from's result.
+_TAKES_STOP = frozenset(dis.opmap[name] for name in ("FOR_ITER", "SEND", "END_SEND", "YIELD_FROM") if name in dis.opmap)
+_FIRST_RESUME: dict[CodeType, int] = {}
+
+
+def _opcode(frame: FrameType) -> int | None:
+    code, at = frame.f_code.co_code, frame.f_lasti
+    return code[at] if 0 <= at < len(code) else None
+
+
 def _returned(frame: FrameType) -> bool:
     """Whether the frame's last instruction is a ``return`` (the frame is done, not waiting at a ``yield``)."""
-    code, at = frame.f_code.co_code, frame.f_lasti
-    return 0 <= at < len(code) and code[at] in _RETURNS
+    return _opcode(frame) in _RETURNS
+
+
+def _consumed(frame: FrameType, exc: BaseException) -> bool:
+    """Whether ``exc`` is an end of iteration that the frame's own instruction takes (a ``for``
+    ending, ``yield from`` getting its result): no error, and the frame goes on."""
+    return isinstance(exc, (StopIteration, StopAsyncIteration)) and _opcode(frame) in _TAKES_STOP
+
+
+def _starting(frame: FrameType) -> bool:
+    """Whether a generator's frame is called for the first time (not going on after a ``yield``):
+    no instruction ran yet (3.10), or none past its first ``RESUME`` (3.11 on)."""
+    code = frame.f_code
+    first = _FIRST_RESUME.get(code)
+    if first is None:
+        first = _FIRST_RESUME[code] = next((i.offset for i in dis.get_instructions(code) if i.opname == "RESUME"), -1)
+    return frame.f_lasti <= first
 
 
 # The context managers the sandbox allows in ``with`` (grad and anomaly modes), by class name.
@@ -524,10 +549,10 @@ class TrustedScript:
 
         CPython traces a ``yield`` as a return and going on after it as a call, and kept frames
         are not weakly referable, so the state is kept by the frame's id and given back only to a
-        frame of the same code that goes on (its line is not the ``def``'s, where a generator
-        starts): a new generator's frame at the address of a finished one starts afresh."""
+        frame of the same code that goes on (not at its start): a new generator's frame at the
+        address of a finished one starts afresh."""
         kept = self.suspended.pop(id(frame), None)
-        if kept is not None and kept[0] is frame.f_code and frame.f_lineno != frame.f_code.co_firstlineno:
+        if kept is not None and kept[0] is frame.f_code and not _starting(frame):
             _, state.loops, state.order, state.node = kept
             state.resumed = state.node is not None
 
@@ -585,14 +610,11 @@ class TrustedScript:
                 self._end(frame, state)
                 self._begin(frame, state, node)
         elif event == "exception":
-            state.raised = arg[1]
+            state.raised = None if _consumed(frame, arg[1]) else arg[1]
             self._on_exception(frame, state, arg[1])
         elif event == "return":
             node = state.node
             try:
-                if state.raised is not None and self.kind(frame.f_code) == "module" and not _returned(frame):
-                    # next(it) at top level: the end of iteration no loop takes is the statement's error
-                    self._stopped(frame, state, state.raised)
                 self._end(frame, state)
             finally:
                 self._suspend(frame, state, node)
@@ -675,17 +697,6 @@ class TrustedScript:
         finally:
             self.frame = None
 
-    def _stopped(self, frame: FrameType, state: _Running, exc: BaseException) -> None:
-        """An end of iteration leaves a top-level statement (``next()`` of an exhausted iterator):
-        its error, as any other. (Inside a function it may be a ``__next__`` whose caller's loop
-        takes it, so only the top level tells.)"""
-        if state.node is None or id(exc) in self.reported or not isinstance(exc, _ITERATION_ENDS):
-            return
-        line = self.catching_line(exc, frame)
-        if line is None:
-            self.reported.add(id(exc))
-            self._end(frame, state, error=exc)
-
     def _on_exception(self, frame: FrameType, state: _Running, exc: BaseException) -> None:
         if state.node is None or isinstance(exc, (KeyboardInterrupt, StopRun)):
             return
@@ -695,7 +706,9 @@ class TrustedScript:
             self.runner.carry(state.node, printed, warned, [])
             state.node = None
             return
-        if isinstance(exc, _ITERATION_ENDS):
+        if isinstance(exc, _ITERATION_ENDS) and (self.kind(frame.f_code) != "module" or _consumed(frame, exc)):
+            # Inside a function it may be a __next__ whose caller's loop takes it; at top level
+            # only a for takes it (next() of an exhausted iterator there is the statement's error).
             return
         if isinstance(exc, SystemExit):
             self.reported.add(id(exc))

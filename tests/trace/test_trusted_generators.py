@@ -151,7 +151,9 @@ for xb in batches(data):
 print(total)
 """
     )
-    assert [(s.line, s.iterations) for s in ended] == [(4, 3), (9, 6), (4, 3), (3, 2)]
+    # the inner loop's first run ends as the generator's next epoch starts; then, when the generator
+    # is done, its second run (innermost first), the consumer's loop and the generator's epochs
+    assert [(s.line, s.iterations) for s in ended] == [(4, 3), (4, 3), (9, 6), (3, 2)]
     inner = [s for s in ended if s.line == 4]
     # the first run ends before the generator's next epoch starts; the second when it is done
     assert inner[0].last_step < inner[1].first_step
@@ -204,3 +206,93 @@ for _ in range(3):
     )
     assert sorted({(s.line, s.iterations) for s in ended if s.line == 2}) == [(2, 3)]
     assert sum(s.line == 2 for s in ended) == 101
+
+
+def test_an_end_of_iteration_leaving_a_block_is_the_lines_one_error() -> None:
+    # through a with, a try/finally or an except that does not match: still the raising line's error
+    for block in ("with torch.no_grad():\n    b = next(g)\n", "try:\n    b = next(g)\nfinally:\n    pass\n"):
+        trace = run_source("import torch\ng = iter([])\n" + block, trust=True)
+        errors = [(s.line, s.error.type) for s in trace.steps if s.error is not None]
+        assert errors == [(4, "StopIteration")], block
+        assert not any(s.line == 4 and s.error is None for s in trace.steps)
+
+
+def test_an_end_of_iteration_caught_at_top_level_is_told_and_a_for_takes_its_own() -> None:
+    trace = run_source(
+        """\
+import torch
+class It:
+    def __init__(self):
+        self.i = 0
+    def __iter__(self):
+        return self
+    def __next__(self):
+        self.i += 1
+        if self.i > 2:
+            raise StopIteration
+        return torch.ones(1) * self.i
+for x in It():
+    y = x * 2
+g = iter([])
+try:
+    b = next(g)
+except StopIteration:
+    b = None
+""",
+        trust=True,
+    )
+    assert all(s.error is None for s in trace.steps)
+    (step,) = [s for s in trace.steps if s.line == 16]
+    assert step.caught is not None and step.caught.except_line == 17
+
+
+def test_yield_from_a_generator_that_returns_keeps_the_outer_loop_running() -> None:
+    # SEND takes the inner generator's StopIteration (its return value): the outer frame goes on
+    steps, ended = _loops(
+        """\
+def inner(i):
+    yield i
+    return i * 10
+def outer():
+    for i in range(3):
+        yield (yield from inner(i))
+got = []
+for v in outer():
+    got.append(v)
+"""
+    )
+    assert [(s.line, s.iterations) for s in ended] == [(8, 6), (5, 3)]
+    assert steps[-1].loops[-1].iteration == 6
+
+
+def test_a_generator_on_its_def_line_reports_each_statement_once() -> None:
+    trace = run_source(
+        """\
+import torch
+def gen(): yield torch.ones(1); print("between"); yield torch.zeros(1)
+g = gen()
+a = next(g)
+b = next(g)
+""",
+        trust=True,
+    )
+    assert [s.source for s in trace.steps if s.line == 2 and s.function] == [
+        "yield torch.ones(1)",
+        'print("between")',
+        "yield torch.zeros(1)",
+    ]
+
+
+def test_a_generators_loop_ends_before_the_loop_around_it() -> None:
+    # the generator's loop ran inside a turn of the outer loop: it is summed up first
+    _, ended = _loops(
+        """\
+def gen(n):
+    for i in range(n):
+        yield i
+for rep in range(2):
+    for v in gen(3):
+        w = v
+"""
+    )
+    assert [(s.line, s.iterations) for s in ended] == [(5, 3), (2, 3), (5, 3), (2, 3), (4, 2)]
