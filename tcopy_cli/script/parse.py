@@ -289,7 +289,9 @@ class _Validator(ast.NodeVisitor):
             raise self.reject(node, f"'{attr}' is not allowed: {policy.TORCH_FORBIDDEN[attr]}")
         if attr not in policy.ALL_ATTRIBUTE_NAMES and attr not in self.script_attrs:
             base = f"{node.value.id}." if isinstance(node.value, ast.Name) else "."
-            hint = did_you_mean(attr, policy.ALL_ATTRIBUTE_NAMES | self.script_attrs, prefix=base)
+            # torch.X: a name torch offers, not any attribute of any value (torch.get_state is none)
+            pool = policy.ALLOWED_IMPORTS["torch"] if base == "torch." else policy.ALL_ATTRIBUTE_NAMES
+            hint = did_you_mean(attr, pool | self.script_attrs, prefix=base)
             raise self.reject(node, f"'.{attr}' is not in tcopy's allow-list of attributes and methods{hint}")
         self.generic_visit(node)
 

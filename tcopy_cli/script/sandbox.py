@@ -224,7 +224,9 @@ def build_torch_proxy() -> ModuleProxy:
         cls = getattr(torch, name, None)
         if isinstance(cls, type):
             methods = policy.TENSOR_METHODS if issubclass(cls, torch.Tensor) else frozenset()
-            members[name] = ClassProxy(f"torch.{name}", cls, methods)
+            # named as Python shows the class (torch.Generator is torch._C.Generator), so that
+            # type(g) gives this proxy back: type(g) is torch.Generator holds, as in Python
+            members[name] = ClassProxy(f"{cls.__module__}.{cls.__qualname__}", cls, methods)
     for sub, names in policy.TORCH_SUBMODULES.items():
         mod = getattr(torch, sub, None)
         if mod is not None:

@@ -593,6 +593,14 @@ def test_misspelled_method_or_function(script: str, suggestion: str) -> None:
     assert info.value.line == len(script.splitlines())
 
 
+def test_a_torch_member_is_suggested_only_from_what_torch_offers() -> None:
+    # get_state is a generator's method, not a torch function: never 'torch.get_state'
+    with pytest.raises(ScriptRejected) as info:
+        run_source("x = torch.get_rng_state()")
+    assert "torch.get_state" not in info.value.message
+    assert "Did you mean" not in info.value.message or "'torch." in info.value.message
+
+
 def test_no_suggestion_when_nothing_is_close() -> None:
     step = run_source("y = qqqqqqq + 1").steps[-1]
     assert step.error is not None and step.error.message == "name 'qqqqqqq' is not defined"

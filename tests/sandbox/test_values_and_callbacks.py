@@ -89,8 +89,9 @@ ALLOWED = {
     "    print('in closure', w.grad)\n    return loss\n"
     "for step in range(3):\n    loss = opt.step(closure)\n    print(step, loss.item())\nprint(w)",
     "torch.Generator": "g = torch.Generator().manual_seed(2147483647)\na = torch.randn(3, generator=g)\n"
-    "s = g.get_state()\nb = torch.randn(3, generator=g)\ng.set_state(s)\nc = torch.randn(3, generator=g)\n"
-    "print(a, b, c, torch.equal(b, c), g.initial_seed(), g.device, isinstance(g, torch.Generator))\n"
+    "s = g.get_state()\nb = torch.randn(3, generator=g)\nh = torch.Generator().manual_seed(2147483647)\n"
+    "c = torch.randn(3, generator=h)\nprint(a, b, c, torch.equal(a, c), g.initial_seed(), g.device, s.shape)\n"
+    "print(isinstance(g, torch.Generator), type(g) is torch.Generator, type(g))\n"
     "p = torch.tensor([0.2, 0.8])\n"
     "print(torch.multinomial(p, 5, replacement=True, generator=g), torch.randperm(4, generator=g))",
     "storage tolist": "x = torch.tensor([1.0])\ny = x.detach()\nprint(x.untyped_storage().tolist() == "
@@ -251,6 +252,11 @@ ATTACKS = [
     "g = torch.Generator()\nx = '{0.manual_seed}'.format(g)",
     "g = torch.Generator()\nx = type(g)()",
     "x = torch.Generator.manual_seed",
+    # set_state: torch checks a state only in part (left = next = 624 reads past the state) and
+    # reads a view at 5,056 times its offset; not offered, on the default generator either
+    "g = torch.Generator()\ng.set_state(g.get_state())",
+    "s = torch.zeros(20000, dtype=torch.uint8)\ng = torch.Generator()\ng.set_state(s[3:5059])",
+    "g = torch.manual_seed(1)\ng.set_state(g.get_state())",
 ]
 
 
