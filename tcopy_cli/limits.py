@@ -70,3 +70,9 @@ def view_max_steps(fmt: str | None) -> int:
 def flag(name: str) -> str:
     """The command-line flag of limit ``name`` (max_steps -> --max-steps)."""
     return "--" + name.replace("_", "-")
+
+
+LOOPS_ENDED_KEPT = 10_000
+"""Loops that ended between two steps that an engine remembers, the latest (``Step.loops_ended``):
+a loop with steps of its own ends just before the next step, after the loops it holds; thousands of
+loops with no step between two steps (an inner loop run over and over) are forgotten first."""

@@ -147,7 +147,7 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
         _reject(exc, source, origin, fmt, request.device)
     if summary.stopped_by != "quit":
         try:
-            for event in flow.close():  # turns held back and loops still open when the run ended
+            for event in flow.close(summary):  # turns held back and loops still open when the run ended
                 presenter.event(renderer, event)
         except Quit:
             pass

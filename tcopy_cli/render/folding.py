@@ -34,7 +34,7 @@ from tcopy_cli.render.loops import LoopSummary, LoopTracker, number, scalar_of
 from tcopy_cli.render.names import grouped_names, unlisted_change, unlisted_pairs
 from tcopy_cli.render.where import iteration_text
 from tcopy_cli.render.where import turn as where_turn
-from tcopy_cli.trace.records import LoopContext, Note, Step, TensorRecord, evolve, is_item, is_local
+from tcopy_cli.trace.records import LoopContext, Note, RunSummary, Step, TensorRecord, evolve, is_item, is_local
 from tcopy_cli.trace.records import added_items as added
 
 SINGLE_TURNS = 6
@@ -511,9 +511,10 @@ class StepFlow:
         self.held_notes = {}
         return evolve(step, explanations=[*held, *step.explanations]) if held else step
 
-    def close(self) -> list[Event]:
-        """Events for what is still held when the run ends."""
-        ended = self.tracker.close()
+    def close(self, run: RunSummary | None = None) -> list[Event]:
+        """Events for what is still held when the run ends (``run``: how it ended)."""
+        turns = dict(zip(run.loops_ended, run.loops_ended_turns)) if run is not None else {}
+        ended = self.tracker.close(turns)
         if self.folder is None:
             return [LoopEnd(s) for s in ended]
         out: list[Event] = []

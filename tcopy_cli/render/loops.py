@@ -262,6 +262,9 @@ class LoopTracker:
         for entry in step.loops_ended:
             if entry in self.waiting:
                 ended.append(self._end(self.waiting.pop(entry)))
+        turns = dict(zip(step.loops_ended, step.loops_ended_turns))
+        for summary in ended:  # a last turn that ran no step (if i == 2: break) counts too
+            summary.iterations = max(summary.iterations, turns.get(summary.entry, 0))
         ended.sort(key=lambda summary: -summary.level)  # innermost first, the generators' loops among them
         norms = self._grad_norms(step) if step.loops else {}
         for level, loop in enumerate(step.loops):
@@ -288,13 +291,16 @@ class LoopTracker:
         self.newest_label = max([self.newest_label, *(_label_number(r.storage) for r in step.tensors.values())])
         return ended
 
-    def close(self) -> list[LoopSummary]:
-        """The loops still running when the run ended (innermost first), and those waiting."""
+    def close(self, turns: dict[int, int] | None = None) -> list[LoopSummary]:
+        """The loops still running when the run ended (innermost first), and those waiting;
+        ``turns``: the turns the loops that ended after the last step ran (``RunSummary.loops_ended``)."""
         ended = []
         while self.running:
             ended.append(self._end(self.running.pop()))
         while self.waiting:
             ended.append(self._end(self.waiting.pop(next(reversed(self.waiting)))))
+        for summary in ended:
+            summary.iterations = max(summary.iterations, (turns or {}).get(summary.entry, 0))
         ended.sort(key=lambda summary: -summary.level)  # innermost first, the generators' loops among them
         return ended
 

@@ -14,13 +14,14 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 import torch
 
 from tcopy_cli.errors import NotAllowedError, StopRun, TcopyError
-from tcopy_cli.limits import Limits
+from tcopy_cli.limits import LOOPS_ENDED_KEPT, Limits
 from tcopy_cli.script import expressions, functions, statements
 from tcopy_cli.script.builtins import Capture, Output, make_builtins
 from tcopy_cli.script.formatting import SafeFormatter, make_format
@@ -145,7 +146,8 @@ class Interpreter(Sealed):
         """Set by the step runner: receives every operation (calls, indexing, operators, writes)."""
         # The loops running, outermost first: [line, turn, total or None, entry number].
         self.loops: list[list[Any]] = []
-        self.loops_ended: list[int] = []  # loops in generators; the sandbox runs no generator
+        self.loops_ended: deque[tuple[int, int]] = deque(maxlen=LOOPS_ENDED_KEPT)
+        """(entry number, turns run) of the loops that ended since the last step."""
         self.loop_entries = 0
         # Grad-mode blocks (``with torch.no_grad():``) running, outermost first.
         self.contexts: list[str] = []
@@ -426,6 +428,12 @@ class Interpreter(Sealed):
         self.loops.append(loop)
         return loop
 
+    def _leave_loop(self) -> None:
+        """Pop the innermost loop; the next step says how many turns it ran (its last turn may have
+        run no step: ``if i == 2: break``)."""
+        _, turns, _, entry = self.loops.pop()
+        self.loops_ended.append((entry, turns))
+
     def on_while(self, stmt: ast.While) -> None:
         count = 0
         loop = self._enter_loop(stmt, None)
@@ -441,7 +449,7 @@ class Interpreter(Sealed):
                 if self._loop_limit_hit(stmt, count) or not self._loop_body(stmt.body):
                     return
         finally:
-            self.loops.pop()
+            self._leave_loop()
         self._exec_block(stmt.orelse)
 
     def on_for(self, stmt: ast.For) -> None:
@@ -486,7 +494,7 @@ class Interpreter(Sealed):
                 if not ok or not self._loop_body(stmt.body):
                     return
         finally:
-            self.loops.pop()
+            self._leave_loop()
         if ok:
             self._exec_block(stmt.orelse)
 

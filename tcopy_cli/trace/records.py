@@ -519,8 +519,11 @@ class Step:
     calls: tuple[CallSite, ...] = ()
     """Script-function calls running, outermost first (``function`` is the innermost's name)."""
     loops_ended: list[int] = field(default_factory=list)
-    """Entries of loops in generators (``LoopContext.suspends``) that ended since the step before
-    (``--trust``): a generator's loop is left at every ``yield``, so no step shows when it is done."""
+    """Entries of the loops that ended since the step before. A generator's loop
+    (``LoopContext.suspends``, ``--trust``) is left at every ``yield``, so no step shows when it is
+    done; and a loop's last turn may have no step (``if i == 2: break``)."""
+    loops_ended_turns: list[int] = field(default_factory=list)
+    """The turns each of ``loops_ended`` ran (the last one counts, cut short or not)."""
     unlisted: dict[str, int] = field(default_factory=dict)
     """Lists, tuples and dicts holding tensors with more items than ``tensors`` lists (the first
     ``MAX_LISTED_ITEMS`` of each): name and how many items past those are not listed."""
@@ -623,6 +626,10 @@ class RunSummary:
     """Error steps (counted in ``errors`` too) whose error the line's ``# expect:`` named."""
     missing: int = 0
     """Steps marked ``# expect: NAME`` that raised nothing."""
+    loops_ended: list[int] = field(default_factory=list, compare=False)
+    """The loops that ended after the last step, as ``Step.loops_ended`` (not in JSON; not part of
+    how the run ended: a run stopped inside a loop leaves it in one engine, not in the other)."""
+    loops_ended_turns: list[int] = field(default_factory=list, compare=False)
 
     @property
     def unexpected(self) -> int:

@@ -8,6 +8,7 @@ import signal
 import threading
 import time
 import warnings
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -65,8 +66,9 @@ class Engine(Protocol):
     """The repr of the last top-level expression's value, for the REPL to echo."""
     loops: list[list[Any]]
     """The loops running, outermost first: [line, turn, total or None, entry number (, in a generator)]."""
-    loops_ended: list[int]
-    """Entries of loops in generators that ended since the last step (the runner takes them)."""
+    loops_ended: deque[tuple[int, int]]
+    """The loops that ended since the last step, (entry number, turns run) (the runner takes them; at
+    most ``LOOPS_ENDED_KEPT``, the latest)."""
     contexts: list[str]
     """Grad-mode blocks running, outermost first."""
 
@@ -219,6 +221,8 @@ class Runner:
         self.emit = emit
         self.observer = Observer(options.max_values, graph=options.graph)
         self._walked: Walked | None = None
+        self._stepped: set[int] = set()
+        """Entries of the loops that steps were in and that have not ended (or not been told to)."""
         """What ``_pop_ops`` found under the script's names, for observing the same step."""
         self.interp = self._engine()
         self.recorder = OpRecorder()
@@ -266,12 +270,15 @@ class Runner:
         """Run the whole script."""
         with torch_session(self.options.device):
             self._run_body()
+        ended = self._loops_ended()
         return RunSummary(
             steps=self.count,
             errors=self.errors,
             stopped_by=self.stopped_by,
             expected=self.expected,
             missing=self.missing,
+            loops_ended=[entry for entry, _ in ended],
+            loops_ended_turns=[turns for _, turns in ended],
         )
 
     def _run_body(self) -> None:
@@ -538,6 +545,7 @@ class Runner:
             stdout, warned = stdout[: max(0, limits.max_output - printed + len(stdout))], []
         self.count += 1
         source = self.program.statement_source(node)
+        ended = self._loops_ended()
         record = Step(
             index=self.count,
             line=node.lineno,
@@ -564,8 +572,10 @@ class Runner:
             loops=tuple(LoopContext(*loop) for loop in self.interp.loops),
             contexts=tuple(self.interp.contexts),
             calls=tuple(CallSite(fn, line) for fn, line in self.interp.call_chain()),
-            loops_ended=self._loops_ended(),
+            loops_ended=[entry for entry, _ in ended],
+            loops_ended_turns=[turns for _, turns in ended],
         )
+        self._stepped.update(loop.entry for loop in record.loops)
         self.emit(record)
         if record.missed:
             self.missing += 1
@@ -580,8 +590,12 @@ class Runner:
             return False
         return True
 
-    def _loops_ended(self) -> list[int]:
-        ended, self.interp.loops_ended = self.interp.loops_ended, []
+    def _loops_ended(self) -> list[tuple[int, int]]:
+        """The loops that ended since the last step and had steps of their own (the others no view
+        follows), with the turns they ran."""
+        ended = [(entry, turns) for entry, turns in self.interp.loops_ended if entry in self._stepped]
+        self.interp.loops_ended.clear()
+        self._stepped.difference_update(entry for entry, _ in ended)
         return ended
 
     def _narration(self, node: ast.stmt) -> list[str]:

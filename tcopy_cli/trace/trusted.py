@@ -46,6 +46,7 @@ import io
 import os
 import sys
 import warnings
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import CodeType, FrameType
@@ -54,6 +55,7 @@ from typing import Any
 import torch
 
 from tcopy_cli.errors import StopRun, TcopyError, TimeoutExceeded
+from tcopy_cli.limits import LOOPS_ENDED_KEPT
 from tcopy_cli.script.interp import _SIZED, BLOCK_STATEMENTS, _context_name
 from tcopy_cli.script.parse import Program
 from tcopy_cli.trace.records import RunInfo
@@ -340,9 +342,9 @@ class TrustedScript:
         self.running: dict[FrameType, _Running] = {}
         self.suspended: dict[int, tuple[CodeType, list[_Turn], dict[str, None], ast.stmt | None]] = {}
         """A generator's loops, local names' order and ``yield`` statement while it waits there, by id of its frame."""
-        self.loops_ended: list[int] = []
-        """Entries of loops in generators that ended since the last step was reported: the steps
-        cannot show it, since a generator's loop is left at every ``yield``."""
+        self.loops_ended: deque[tuple[int, int]] = deque(maxlen=LOOPS_ENDED_KEPT)
+        """(entry number, turns run) of the loops that ended since the last step was reported: a
+        generator's loop is left at every ``yield``, and a last turn may have no step."""
         self.stack: list[_Running] = []
         self.frame: FrameType | None = None
         self.kinds: dict[CodeType, str] = {}
@@ -557,24 +559,23 @@ class TrustedScript:
             state.resumed = state.node is not None
 
     def _suspend(self, frame: FrameType, state: _Running, node: ast.stmt | None) -> None:
-        """A generator's frame returns (``node``: the statement it was in): at a ``yield`` it may go
-        on later (``_resume``); done (a ``return`` instruction, or an exception it did not catch),
-        its loops have ended."""
+        """A frame returns (``node``: the statement it was in). A generator's, at a ``yield``, may go
+        on later (``_resume``); any other, or one that is done (a ``return`` instruction, or an
+        exception it did not catch), has ended its loops."""
         if not frame.f_code.co_flags & _SUSPENDING:
+            self._left(state.loops)
             return
         self.suspended.pop(id(frame), None)
         if state.raised is not None or _returned(frame):
-            self.loops_ended += [t.entry for t in state.loops]
+            self._left(state.loops)
             return
         if len(self.suspended) >= _MAX_SUSPENDED:  # the longest waiting is given up: it will start afresh
-            self.loops_ended += [t.entry for t in self.suspended.pop(next(iter(self.suspended)))[1]]
+            self._left(self.suspended.pop(next(iter(self.suspended)))[1])
         self.suspended[id(frame)] = (frame.f_code, state.loops, state.order, node)
 
-    def _left(self, frame: FrameType, turns: list[_Turn]) -> None:
-        """``turns``, loops of ``frame`` that ended, are told to the next step if the frame is a
-        generator's (the other loops' ends show: the steps after them are not in them)."""
-        if turns and frame.f_code.co_flags & _SUSPENDING:
-            self.loops_ended += [t.entry for t in turns]
+    def _left(self, turns: list[_Turn]) -> None:
+        """``turns``, loops that ended, are told to the next step with the turns they ran."""
+        self.loops_ended.extend((t.entry, t.turn) for t in turns)
 
     def _called_back(self, frame: FrameType) -> bool:
         """True when library code (other than the ways a script calls its own functions) calls ``frame``'s function.
@@ -745,7 +746,7 @@ class TrustedScript:
         kept = 0
         while kept < len(stack) and kept < len(chain) and stack[kept].node is chain[kept]:
             kept += 1
-        self._left(frame, stack[kept:])
+        self._left(stack[kept:])
         del stack[kept:]
         for level, loop in enumerate(chain):
             if level == len(stack):
@@ -759,7 +760,7 @@ class TrustedScript:
             if turn.between:
                 turn.turn += 1
                 turn.between = False
-                self._left(frame, stack[level + 1 :])
+                self._left(stack[level + 1 :])
                 del stack[level + 1 :]
 
     def _locate(self, frame: FrameType, node: ast.stmt) -> None:

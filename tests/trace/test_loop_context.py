@@ -131,3 +131,38 @@ def test_context_travels_on_the_wire() -> None:
         and last.contexts == ("no_grad",)
         and last.to_json()["loops"] == [{"line": 3, "iteration": 2, "total": 2}]
     )
+
+
+def test_a_last_turn_with_no_step_is_counted_as_python_ran_it() -> None:
+    # the turn with i == 2 runs only an if header and break (no step); python ran three turns
+    from tcopy_cli.render.loops import LoopTracker
+
+    src = textwrap.dedent(
+        """\
+        turns = []
+        for i in range(10):
+            turns.append(i)
+            if i == 2:
+                break
+            x = i
+        for j in range(4):
+            if j == 1:
+                for k in range(3):
+                    if k == 1:
+                        break
+                    y = k
+        """
+    )
+    ns: dict[str, object] = {}
+    exec(src, ns)
+    assert ns["turns"] == [0, 1, 2]
+    for trust in (False, True):
+        trace = run_source(src, trust=trust)
+        assert trace.summary is not None
+        tracker = LoopTracker()
+        ended = []
+        for step in trace.steps:
+            ended += tracker.feed(step)
+        ended += tracker.close(dict(zip(trace.summary.loops_ended, trace.summary.loops_ended_turns)))
+        # for i: three turns (the third cut by break); for k: two (k == 1 breaks), for j: four
+        assert [(s.line, s.iterations) for s in ended] == [(2, 3), (9, 2), (7, 4)], trust
