@@ -73,6 +73,7 @@ def flag(name: str) -> str:
 
 
 LOOPS_ENDED_KEPT = 10_000
-"""Loops that ended between two steps that an engine remembers, the latest (``Step.loops_ended``):
-a loop with steps of its own ends just before the next step, after the loops it holds; thousands of
-loops with no step between two steps (an inner loop run over and over) are forgotten first."""
+"""Loops that ended between two steps that an engine remembers, the latest (``Step.loops_ended``).
+A loop with steps of its own usually ends just before the next step, after the loops it holds. Where
+more than this many loops end after it and before the next step (an inner loop run over and over
+with no step), it is forgotten, and its summary counts the turns its steps showed, as before."""
