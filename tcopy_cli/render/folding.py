@@ -513,8 +513,7 @@ class StepFlow:
 
     def close(self, run: RunSummary | None = None) -> list[Event]:
         """Events for what is still held when the run ends (``run``: how it ended)."""
-        turns = dict(zip(run.loops_ended, run.loops_ended_turns)) if run is not None else {}
-        ended = self.tracker.close(turns)
+        ended = self.tracker.close(run)
         if self.folder is None:
             return [LoopEnd(s) for s in ended]
         out: list[Event] = []

@@ -15,7 +15,7 @@ from typing import Any
 
 from tcopy_cli.render import plural
 from tcopy_cli.render.names import item_runs, run_name, unlisted_change, unlisted_pairs
-from tcopy_cli.trace.records import LoopContext, Step, TensorRecord, is_local
+from tcopy_cli.trace.records import LoopContext, RunSummary, Step, TensorRecord, is_local
 
 SPARKS = "▁▂▃▄▅▆▇█"
 
@@ -262,10 +262,7 @@ class LoopTracker:
         for entry in step.loops_ended:
             if entry in self.waiting:
                 ended.append(self._end(self.waiting.pop(entry)))
-        turns = dict(zip(step.loops_ended, step.loops_ended_turns))
-        for summary in ended:  # a last turn that ran no step (if i == 2: break) counts too
-            summary.iterations = max(summary.iterations, turns.get(summary.entry, 0))
-        ended.sort(key=lambda summary: -summary.level)  # innermost first, the generators' loops among them
+        _told(ended, step.loops_ended, step.loops_ended_turns)
         norms = self._grad_norms(step) if step.loops else {}
         for level, loop in enumerate(step.loops):
             if level >= len(self.running) and loop.entry in self.waiting:
@@ -291,17 +288,16 @@ class LoopTracker:
         self.newest_label = max([self.newest_label, *(_label_number(r.storage) for r in step.tensors.values())])
         return ended
 
-    def close(self, turns: dict[int, int] | None = None) -> list[LoopSummary]:
+    def close(self, run: RunSummary | None = None) -> list[LoopSummary]:
         """The loops still running when the run ended (innermost first), and those waiting;
-        ``turns``: the turns the loops that ended after the last step ran (``RunSummary.loops_ended``)."""
+        ``run``: how it ended (the turns the loops that ended after the last step ran)."""
         ended = []
         while self.running:
             ended.append(self._end(self.running.pop()))
         while self.waiting:
             ended.append(self._end(self.waiting.pop(next(reversed(self.waiting)))))
-        for summary in ended:
-            summary.iterations = max(summary.iterations, (turns or {}).get(summary.entry, 0))
-        ended.sort(key=lambda summary: -summary.level)  # innermost first, the generators' loops among them
+        entries, turns = (run.loops_ended, run.loops_ended_turns) if run is not None else ([], [])
+        _told(ended, entries, turns)
         return ended
 
     def _grad_norms(self, step: Step) -> dict[str, float]:
@@ -357,6 +353,15 @@ class LoopTracker:
             ev.peak_norms.append(peaks.get(name))
             if r.storage not in ev.storages and r.storage != ev.storage_before:
                 ev.storages.append(r.storage)
+
+
+def _told(ended: list[LoopSummary], entries: list[int], turns: list[int]) -> None:
+    """``ended`` with the turns the engine told for them (``Step.loops_ended``: a last turn that ran
+    no step, ``if i == 2: break``, counts too), innermost first (the generators' loops among them)."""
+    told = dict(zip(entries, turns))
+    for summary in ended:
+        summary.iterations = max(summary.iterations, told.get(summary.entry, 0))
+    ended.sort(key=lambda summary: -summary.level)
 
 
 def _label_number(label: str) -> int:

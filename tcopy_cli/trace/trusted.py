@@ -558,7 +558,7 @@ class TrustedScript:
             _, state.loops, state.order, state.node = kept
             state.resumed = state.node is not None
 
-    def _suspend(self, frame: FrameType, state: _Running, node: ast.stmt | None) -> None:
+    def _leave_frame(self, frame: FrameType, state: _Running, node: ast.stmt | None) -> None:
         """A frame returns (``node``: the statement it was in). A generator's, at a ``yield``, may go
         on later (``_resume``); any other, or one that is done (a ``return`` instruction, or an
         exception it did not catch), has ended its loops."""
@@ -618,7 +618,7 @@ class TrustedScript:
             try:
                 self._end(frame, state)
             finally:
-                self._suspend(frame, state, node)
+                self._leave_frame(frame, state, node)
                 self.running.pop(frame, None)
                 if self.stack and self.stack[-1] is state:
                     self.stack.pop()

@@ -163,6 +163,6 @@ def test_a_last_turn_with_no_step_is_counted_as_python_ran_it() -> None:
         ended = []
         for step in trace.steps:
             ended += tracker.feed(step)
-        ended += tracker.close(dict(zip(trace.summary.loops_ended, trace.summary.loops_ended_turns)))
+        ended += tracker.close(trace.summary)
         # for i: three turns (the third cut by break); for k: two (k == 1 breaks), for j: four
         assert [(s.line, s.iterations) for s in ended] == [(2, 3), (9, 2), (7, 4)], trust
