@@ -289,8 +289,8 @@ class _Validator(ast.NodeVisitor):
             raise self.reject(node, f"'{attr}' is not allowed: {policy.TORCH_FORBIDDEN[attr]}")
         if attr not in policy.ALL_ATTRIBUTE_NAMES and attr not in self.script_attrs:
             base = f"{node.value.id}." if isinstance(node.value, ast.Name) else "."
-            # torch.X: a name torch offers, not any attribute of any value (torch.get_state is none)
-            pool = policy.ALLOWED_IMPORTS["torch"] if base == "torch." else policy.ALL_ATTRIBUTE_NAMES
+            # torch.X, math.X ...: a name the module offers, not any attribute of any value (torch.get_state is none)
+            pool = policy.ALLOWED_IMPORTS.get(base[:-1], policy.ALL_ATTRIBUTE_NAMES)
             hint = did_you_mean(attr, pool | self.script_attrs, prefix=base)
             raise self.reject(node, f"'.{attr}' is not in tcopy's allow-list of attributes and methods{hint}")
         self.generic_visit(node)
