@@ -87,13 +87,58 @@ def test_registry_picks_up_every_dataclass_in_records() -> None:
         frozenset({1, 2, 3}),
         {3: "int key", -1: "negative", None: "none"},
         {"__t": "Step", "__tuple": [1]},
+        {"__float": "nan"},
         [float("inf"), -0.0, 1e308, 2**80],
+        [float("-inf"), 0.1, {"x": float("inf")}, (float("inf"),)],
         {"s": "\ud800 lone surrogate \x00 and é"},
     ],
 )
 def test_plain_values_round_trip(value: Any) -> None:
     back = wire.loads(wire.dumps(value))
     assert back == value and repr(back) == repr(value)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, with NaN equal to NaN and 0.0 not to -0.0 (repr tells both apart)."""
+    return repr(a) == repr(b)
+
+
+json_like = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=8) | st.integers() | st.none(), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_like)
+def test_any_value_comes_back_whichever_encoder_writes_the_line(value: Any) -> None:
+    """orjson writes most lines, the standard encoder the rest (big ints, lone surrogates): both read back the same."""
+    line = wire.frame_line({"v": wire.encode(value)})
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert _same(wire.loads(line)["v"], value)
+    assert _same(wire.loads(wire.dumps(value)), value)
+
+
+def test_non_finite_floats_travel_tagged_so_orjson_can_write_them() -> None:
+    value = {"d": [float("nan"), float("inf"), -float("inf"), -0.0, 2.5]}
+    line = wire.frame_line(wire.encode(value))
+    assert b"null" not in line and b"NaN" not in line and b"Infinity" not in line
+    assert line == wire.orjson.dumps(wire.encode(value), option=wire.orjson.OPT_APPEND_NEWLINE)  # orjson wrote it
+    assert _same(wire.loads(line), value)
+    # A float subclass travels as a float; a plain dict with the tag's key as a dict.
+    assert _same(wire.loads(wire.dumps(type("F", (float,), {})(float("nan")))), float("nan"))
+    assert wire.loads(wire.dumps({"__float": "inf"})) == {"__float": "inf"}
+    # What orjson refuses, the standard encoder writes (as ASCII).
+    for refused in (2**64, "\ud800"):
+        line = wire.frame_line(wire.encode([refused]))
+        assert line.isascii() and wire.loads(line) == [refused]
+    # Text is UTF-8 on the wire.
+    assert "é→".encode() in wire.frame_line(wire.encode(["é→"]))
 
 
 def test_unknown_classes_are_refused() -> None:
@@ -121,6 +166,10 @@ def test_unknown_classes_are_refused() -> None:
     with pytest.raises(wire.WireError, match="collide"):
         wire.loads(json.dumps({"__items": [[k, 0] for k in colliding]}))
     assert wire.loads(json.dumps({"__frozenset": list(range(1000))})) == frozenset(range(1000))
+    # a tagged float is one of the three non-finite ones
+    for bad in ('"NaN"', '"1.5"', "1", "null", '["nan"]'):
+        with pytest.raises(wire.WireError, match="__float is one of"):
+            wire.loads('{"__float": ' + bad + "}")
     # a field holds what its annotation says (a loop turn of Infinity would count forever)
     turn = json.dumps({"__r": ["LoopContext", 3, float("inf"), None, 1, False]})
     with pytest.raises(wire.WireError, match=r"LoopContext\.iteration can.t be float"):
