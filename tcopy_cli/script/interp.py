@@ -394,7 +394,12 @@ class Interpreter(Sealed):
         return True
 
     def _loop_limit_hit(self, stmt: ast.stmt, count: int) -> bool:
-        """Report (as an error step on the loop header) a loop past --max-iterations."""
+        """Report (as an error step on the loop header) a loop past --max-iterations.
+
+        Called before the loop's turn count moves on: the turn refused never ran, so the
+        error step is placed in the last turn that did, and the loop is told as that many
+        turns (as an error in a ``for`` header is, in both engines).
+        """
         if not self.guards.loop(count):
             return False
 
@@ -445,8 +450,10 @@ class Interpreter(Sealed):
                 if not test:
                     break
                 count += 1
+                if self._loop_limit_hit(stmt, count):
+                    return
                 loop[1] = count
-                if self._loop_limit_hit(stmt, count) or not self._loop_body(stmt.body):
+                if not self._loop_body(stmt.body):
                     return
         finally:
             self._leave_loop()
@@ -481,9 +488,9 @@ class Interpreter(Sealed):
                 if not ok or item is _END:
                     break
                 count += 1
-                loop[1] = count
                 if self._loop_limit_hit(stmt, count):
                     return
+                loop[1] = count
                 if plain and statements.binds_quietly(self, stmt.target, item):
                     statements.assign(self, stmt.target, item)
                 else:

@@ -166,3 +166,30 @@ def test_a_last_turn_with_no_step_is_counted_as_python_ran_it() -> None:
         ended += tracker.close(trace.summary)
         # for i: three turns (the third cut by break); for k: two (k == 1 breaks), for j: four
         assert [(s.line, s.iterations) for s in ended] == [(2, 3), (9, 2), (7, 4)], trust
+
+
+def test_a_turn_refused_by_max_iterations_is_not_counted() -> None:
+    # --max-iterations 4 refuses the fifth turn at its header: four turns ran (the error step
+    # sits in turn 4, as an error in a for header does), and x holds what python's four turns make
+    import torch
+
+    from tcopy_cli.limits import Limits
+    from tcopy_cli.render.loops import LoopTracker
+
+    for head in ("for i in range(50):", "while True:"):
+        src = f"x = torch.zeros(1)\n{head}\n    x = x + 1\n"
+        ns: dict[str, object] = {"torch": torch, "x": torch.zeros(1)}
+        for _ in range(4):
+            exec("x = x + 1", ns)
+        trace = run_source(src, limits=Limits(max_iterations=4))
+        assert trace.summary is not None
+        last = trace.steps[-1]
+        assert last.error is not None and last.error.type == "LimitExceeded" and last.line == 2
+        assert [(c.line, c.iteration) for c in last.loops] == [(2, 4)]
+        assert last.tensors["x"].values == ns["x"].tolist() == [4.0]  # type: ignore[attr-defined]
+        tracker = LoopTracker()
+        ended = []
+        for step in trace.steps:
+            ended += tracker.feed(step)
+        ended += tracker.close(trace.summary)
+        assert [(s.line, s.iterations) for s in ended] == [(2, 4)], head
