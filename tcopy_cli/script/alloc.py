@@ -162,6 +162,12 @@ def estimate_numel(
             else (_size_from([args[-1]]) if args and isinstance(args[-1], (list, tuple, torch.Size)) else None)
         )
         return _prod(dims) if dims is not None else None
+    if name == "normal" and (size_kw is not None or len(args) > 2):
+        # normal(mean, std, size): floats drawn into a new tensor of that size (with
+        # tensor means or stds the result takes their broadcast shape: estimated below).
+        dims = _size_from([size_kw if size_kw is not None else args[2]])
+        if dims is not None:
+            return _prod(dims)
     if name in ("arange",):
         nums = [a for a in args if isinstance(a, (int, float)) and not isinstance(a, bool)]
         if not nums:

@@ -485,6 +485,8 @@ HUGE_TENSORS = [
     "x = torch.randn(10**11)",
     "x = torch.rand(10**6, 10**6)",
     "x = torch.randint(0, 9, (10**6, 10**6))",
+    "x = torch.normal(0.0, 1.0, (10**5, 10**4))",
+    "x = torch.normal(2.0, 3.0, size=(10**5, 10**4))",
     "x = torch.arange(10**11)",
     "x = torch.linspace(0, 1, 10**11)",
     "x = torch.eye(10**6)",
