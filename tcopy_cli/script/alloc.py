@@ -247,6 +247,12 @@ def estimate_numel(
                 return None
             classes = int(src.max().item()) + 1
         return src.numel() * classes
+    if name == "pad" and src is not None:
+        return _pad_numel(src, rest[0] if rest else kwargs.get("pad"))
+    if name == "tensordot" and src is not None and rest and isinstance(rest[0], torch.Tensor):
+        return _tensordot_numel(src, rest[0], kwargs.get("dims", rest[1] if len(rest) > 1 else 2))
+    if name == "embedding" and src is not None and rest and isinstance(rest[0], torch.Tensor) and rest[0].dim() == 2:
+        return src.numel() * rest[0].shape[1]  # F.embedding(input, weight): a row of weight per index
     tensors = _tensors(list(args) + list(kwargs.values()))
     if self_tensor is not None:
         tensors.insert(0, self_tensor)
@@ -269,6 +275,41 @@ def estimate_numel(
             return _prod(broadcast_shapes(*(t.shape for t in tensors)))
         except RuntimeError:
             return None
+    return None
+
+
+def _pad_numel(src: torch.Tensor, pad: Any) -> int | None:
+    """Elements of ``F.pad(src, pad)``: (before, after) pairs from the last dimension backwards."""
+    pads = _size_from([pad]) if isinstance(pad, (list, tuple)) else None
+    if pads is None or len(pads) % 2 or len(pads) // 2 > src.dim():
+        return None
+    shape = list(src.shape)
+    for i in range(len(pads) // 2):
+        shape[-1 - i] += pads[2 * i] + pads[2 * i + 1]
+    return _prod([max(d, 0) for d in shape])
+
+
+def _tensordot_numel(a: torch.Tensor, b: torch.Tensor, dims: Any) -> int | None:
+    """Elements of ``torch.tensordot(a, b, dims)``: what is left of both after the contraction."""
+    n = _as_int(dims)
+    if n is not None:
+        if not 0 <= n <= min(a.dim(), b.dim()):
+            return None
+        return _prod(list(a.shape[: a.dim() - n]) + list(b.shape[n:]))
+    if isinstance(dims, (list, tuple)) and len(dims) == 2:
+        pair = [
+            [dims[0]] if _as_int(dims[0]) is not None else dims[0],
+            [dims[1]] if _as_int(dims[1]) is not None else dims[1],
+        ]
+        da, db = (_size_from([p]) if isinstance(p, (list, tuple)) and p else None for p in pair)
+        if da is None or db is None or len(da) != len(db):
+            return None
+        try:
+            left = [d for i, d in enumerate(a.shape) if i not in {x % a.dim() for x in da}]
+            right = [d for i, d in enumerate(b.shape) if i not in {x % b.dim() for x in db}]
+        except ZeroDivisionError:  # a 0-d tensor has no dimension to contract
+            return None
+        return _prod(left + right)
     return None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -112,6 +113,45 @@ def test_one_hot_estimate_is_the_size_torch_gives(values: list[int], classes: in
     t = torch.tensor(values)
     assert alloc.estimate_numel("one_hot", [t, classes], {}) == F.one_hot(t, classes).numel()
     assert alloc.estimate_numel("one_hot", [t], {"num_classes": classes}) == F.one_hot(t, classes).numel()
+
+
+@pytest.mark.parametrize(
+    ("shape", "pad"),
+    [
+        ((3,), (1, 2)),
+        ((2, 3), (0, 1, 2, 0)),
+        ((2, 3, 4), (-1, 2)),
+        ((4, 5), [2, -3, 1, 1]),
+        ((1, 2, 3), (0, 0, 0, 0, 1, 1)),
+    ],
+)
+def test_pad_estimate_is_the_size_torch_gives(shape: tuple[int, ...], pad: tuple[int, ...]) -> None:
+    t = torch.ones(shape)
+    assert alloc.estimate_numel("pad", [t, pad], {}) == F.pad(t, pad).numel()
+    assert alloc.estimate_numel("pad", [t], {"pad": pad}) == F.pad(t, pad).numel()
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "dims"),
+    [
+        ((3, 4), (4, 5), 1),
+        ((2, 3, 4), (3, 4, 5), 2),
+        ((3,), (5,), 0),
+        ((2, 3, 4), (4, 3, 6), ([1, 2], [1, 0])),
+        ((2, 3), (3, 2), ([-1], [0])),
+        ((2, 3), (2, 7), ([0], [0])),
+    ],
+)
+def test_tensordot_estimate_is_the_size_torch_gives(a: tuple[int, ...], b: tuple[int, ...], dims: Any) -> None:
+    x, y = torch.ones(a), torch.ones(b)
+    expected = torch.tensordot(x, y, dims=dims).numel()
+    assert alloc.estimate_numel("tensordot", [x, y], {"dims": dims}) == expected
+    assert alloc.estimate_numel("tensordot", [x, y, dims], {}) == expected
+
+
+def test_embedding_estimate_is_the_size_torch_gives() -> None:
+    idx, weight = torch.tensor([[0, 2, 1], [1, 1, 0]]), torch.ones(3, 5)
+    assert alloc.estimate_numel("embedding", [idx, weight], {}) == F.embedding(idx, weight).numel()
 
 
 def _storage_bytes(*tensors: torch.Tensor) -> int:

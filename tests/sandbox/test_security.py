@@ -505,6 +505,11 @@ HUGE_TENSORS = [
     "a = torch.ones(10**5, 1)\nx = torch.mm(a, a.T)",
     "a = torch.ones(10**5)\nx = torch.outer(a, a)",
     "x = torch.ones(1).expand(10**6, 10**6).contiguous()",
+    "x = torch.nn.functional.pad(torch.ones(1), (0, 10**9))",
+    "x = torch.nn.functional.pad(torch.ones(2, 2), (0, 10**5, 10**4, 0))",
+    "a = torch.ones(31623)\nx = torch.tensordot(a, a, dims=0)",
+    "a = torch.ones(31623, 2)\nx = torch.tensordot(a, a, dims=([1], [1]))",
+    "import torch.nn.functional as F\nx = F.embedding(torch.zeros(10**4, dtype=torch.long), torch.ones(1, 10**5))",
     # the same calls spelled through the class: torch.Tensor.method(tensor, ...)
     "a = torch.ones(2)\nx = torch.Tensor.new_zeros(a, 2**62)",
     "a = torch.ones(2)\nx = torch.Tensor.new_empty(a, 2**62)",
