@@ -196,8 +196,8 @@ def encode(obj: Any) -> Any:
         return {"__tuple": [encode(x) for x in obj]}
     if isinstance(obj, (bool, int, str)):  # subclasses (e.g. IntEnum) travel as their base
         return obj
-    if isinstance(obj, float):
-        return encode(float(obj))
+    if isinstance(obj, float):  # the value it holds (float.__float__: not a subclass's own __float__)
+        return encode(float.__float__(obj))
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         raise WireError(f"{cls.__module__}.{cls.__qualname__} is not a record class")
     if isinstance(obj, list):

@@ -133,6 +133,13 @@ def test_non_finite_floats_travel_tagged_so_orjson_can_write_them() -> None:
     # A float subclass travels as a float; a plain dict with the tag's key as a dict.
     assert _same(wire.loads(wire.dumps(type("F", (float,), {})(float("nan")))), float("nan"))
     assert wire.loads(wire.dumps({"__float": "inf"})) == {"__float": "inf"}
+
+    # ... by the value it holds: its own __float__ (a --trust script's code) is not called
+    class Odd(float):
+        def __float__(self) -> float:
+            raise RuntimeError("called")
+
+    assert _same(wire.loads(wire.dumps([Odd(2.5), Odd(float("-inf"))])), [2.5, float("-inf")])
     # What orjson refuses, the standard encoder writes (as ASCII).
     for refused in (2**64, "\ud800"):
         line = wire.frame_line(wire.encode([refused]))
