@@ -247,12 +247,18 @@ def estimate_numel(
                 return None
             classes = int(src.max().item()) + 1
         return src.numel() * classes
-    if name == "pad" and src is not None:
-        return _pad_numel(src, rest[0] if rest else kwargs.get("pad"))
-    if name == "tensordot" and src is not None and rest and isinstance(rest[0], torch.Tensor):
-        return _tensordot_numel(src, rest[0], kwargs.get("dims", rest[1] if len(rest) > 1 else 2))
-    if name == "embedding" and src is not None and rest and isinstance(rest[0], torch.Tensor) and rest[0].dim() == 2:
-        return src.numel() * rest[0].shape[1]  # F.embedding(input, weight): a row of weight per index
+    if name in _NAMED and self_tensor is None:
+        # Functions whose size the arguments tell, by position or by keyword.
+        given = {**dict(zip(_NAMED[name], args)), **kwargs}
+        if name == "pad" and isinstance(given.get("input"), torch.Tensor):
+            return _pad_numel(given["input"], given.get("pad"))
+        a, b = given.get("a"), given.get("b")
+        if name == "tensordot" and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+            return _tensordot_numel(a, b, given.get("dims", 2))
+        idx, weight = given.get("input"), given.get("weight")
+        if name == "embedding" and isinstance(idx, torch.Tensor) and isinstance(weight, torch.Tensor):
+            # F.embedding(input, weight): a row of weight for each index
+            return idx.numel() * weight.shape[1] if weight.dim() == 2 else None
     tensors = _tensors(list(args) + list(kwargs.values()))
     if self_tensor is not None:
         tensors.insert(0, self_tensor)
@@ -278,6 +284,10 @@ def estimate_numel(
     return None
 
 
+_NAMED = {"pad": ("input", "pad"), "tensordot": ("a", "b", "dims"), "embedding": ("input", "weight")}
+"""The leading parameters of functions sized from named arguments (torch's names for them)."""
+
+
 def _pad_numel(src: torch.Tensor, pad: Any) -> int | None:
     """Elements of ``F.pad(src, pad)``: (before, after) pairs from the last dimension backwards."""
     pads = _size_from([pad]) if isinstance(pad, (list, tuple)) else None
@@ -291,6 +301,8 @@ def _pad_numel(src: torch.Tensor, pad: Any) -> int | None:
 
 def _tensordot_numel(a: torch.Tensor, b: torch.Tensor, dims: Any) -> int | None:
     """Elements of ``torch.tensordot(a, b, dims)``: what is left of both after the contraction."""
+    if isinstance(dims, torch.Tensor) and dims.dim() == 2:  # [[dims of a], [dims of b]]
+        dims = dims.tolist()
     n = _as_int(dims)
     if n is not None:
         if not 0 <= n <= min(a.dim(), b.dim()):
@@ -301,7 +313,7 @@ def _tensordot_numel(a: torch.Tensor, b: torch.Tensor, dims: Any) -> int | None:
             [dims[0]] if _as_int(dims[0]) is not None else dims[0],
             [dims[1]] if _as_int(dims[1]) is not None else dims[1],
         ]
-        da, db = (_size_from([p]) if isinstance(p, (list, tuple)) and p else None for p in pair)
+        da, db = ((_size_from([p]) if p else []) if isinstance(p, (list, tuple)) else None for p in pair)
         if da is None or db is None or len(da) != len(db):
             return None
         try:

@@ -30,6 +30,7 @@ from tcopy_cli.script.sandbox import (
     class_attribute,
     guard_call,
     is_grad_mode,
+    is_script_method,
     resolve_method,
     type_name,
 )
@@ -313,6 +314,7 @@ def on_call(interp: Interpreter, node: ast.Call) -> Any:
     self_tensor: torch.Tensor | None = None
     receiver: Any = None
     builtin = False
+    script_method = False  # m.normal(...) of the script's own class: not sized as torch.normal
     if isinstance(func, ast.Name):
         target = interp.lookup(func.id)
         if func.id == "isinstance" and target is interp.builtins.get("isinstance"):
@@ -340,6 +342,7 @@ def on_call(interp: Interpreter, node: ast.Call) -> Any:
             fn = bind_format(interp.formatter, base, func.attr)
         else:
             fn = resolve_method(base, func.attr)
+            script_method = is_script_method(base, func.attr)
         name = func.attr
         if isinstance(base, torch.Tensor):
             self_tensor = base
@@ -375,7 +378,8 @@ def on_call(interp: Interpreter, node: ast.Call) -> Any:
         if isinstance(args[0], torch.Tensor):
             self_tensor, size_args = args[0], args[1:]
         base = args[0]
-    interp.guards.call(name, size_args, kwargs, self_tensor)
+    if not script_method:
+        interp.guards.call(name, size_args, kwargs, self_tensor)
     if builtin:
         interp.guards.builtin(name, args, kwargs)
     elif isinstance(func, ast.Attribute):

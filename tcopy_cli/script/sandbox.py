@@ -542,6 +542,11 @@ def _script_methods(value: Any) -> frozenset[str]:
     return methods
 
 
+def is_script_method(value: Any, attr: str) -> bool:
+    """Whether ``value.attr`` is a method the script's own class defines (not torch's)."""
+    return isinstance(value, torch.nn.Module) and attr in _script_methods(value)
+
+
 def _module_attribute(value: torch.nn.Module, attr: str) -> Any:
     if attr.startswith("_"):
         raise NotAllowedError(f"attribute '{attr}' is private")

@@ -129,6 +129,7 @@ def test_pad_estimate_is_the_size_torch_gives(shape: tuple[int, ...], pad: tuple
     t = torch.ones(shape)
     assert alloc.estimate_numel("pad", [t, pad], {}) == F.pad(t, pad).numel()
     assert alloc.estimate_numel("pad", [t], {"pad": pad}) == F.pad(t, pad).numel()
+    assert alloc.estimate_numel("pad", [], {"input": t, "pad": pad}) == F.pad(t, pad).numel()
 
 
 @pytest.mark.parametrize(
@@ -140,6 +141,7 @@ def test_pad_estimate_is_the_size_torch_gives(shape: tuple[int, ...], pad: tuple
         ((2, 3, 4), (4, 3, 6), ([1, 2], [1, 0])),
         ((2, 3), (3, 2), ([-1], [0])),
         ((2, 3), (2, 7), ([0], [0])),
+        ((2, 3), (4,), ([], [])),
     ],
 )
 def test_tensordot_estimate_is_the_size_torch_gives(a: tuple[int, ...], b: tuple[int, ...], dims: Any) -> None:
@@ -147,11 +149,22 @@ def test_tensordot_estimate_is_the_size_torch_gives(a: tuple[int, ...], b: tuple
     expected = torch.tensordot(x, y, dims=dims).numel()
     assert alloc.estimate_numel("tensordot", [x, y], {"dims": dims}) == expected
     assert alloc.estimate_numel("tensordot", [x, y, dims], {}) == expected
+    assert alloc.estimate_numel("tensordot", [x], {"b": y, "dims": dims}) == expected
+    assert alloc.estimate_numel("tensordot", [], {"a": x, "b": y, "dims": dims}) == expected
+    if not isinstance(dims, int) and all(isinstance(d, list) for d in dims) and len(dims[0]):
+        as_tensor = torch.tensor(dims)
+        assert alloc.estimate_numel("tensordot", [x, y, as_tensor], {}) == torch.tensordot(x, y, as_tensor).numel()
 
 
 def test_embedding_estimate_is_the_size_torch_gives() -> None:
     idx, weight = torch.tensor([[0, 2, 1], [1, 1, 0]]), torch.ones(3, 5)
-    assert alloc.estimate_numel("embedding", [idx, weight], {}) == F.embedding(idx, weight).numel()
+    expected = F.embedding(idx, weight).numel()
+    assert alloc.estimate_numel("embedding", [idx, weight], {}) == expected
+    assert alloc.estimate_numel("embedding", [idx], {"weight": weight}) == expected
+    assert alloc.estimate_numel("embedding", [], {"input": idx, "weight": weight, "padding_idx": 0}) == expected
+    # not the broadcast of the two shapes (which refused a small lookup in a large table)
+    idx = torch.zeros(20, 1, 1, dtype=torch.long)
+    assert alloc.estimate_numel("embedding", [idx], {"weight": torch.ones(100, 100)}) == 2_000
 
 
 def _storage_bytes(*tensors: torch.Tensor) -> int:
@@ -236,3 +249,28 @@ def test_empty_strided_with_huge_strides_is_refused_before_allocating(tmp_path: 
     step = trace.steps[-1]
     assert step.error is not None and step.error.type == "LimitExceeded"
     assert "would" in step.error.message
+
+
+def test_a_script_method_named_like_a_torch_function_is_not_sized_as_it() -> None:
+    # m.normal(...) runs the script's own method: torch.normal's size rule does not apply
+    src = (
+        "import torch\nimport torch.nn as nn\n"
+        "class M(nn.Module):\n"
+        "    def normal(self, mean, std, shape):\n        return len(shape)\n"
+        "    def pad(self, x, widths):\n        return x.sum()\n"
+        "    def zeros(self, n):\n        return n + 1\n"
+        "m = M()\n"
+        "print(m.normal(0.0, 1.0, (10**5, 10**4)))\n"
+        "print(m.pad(torch.ones(3), (0, 10**9)))\n"
+        "print(m.zeros(10**12))\n"
+    )
+    python: dict[str, Any] = {}
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(src, python)
+    trace = run_source(src)
+    assert all(s.error is None for s in trace.steps)
+    assert "".join(s.stdout for s in trace.steps) == out.getvalue() == "2\ntensor(3.)\n1000000000001\n"

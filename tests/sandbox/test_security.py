@@ -510,6 +510,10 @@ HUGE_TENSORS = [
     "a = torch.ones(31623)\nx = torch.tensordot(a, a, dims=0)",
     "a = torch.ones(31623, 2)\nx = torch.tensordot(a, a, dims=([1], [1]))",
     "import torch.nn.functional as F\nx = F.embedding(torch.zeros(10**4, dtype=torch.long), torch.ones(1, 10**5))",
+    "import torch.nn.functional as F\ni = torch.zeros(10**4, dtype=torch.long)\n"
+    "x = F.embedding(input=i, weight=torch.ones(1, 10**5))",
+    "x = torch.nn.functional.pad(input=torch.ones(1), pad=(0, 10**9))",
+    "a = torch.ones(31623)\nx = torch.tensordot(a, b=a, dims=([], []))",
     # the same calls spelled through the class: torch.Tensor.method(tensor, ...)
     "a = torch.ones(2)\nx = torch.Tensor.new_zeros(a, 2**62)",
     "a = torch.ones(2)\nx = torch.Tensor.new_empty(a, 2**62)",
