@@ -182,6 +182,38 @@ def _placeholder_names(tree: ast.Module) -> frozenset[str]:
     return frozenset(names)
 
 
+def _module_aliases(tree: ast.Module) -> dict[str, str]:
+    """Names the script's imports bind to modules tcopy offers: ``F`` → ``torch.nn.functional``."""
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                name, module = (a.asname, a.name) if a.asname else (a.name.split(".")[0], a.name.split(".")[0])
+                if module in policy.ALLOWED_IMPORTS:
+                    aliases[name] = module
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            for a in node.names:
+                if f"{node.module}.{a.name}" in policy.ALLOWED_IMPORTS:
+                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+    return aliases
+
+
+def _module_path(node: ast.expr, aliases: dict[str, str]) -> str | None:
+    """The module a dotted name stands for (``F``, ``torch.nn.functional``), where it is one tcopy offers."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    # An import's name, or a module's own (torch is there without an import)
+    root = aliases.get(node.id, node.id if node.id in policy.ALLOWED_IMPORTS else None)
+    if root is None:
+        return None
+    path = ".".join([root, *reversed(parts)])
+    return path if path in policy.ALLOWED_IMPORTS else None
+
+
 def _root_name(node: ast.expr) -> str | None:
     while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
         node = node.func if isinstance(node, ast.Call) else node.value
@@ -190,9 +222,15 @@ def _root_name(node: ast.expr) -> str | None:
 
 class _Validator(ast.NodeVisitor):
     def __init__(
-        self, limits: Limits, script_attrs: frozenset[str] = frozenset(), placeholders: frozenset[str] = frozenset()
+        self,
+        limits: Limits,
+        script_attrs: frozenset[str] = frozenset(),
+        placeholders: frozenset[str] = frozenset(),
+        aliases: dict[str, str] | None = None,
     ) -> None:
         self.limits = limits
+        self.aliases = aliases or {}
+        """Import names of modules tcopy offers (for hints)."""
         self.script_attrs = script_attrs
         # Names of unavailable modules: their attributes are not checked here, as their
         # first use fails at run time with a message that names the module.
@@ -289,10 +327,18 @@ class _Validator(ast.NodeVisitor):
             raise self.reject(node, f"'{attr}' is not allowed: {policy.TORCH_FORBIDDEN[attr]}")
         if attr not in policy.ALL_ATTRIBUTE_NAMES and attr not in self.script_attrs:
             base = f"{node.value.id}." if isinstance(node.value, ast.Name) else "."
-            # torch.X, math.X ...: a name the module offers, not any attribute of any value (torch.get_state is none)
-            pool = policy.ALLOWED_IMPORTS.get(base[:-1], policy.ALL_ATTRIBUTE_NAMES)
-            hint = did_you_mean(attr, pool | self.script_attrs, prefix=base)
-            raise self.reject(node, f"'.{attr}' is not in tcopy's allow-list of attributes and methods{hint}")
+            module = _module_path(node.value, self.aliases)
+            if module is None:
+                hint = did_you_mean(attr, policy.ALL_ATTRIBUTE_NAMES | self.script_attrs, prefix=base)
+                raise self.reject(node, f"'.{attr}' is not in tcopy's allow-list of attributes and methods{hint}")
+            # F.X, torch.X, np.X ...: a name that module offers, not any attribute of any value
+            # (torch.get_state is none); where none is close, what --trust would do (as the
+            # run-time message of a module tcopy does not offer says).
+            written = ast.unparse(node.value)
+            hint = did_you_mean(attr, policy.ALLOWED_IMPORTS[module], prefix=f"{written}.") or (
+                "; if you trust this script, run it with --trust to use Python's own modules"
+            )
+            raise self.reject(node, f"'{written}.{attr}' is not in tcopy's allow-list{hint}")
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -546,7 +592,7 @@ def parse_script(source: str, origin: str = "<inline>", limits: Limits | None = 
         raise ScriptRejected(f"the script can't be parsed: {type(exc).__name__}", 1, 1) from None
     try:
         if validate:
-            _Validator(limits, _script_attributes(tree), _placeholder_names(tree)).visit(tree)
+            _Validator(limits, _script_attributes(tree), _placeholder_names(tree), _module_aliases(tree)).visit(tree)
             _check_scopes(source, origin, tree)
     except RecursionError:
         raise ScriptRejected(_too_deep(limits), 1, 1) from None

@@ -584,6 +584,11 @@ def test_misspelled_module_name() -> None:
         ("x = torch.ones(2, 3)\ny = x.shpe", "Did you mean: 'x.shape'?"),
         ("x = torch.zero(3)", "Did you mean: 'torch.zeros'?"),
         ("import torch.nn.functional as F\ny = F.rleu(torch.ones(2))", "Did you mean: 'F.relu'?"),
+        ("import torch as T\nx = T.zero(3)", "'T.zero' is not in tcopy's allow-list. Did you mean: 'T.zeros'?"),
+        ("from torch import nn\nm = nn.Flaten()", "Did you mean: 'nn.Flatten'?"),
+        ("from torch.nn import functional as G\ny = G.rleu(torch.ones(2))", "Did you mean: 'G.relu'?"),
+        ("m = torch.nn.Flaten()", "'torch.nn.Flaten' is not in tcopy's allow-list. Did you mean: 'torch.nn.Flatten'?"),
+        ("import numpy as np\nn = np.lnspace(0, 1, 3)", "Did you mean: 'np.linspace'?"),
     ],
 )
 def test_misspelled_method_or_function(script: str, suggestion: str) -> None:
@@ -599,6 +604,25 @@ def test_a_torch_member_is_suggested_only_from_what_torch_offers() -> None:
         run_source("x = torch.get_rng_state()")
     assert "torch.get_state" not in info.value.message
     assert "Did you mean" not in info.value.message or "'torch." in info.value.message
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "import torch.nn.functional as F\ny = F.interpolate(torch.ones(1, 1, 2), scale_factor=2)",
+        "y = torch.nn.functional.interpolate(torch.ones(1, 1, 2), scale_factor=2)",
+        "import numpy as np\nf = np.vectorize(abs)",
+    ],
+)
+def test_a_module_member_not_offered_points_to_trust(script: str) -> None:
+    # nothing the module offers is close (F.interpolate is not 'F.inplace', a module attribute)
+    with pytest.raises(ScriptRejected) as info:
+        run_source(script)
+    written = script.splitlines()[-1].split("= ", 1)[1].split("(", 1)[0]
+    assert info.value.message == (
+        f"'{written}' is not in tcopy's allow-list; "
+        "if you trust this script, run it with --trust to use Python's own modules"
+    )
 
 
 def test_no_suggestion_when_nothing_is_close() -> None:
