@@ -332,12 +332,9 @@ class _Validator(ast.NodeVisitor):
                 hint = did_you_mean(attr, policy.ALL_ATTRIBUTE_NAMES | self.script_attrs, prefix=base)
                 raise self.reject(node, f"'.{attr}' is not in tcopy's allow-list of attributes and methods{hint}")
             # F.X, torch.X, np.X ...: a name that module offers, not any attribute of any value
-            # (torch.get_state is none); where none is close, what --trust would do (as the
-            # run-time message of a module tcopy does not offer says).
+            # (torch.get_state is none, F.inplace neither); the refusal's own hint tells of --trust.
             written = ast.unparse(node.value)
-            hint = did_you_mean(attr, policy.ALLOWED_IMPORTS[module], prefix=f"{written}.") or (
-                "; if you trust this script, run it with --trust to use Python's own modules"
-            )
+            hint = did_you_mean(attr, policy.ALLOWED_IMPORTS[module], prefix=f"{written}.")
             raise self.reject(node, f"'{written}.{attr}' is not in tcopy's allow-list{hint}")
         self.generic_visit(node)
 
