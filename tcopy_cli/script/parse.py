@@ -200,17 +200,16 @@ def _module_aliases(tree: ast.Module) -> dict[str, str]:
 
 def _module_path(node: ast.expr, aliases: dict[str, str]) -> str | None:
     """The module a dotted name stands for (``F``, ``torch.nn.functional``), where it is one tcopy offers."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
+    if not isinstance(node, (ast.Name, ast.Attribute)):
+        return None
+    first, *parts = ast.unparse(node).split(".")
+    if not all(p.isidentifier() for p in (first, *parts)):  # a call or subscript on the way: not a module
         return None
     # An import's name, or a module's own (torch is there without an import)
-    root = aliases.get(node.id, node.id if node.id in policy.ALLOWED_IMPORTS else None)
+    root = aliases.get(first, first if first in policy.ALLOWED_IMPORTS else None)
     if root is None:
         return None
-    path = ".".join([root, *reversed(parts)])
+    path = ".".join([root, *parts])
     return path if path in policy.ALLOWED_IMPORTS else None
 
 
