@@ -259,6 +259,8 @@ def estimate_numel(
         if name == "embedding" and isinstance(idx, torch.Tensor) and isinstance(weight, torch.Tensor):
             # F.embedding(input, weight): a row of weight for each index
             return idx.numel() * weight.shape[1] if weight.dim() == 2 else None
+        if name == "interpolate" and isinstance(given.get("input"), torch.Tensor):
+            return _interpolate_numel(given["input"], given.get("size"), given.get("scale_factor"))
     tensors = _tensors(list(args) + list(kwargs.values()))
     if self_tensor is not None:
         tensors.insert(0, self_tensor)
@@ -284,7 +286,12 @@ def estimate_numel(
     return None
 
 
-_NAMED = {"pad": ("input", "pad"), "tensordot": ("a", "b", "dims"), "embedding": ("input", "weight")}
+_NAMED = {
+    "pad": ("input", "pad"),
+    "tensordot": ("a", "b", "dims"),
+    "embedding": ("input", "weight"),
+    "interpolate": ("input", "size", "scale_factor"),
+}
 """The leading parameters of functions sized from named arguments (torch's names for them)."""
 
 
@@ -297,6 +304,30 @@ def _pad_numel(src: torch.Tensor, pad: Any) -> int | None:
     for i in range(len(pads) // 2):
         shape[-1 - i] += pads[2 * i] + pads[2 * i + 1]
     return _prod([max(d, 0) for d in shape])
+
+
+def _interpolate_numel(x: torch.Tensor, size: Any, scale: Any) -> int | None:
+    """Elements of ``F.interpolate(x, size, scale_factor)``: batch and channels times the new
+    spatial sizes (given, or each input size times its factor, rounded down, as torch does)."""
+    spatial = list(x.shape[2:])
+    if not spatial:
+        return None
+    if size is not None:
+        out = _size_from([size]) if isinstance(size, (list, tuple)) else [_as_int(size)] * len(spatial)
+    elif scale is not None:
+        scales = list(scale) if isinstance(scale, (list, tuple)) else [scale] * len(spatial)
+        if not all(isinstance(f, (int, float)) and not isinstance(f, bool) for f in scales):
+            return None
+        products = [d * float(f) for d, f in zip(spatial, scales)]
+        if any(math.isnan(p) for p in products):
+            return None
+        # an infinite size would not fit anywhere: counted as the largest a size can be
+        out = [math.floor(p) if math.isfinite(p) else 2**63 for p in products]
+    else:
+        return None
+    if out is None or any(d is None for d in out) or len(out) != len(spatial):
+        return None
+    return _prod([x.shape[0], x.shape[1], *out])  # type: ignore[list-item]
 
 
 def _tensordot_numel(a: torch.Tensor, b: torch.Tensor, dims: Any) -> int | None:

@@ -230,7 +230,7 @@ FUNCTIONAL_NAMES = frozenset(
     relu relu_ relu6 leaky_relu leaky_relu_ elu elu_ gelu silu sigmoid tanh softmax log_softmax softplus
     threshold threshold_ hardtanh hardtanh_ mse_loss l1_loss smooth_l1_loss cross_entropy nll_loss
     binary_cross_entropy binary_cross_entropy_with_logits kl_div dropout linear normalize pad one_hot conv1d
-    conv2d max_pool2d avg_pool2d embedding layer_norm batch_norm cosine_similarity
+    conv2d max_pool2d avg_pool2d embedding layer_norm batch_norm cosine_similarity interpolate
     """.split()
 )
 OPTIM_NAMES = frozenset("SGD Adam AdamW RMSprop Adagrad".split())

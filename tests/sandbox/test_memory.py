@@ -167,6 +167,23 @@ def test_embedding_estimate_is_the_size_torch_gives() -> None:
     assert alloc.estimate_numel("embedding", [idx], {"weight": torch.ones(100, 100)}) == 2_000
 
 
+@pytest.mark.parametrize(
+    ("shape", "kwargs"),
+    [
+        ((1, 1, 5), {"scale_factor": 2.5}),
+        ((2, 3, 5, 7), {"scale_factor": (1.5, 0.3), "mode": "bilinear"}),
+        ((2, 3, 5, 7), {"scale_factor": 1.7, "mode": "bicubic", "align_corners": False}),
+        ((1, 2, 3, 4, 5), {"size": 6, "mode": "trilinear"}),
+        ((1, 2, 4, 4), {"size": (3, 9), "mode": "area"}),
+    ],
+)
+def test_interpolate_estimate_is_the_size_torch_gives(shape: tuple[int, ...], kwargs: dict[str, Any]) -> None:
+    x = torch.ones(shape)
+    expected = F.interpolate(x, **kwargs).numel()
+    assert alloc.estimate_numel("interpolate", [x], kwargs) == expected
+    assert alloc.estimate_numel("interpolate", [], {"input": x, **kwargs}) == expected
+
+
 def _storage_bytes(*tensors: torch.Tensor) -> int:
     return sum({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}.values())
 

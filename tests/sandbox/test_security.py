@@ -513,6 +513,9 @@ HUGE_TENSORS = [
     "import torch.nn.functional as F\ni = torch.zeros(10**4, dtype=torch.long)\n"
     "x = F.embedding(input=i, weight=torch.ones(1, 10**5))",
     "x = torch.nn.functional.pad(input=torch.ones(1), pad=(0, 10**9))",
+    "x = torch.nn.functional.interpolate(torch.ones(1, 1, 10), scale_factor=10**8)",
+    "x = torch.nn.functional.interpolate(torch.ones(1, 1, 2, 2), size=(10**5, 10**4))",
+    "x = torch.nn.functional.interpolate(torch.ones(1, 1, 2), scale_factor=float('inf'))",
     "a = torch.ones(31623)\nx = torch.tensordot(a, b=a, dims=([], []))",
     # the same calls spelled through the class: torch.Tensor.method(tensor, ...)
     "a = torch.ones(2)\nx = torch.Tensor.new_zeros(a, 2**62)",
