@@ -260,7 +260,7 @@ def estimate_numel(
             # F.embedding(input, weight): a row of weight for each index
             return idx.numel() * weight.shape[1] if weight.dim() == 2 else None
         if name == "interpolate" and isinstance(given.get("input"), torch.Tensor):
-            return _interpolate_numel(given["input"], given.get("size"), given.get("scale_factor"))
+            return _interpolate_numel(given["input"], given.get("size"), given.get("scale_factor"), given.get("mode"))
     tensors = _tensors(list(args) + list(kwargs.values()))
     if self_tensor is not None:
         tensors.insert(0, self_tensor)
@@ -290,7 +290,7 @@ _NAMED = {
     "pad": ("input", "pad"),
     "tensordot": ("a", "b", "dims"),
     "embedding": ("input", "weight"),
-    "interpolate": ("input", "size", "scale_factor"),
+    "interpolate": ("input", "size", "scale_factor", "mode"),
 }
 """The leading parameters of functions sized from named arguments (torch's names for them)."""
 
@@ -306,28 +306,58 @@ def _pad_numel(src: torch.Tensor, pad: Any) -> int | None:
     return _prod([max(d, 0) for d in shape])
 
 
-def _interpolate_numel(x: torch.Tensor, size: Any, scale: Any) -> int | None:
+_INTERPOLATE_DIMS = {"linear": 3, "bilinear": 4, "bicubic": 4, "trilinear": 5}
+"""The input dimensions a mode of F.interpolate takes (torch refuses the others itself)."""
+
+
+def _as_number(value: Any) -> float | None:
+    """A scale factor as a float: Python and NumPy numbers, and one-element tensors or arrays."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return float(value)
+    try:
+        if isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in "iuf":
+            return float(value.item())
+        if (
+            isinstance(value, torch.Tensor)
+            and value.numel() == 1
+            and not value.is_complex()
+            and value.dtype != torch.bool
+        ):
+            return float(value.item())
+    except (RuntimeError, ValueError, TypeError, OverflowError):  # a meta tensor has no value to read
+        return None
+    return None
+
+
+def _interpolate_numel(x: torch.Tensor, size: Any, scale: Any, mode: Any) -> int | None:
     """Elements of ``F.interpolate(x, size, scale_factor)``: batch and channels times the new
-    spatial sizes (given, or each input size times its factor, rounded down, as torch does)."""
+    spatial sizes (given, or each input size times its factor, rounded down, as torch does).
+
+    An empty batch or channel counts as one plane: torch builds its index and weight buffers
+    for every output position all the same. A call torch itself refuses (both a size and a
+    factor, a mode for other dimensions) is left to torch, for its own error.
+    """
     spatial = list(x.shape[2:])
-    if not spatial:
+    if not spatial or (size is not None and scale is not None):
+        return None
+    if isinstance(mode, str) and _INTERPOLATE_DIMS.get(mode, x.dim()) != x.dim():
         return None
     if size is not None:
         out = _size_from([size]) if isinstance(size, (list, tuple)) else [_as_int(size)] * len(spatial)
     elif scale is not None:
-        scales = list(scale) if isinstance(scale, (list, tuple)) else [scale] * len(spatial)
-        if not all(isinstance(f, (int, float)) and not isinstance(f, bool) for f in scales):
+        factors = [_as_number(f) for f in (scale if isinstance(scale, (list, tuple)) else [scale] * len(spatial))]
+        if any(f is None or math.isnan(f) for f in factors) or len(factors) != len(spatial):
             return None
-        products = [d * float(f) for d, f in zip(spatial, scales)]
-        if any(math.isnan(p) for p in products):
-            return None
+        products = [d * f for d, f in zip(spatial, factors)]  # type: ignore[operator]
         # an infinite size would not fit anywhere: counted as the largest a size can be
         out = [math.floor(p) if math.isfinite(p) else 2**63 for p in products]
     else:
         return None
     if out is None or any(d is None for d in out) or len(out) != len(spatial):
         return None
-    return _prod([x.shape[0], x.shape[1], *out])  # type: ignore[list-item]
+    return _prod([max(x.shape[0] * x.shape[1], 1), *out])  # type: ignore[list-item]
 
 
 def _tensordot_numel(a: torch.Tensor, b: torch.Tensor, dims: Any) -> int | None:

@@ -182,6 +182,20 @@ def test_interpolate_estimate_is_the_size_torch_gives(shape: tuple[int, ...], kw
     expected = F.interpolate(x, **kwargs).numel()
     assert alloc.estimate_numel("interpolate", [x], kwargs) == expected
     assert alloc.estimate_numel("interpolate", [], {"input": x, **kwargs}) == expected
+    if "scale_factor" in kwargs and not isinstance(kwargs["scale_factor"], tuple):
+        # factors torch also takes: NumPy numbers, and one-element tensors
+        for factor in (np.float64(kwargs["scale_factor"]), torch.tensor(kwargs["scale_factor"])):
+            spelled = {**kwargs, "scale_factor": factor, "recompute_scale_factor": True}
+            assert alloc.estimate_numel("interpolate", [x], spelled) == F.interpolate(x, **spelled).numel()
+
+
+def test_interpolate_estimate_counts_buffers_and_leaves_torch_its_errors() -> None:
+    # an empty batch still makes torch build buffers for every output position: one plane counted
+    assert alloc.estimate_numel("interpolate", [torch.ones(0, 1, 10)], {"scale_factor": 5 * 10**7}) == 5 * 10**8
+    # calls torch refuses with its own (catchable) error get no estimate
+    x = torch.ones(1, 1, 4)
+    assert alloc.estimate_numel("interpolate", [x], {"size": 10**9, "scale_factor": 2.0}) is None
+    assert alloc.estimate_numel("interpolate", [x], {"size": 10**9, "mode": "bilinear"}) is None
 
 
 def _storage_bytes(*tensors: torch.Tensor) -> int:

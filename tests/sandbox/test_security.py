@@ -516,6 +516,11 @@ HUGE_TENSORS = [
     "x = torch.nn.functional.interpolate(torch.ones(1, 1, 10), scale_factor=10**8)",
     "x = torch.nn.functional.interpolate(torch.ones(1, 1, 2, 2), size=(10**5, 10**4))",
     "x = torch.nn.functional.interpolate(torch.ones(1, 1, 2), scale_factor=float('inf'))",
+    "x = torch.nn.functional.interpolate(torch.ones(1, 1, 10), scale_factor=torch.tensor(5 * 10**7),"
+    " recompute_scale_factor=True)",
+    "import numpy as np\nk = np.array([5 * 10**7])[0]\n"
+    "x = torch.nn.functional.interpolate(torch.ones(1, 1, 10), scale_factor=k)",
+    "x = torch.nn.functional.interpolate(torch.ones(0, 1, 10), scale_factor=5 * 10**7, mode='linear')",
     "a = torch.ones(31623)\nx = torch.tensordot(a, b=a, dims=([], []))",
     # the same calls spelled through the class: torch.Tensor.method(tensor, ...)
     "a = torch.ones(2)\nx = torch.Tensor.new_zeros(a, 2**62)",
