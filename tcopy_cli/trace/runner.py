@@ -221,9 +221,9 @@ class Runner:
         self.emit = emit
         self.observer = Observer(options.max_values, graph=options.graph)
         self._walked: Walked | None = None
+        """What ``_pop_ops`` found under the script's names, for observing the same step."""
         self._stepped: set[int] = set()
         """Entries of the loops that steps were in and that have not ended (or not been told to)."""
-        """What ``_pop_ops`` found under the script's names, for observing the same step."""
         self.interp = self._engine()
         self.recorder = OpRecorder()
         if isinstance(self.interp, Interpreter):  # --trust runs have no operation record yet
@@ -270,15 +270,15 @@ class Runner:
         """Run the whole script."""
         with torch_session(self.options.device):
             self._run_body()
-        ended = self._loops_ended()
+        entries, turns = self._loops_ended()
         return RunSummary(
             steps=self.count,
             errors=self.errors,
             stopped_by=self.stopped_by,
             expected=self.expected,
             missing=self.missing,
-            loops_ended=[entry for entry, _ in ended],
-            loops_ended_turns=[turns for _, turns in ended],
+            loops_ended=entries,
+            loops_ended_turns=turns,
         )
 
     def _run_body(self) -> None:
@@ -545,7 +545,7 @@ class Runner:
             stdout, warned = stdout[: max(0, limits.max_output - printed + len(stdout))], []
         self.count += 1
         source = self.program.statement_source(node)
-        ended = self._loops_ended()
+        ended, ended_turns = self._loops_ended()
         record = Step(
             index=self.count,
             line=node.lineno,
@@ -572,8 +572,8 @@ class Runner:
             loops=tuple(LoopContext(*loop) for loop in self.interp.loops),
             contexts=tuple(self.interp.contexts),
             calls=tuple(CallSite(fn, line) for fn, line in self.interp.call_chain()),
-            loops_ended=[entry for entry, _ in ended],
-            loops_ended_turns=[turns for _, turns in ended],
+            loops_ended=ended,
+            loops_ended_turns=ended_turns,
         )
         self._stepped.update(loop.entry for loop in record.loops)
         self.emit(record)
@@ -590,13 +590,14 @@ class Runner:
             return False
         return True
 
-    def _loops_ended(self) -> list[tuple[int, int]]:
+    def _loops_ended(self) -> tuple[list[int], list[int]]:
         """The loops that ended since the last step and had steps of their own (the others no view
-        follows), with the turns they ran."""
+        follows), and the turns each ran (``Step.loops_ended``, ``loops_ended_turns``)."""
         ended = [(entry, turns) for entry, turns in self.interp.loops_ended if entry in self._stepped]
         self.interp.loops_ended.clear()
-        self._stepped.difference_update(entry for entry, _ in ended)
-        return ended
+        entries = [entry for entry, _ in ended]
+        self._stepped.difference_update(entries)
+        return entries, [turns for _, turns in ended]
 
     def _narration(self, node: ast.stmt) -> list[str]:
         """Comments above the statement, after those above the blocks it is the first statement of
