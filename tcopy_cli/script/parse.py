@@ -188,9 +188,9 @@ def _module_aliases(tree: ast.Module) -> dict[str, str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
-                name, module = (a.asname, a.name) if a.asname else (a.name.split(".")[0], a.name.split(".")[0])
+                module = a.name if a.asname else a.name.split(".")[0]  # import torch.nn binds torch
                 if module in policy.ALLOWED_IMPORTS:
-                    aliases[name] = module
+                    aliases[a.asname or module] = module
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
             for a in node.names:
                 if f"{node.module}.{a.name}" in policy.ALLOWED_IMPORTS:
@@ -225,11 +225,11 @@ class _Validator(ast.NodeVisitor):
         limits: Limits,
         script_attrs: frozenset[str] = frozenset(),
         placeholders: frozenset[str] = frozenset(),
-        aliases: dict[str, str] | None = None,
+        tree: ast.Module | None = None,
     ) -> None:
         self.limits = limits
-        self.aliases = aliases or {}
-        """Import names of modules tcopy offers (for hints)."""
+        self.tree = tree
+        """The script (its imports name the modules a refusal's hint draws from)."""
         self.script_attrs = script_attrs
         # Names of unavailable modules: their attributes are not checked here, as their
         # first use fails at run time with a message that names the module.
@@ -326,7 +326,7 @@ class _Validator(ast.NodeVisitor):
             raise self.reject(node, f"'{attr}' is not allowed: {policy.TORCH_FORBIDDEN[attr]}")
         if attr not in policy.ALL_ATTRIBUTE_NAMES and attr not in self.script_attrs:
             base = f"{node.value.id}." if isinstance(node.value, ast.Name) else "."
-            module = _module_path(node.value, self.aliases)
+            module = _module_path(node.value, _module_aliases(self.tree) if self.tree is not None else {})
             if module is None:
                 hint = did_you_mean(attr, policy.ALL_ATTRIBUTE_NAMES | self.script_attrs, prefix=base)
                 raise self.reject(node, f"'.{attr}' is not in tcopy's allow-list of attributes and methods{hint}")
@@ -588,7 +588,7 @@ def parse_script(source: str, origin: str = "<inline>", limits: Limits | None = 
         raise ScriptRejected(f"the script can't be parsed: {type(exc).__name__}", 1, 1) from None
     try:
         if validate:
-            _Validator(limits, _script_attributes(tree), _placeholder_names(tree), _module_aliases(tree)).visit(tree)
+            _Validator(limits, _script_attributes(tree), _placeholder_names(tree), tree).visit(tree)
             _check_scopes(source, origin, tree)
     except RecursionError:
         raise ScriptRejected(_too_deep(limits), 1, 1) from None
