@@ -26,15 +26,12 @@ def run_script(
     device: str = "cpu",
     keep_going: bool = False,
     max_values: int = DEFAULT_MAX_VALUES,
-    trust: bool = False,
 ) -> Trace:
-    """Run ``source`` in the sandbox and return every step, explained (see tcopy_cli.trace.Trace).
-
-    ``trust=True`` runs it with real Python instead (any import, any file), in this process.
-    """
+    """Run ``source`` with CPython in this process and return every step, explained (see
+    tcopy_cli.trace.Trace). Not confined: run untrusted scripts with ``tcopy run``."""
     from tcopy_cli.pipeline import run_source
 
-    return run_source(source, device=device, keep_going=keep_going, max_values=max_values, trust=trust)
+    return run_source(source, device=device, keep_going=keep_going, max_values=max_values)
 
 
 __all__ = ["__version__", "run_script"]

@@ -15,23 +15,16 @@ class Limits:
     """Bounds on what a script may do. Exceeding one is an error step, never a crash."""
 
     max_elements: int = 50_000_000
-    """Elements in any one tensor (checked before allocating where the size is known)."""
+    """Elements in any one tensor a torch call makes (checked before allocating where the size is known)."""
     max_bytes: int = 4 * 1024**3
-    """Bytes of all tensor storages the script keeps alive after a step (names, sets, autograd graph)."""
+    """Bytes of all tensor storages the script keeps alive after a step (names, sets, autograd graph); the
+    worker's memory ceiling is this plus a fixed headroom."""
     max_steps: int = 100_000
     """Executed statements in one run (the command line's default depends on the view: ``view_max_steps``)."""
     max_iterations: int = 100_000
-    """Iterations of one loop, and items a builtin may materialise (list(range(n)))."""
-    max_int_bits: int = 65_536
-    """Bits of a Python integer produced by **, << or *."""
-    max_str_len: int = 1_000_000
-    """Characters of a string (or items of a list/tuple) built by * or joins."""
+    """Turns of one loop of the script (counted by the tracer)."""
     max_output: int = 1_000_000
     """Characters of output in total: printed text, notes, warnings and error messages."""
-    max_depth: int = 100
-    """Nesting depth of expressions and blocks."""
-    max_call_depth: int = 50
-    """Nesting of calls to script-defined functions and methods (recursion depth)."""
     max_script_bytes: int = 1_000_000
     """Size of the script source."""
     timeout: float = 120.0

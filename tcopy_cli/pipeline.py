@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ParamSpec
 
+from tcopy_cli.engine import run_source as run_facts
 from tcopy_cli.explain.changes import (
     in_place_writes,
     joined_graph,
@@ -28,7 +29,6 @@ from tcopy_cli.explain.relations import new_memory, rebinding, same_object, shar
 from tcopy_cli.explain.saved import saved_tensor_events
 from tcopy_cli.explain.torch_warnings import torch_warnings
 from tcopy_cli.trace import Trace
-from tcopy_cli.trace import run_source as run_facts
 
 P = ParamSpec("P")
 
@@ -63,8 +63,8 @@ def explain_trace(trace: Trace) -> Trace:
 
 def _explained(run: Callable[P, Trace]) -> Callable[P, Trace]:
     def run_source(*args: P.args, **kwargs: P.kwargs) -> Trace:
-        """Parse, validate and run a script, then explain every step (the arguments of
-        ``tcopy_cli.trace.run_source``). Raises ScriptRejected."""
+        """Parse and run a script in this process, then explain every step (the arguments of
+        ``tcopy_cli.engine.run_source``). Raises ScriptRejected."""
         return explain_trace(run(*args, **kwargs))
 
     return run_source

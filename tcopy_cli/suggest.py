@@ -19,3 +19,71 @@ def did_you_mean(word: str, candidates: Iterable[str], prefix: str = "") -> str:
     """``". Did you mean: 'x'?"`` (Python's own wording) for the best match, or ``""``."""
     best = close_matches(word, candidates, n=1)
     return f". Did you mean: '{prefix}{best[0]}'?" if best else ""
+
+
+# Python's own suggestion for a NameError or AttributeError, as its traceback prints it: the same
+# Levenshtein distance (a case change costs 1, any other edit 2) and the same bounds as CPython's.
+_MAX_CANDIDATE_ITEMS = 750
+_MAX_STRING_SIZE = 40
+_MOVE_COST = 2
+_CASE_COST = 1
+
+
+def _substitution_cost(a: str, b: str) -> int:
+    if a == b:
+        return 0
+    return _CASE_COST if a.lower() == b.lower() else _MOVE_COST
+
+
+def _levenshtein(a: str, b: str, max_cost: int) -> int:
+    if a == b:
+        return 0
+    pre = 0
+    while pre < len(a) and pre < len(b) and a[pre] == b[pre]:
+        pre += 1
+    a, b = a[pre:], b[pre:]
+    post = 0
+    while post < len(a) and post < len(b) and a[-1 - post] == b[-1 - post]:
+        post += 1
+    a, b = a[: len(a) - post], b[: len(b) - post]
+    if not a or not b:
+        return _MOVE_COST * (len(a) + len(b))
+    if len(a) > _MAX_STRING_SIZE or len(b) > _MAX_STRING_SIZE:
+        return max_cost + 1
+    if len(b) < len(a):
+        a, b = b, a
+    if (len(b) - len(a)) * _MOVE_COST > max_cost:
+        return max_cost + 1
+    row = list(range(_MOVE_COST, _MOVE_COST * (len(a) + 1), _MOVE_COST))
+    result = 0
+    for b_index, b_char in enumerate(b):
+        distance = result = b_index * _MOVE_COST
+        minimum = max_cost + 1
+        for index, a_char in enumerate(a):
+            substitute = distance + _substitution_cost(b_char, a_char)
+            distance = row[index]
+            result = min(min(result, distance) + _MOVE_COST, substitute)
+            row[index] = result
+            minimum = min(minimum, result)
+        if minimum > max_cost:
+            return max_cost + 1
+    return result
+
+
+def python_suggestion(name: str, candidates: Iterable[str]) -> str | None:
+    """The candidate CPython's traceback suggests for a misspelled ``name`` ("Did you mean: ...?"), or None."""
+    pool = list(candidates)
+    if len(pool) > _MAX_CANDIDATE_ITEMS or len(name) > _MAX_STRING_SIZE:
+        return None
+    best_distance = len(name)
+    best: str | None = None
+    for possible in pool:
+        if possible == name or not isinstance(possible, str):
+            continue
+        max_distance = min((len(possible) + len(name) + 3) * _MOVE_COST // 6, best_distance - 1)
+        distance = _levenshtein(name, possible, max_distance)
+        if distance > max_distance:
+            continue
+        if best is None or distance < best_distance:
+            best, best_distance = possible, distance
+    return best

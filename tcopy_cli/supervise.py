@@ -60,6 +60,10 @@ class WorkerOptions:
     graph: bool = False
     trust: bool = False
     """Run unconfined (the user trusts the script); still in a separate process."""
+    allow_read: tuple[str, ...] = ()
+    """Files and directories the confined script may read (``--allow-read``)."""
+    require_confinement: bool = False
+    """Refuse to run where the kernel can't confine the worker (``--require-confinement``)."""
     max_wire_bytes: int = DEFAULT_MAX_WIRE_BYTES
     test_hook: dict[str, Any] | None = None
     """TEST ONLY: ``{"code": ..., "line": N}``; honoured only with TCOPY_ALLOW_TEST_HOOK=1."""
@@ -76,6 +80,8 @@ def request(source: str, origin: str, options: WorkerOptions) -> dict[str, Any]:
         "graph": options.graph,
         "limits": dataclasses.asdict(options.limits),
         "trust": options.trust,
+        "allow_read": list(options.allow_read),
+        "require_confinement": options.require_confinement,
     }
     if options.test_hook is not None:
         req["test_hook"] = options.test_hook

@@ -32,9 +32,9 @@ Started by ``tcopy_cli.supervise`` as ``python -m tcopy_cli.worker``. Protocol:
 - stderr: free text (diagnostics, a crash dump from faulthandler), read by the parent.
 
 Unless the request says ``trust``, the worker confines itself (``tcopy_cli.confine``)
-before importing torch, so torch's and NumPy's threads are confined too. With ``trust``
-(``tcopy run --trust``) it runs the script with CPython itself
-(``tcopy_cli.trace.trusted``), unconfined; the REPL and ``compare`` stay in the sandbox.
+before importing torch, so torch's and NumPy's threads are confined too; the request's
+``allow_read`` paths stay readable. Then CPython runs the script under the engine
+(``tcopy_cli.engine``) in every mode: ``trust`` (``tcopy run --trust``) only lifts the wall.
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ import gc
 import json
 import os
 import sys
-from collections.abc import Callable
 from typing import Any, BinaryIO
 
 TEST_HOOK_ENV = "TCOPY_ALLOW_TEST_HOOK"
@@ -128,6 +127,12 @@ def _prepare_for_confinement() -> None:
     os.environ["PATH"] = ""
 
 
+def confined(confinement: str) -> bool:
+    """Whether the wall stands: file-system confinement (Landlock) and the system-call filter (seccomp)."""
+    parts = confinement.split("+")
+    return "landlock" in parts and "seccomp" in parts
+
+
 def main() -> int:
     """Serve one request; the exit status is 0 whenever a final frame was sent."""
     out = os.fdopen(os.dup(1), "wb")
@@ -142,7 +147,8 @@ def main() -> int:
         from tcopy_cli import confine
 
         _prepare_for_confinement()
-        confinement = confine.confine(request.get("device", "cpu")).describe()
+        readable = [str(p) for p in request.get("allow_read", [])]
+        confinement = confine.confine(request.get("device", "cpu"), readable).describe()
         # No directory is writable now. Creating an optimizer imports torch._dynamo, which
         # asks for a cache directory and creates it: name one that exists, and keep
         # tempfile from probing for a writable one.
@@ -150,6 +156,13 @@ def main() -> int:
 
         os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.sep)
         tempfile.tempdir = os.sep
+    if request.get("require_confinement") and not confined(confinement):
+        channel.send(
+            "run_error",
+            message=f"the kernel can't confine the script here (confinement: {confinement}), and "
+            "--require-confinement (or TCOPY_REQUIRE_CONFINEMENT=1) asks to refuse then; nothing ran",
+        )
+        return 0
     try:
         if request.get("mode") == "session":
             return _serve_session(request, channel, confinement)
@@ -163,8 +176,8 @@ def main() -> int:
 
 def _device(request: dict[str, Any], channel: Channel) -> str | None:
     """The request's device, resolved on this machine; None (and a usage_error frame) if unavailable."""
+    from tcopy_cli.engine.session import resolve_device
     from tcopy_cli.errors import UsageError
-    from tcopy_cli.trace.runner import resolve_device
 
     try:
         return resolve_device(request.get("device", "cpu"))
@@ -175,8 +188,8 @@ def _device(request: dict[str, Any], channel: Channel) -> str | None:
 
 def _run_options(request: dict[str, Any], device: str, limits: Any, keep_going: bool, graph: bool) -> Any:
     """RunOptions for the worker (no on_stuck: the parent ends the process)."""
+    from tcopy_cli.engine.stepper import RunOptions
     from tcopy_cli.limits import DEFAULT_MAX_VALUES
-    from tcopy_cli.trace.runner import RunOptions
 
     return RunOptions(
         device=device,
@@ -195,15 +208,14 @@ def _serve(request: dict[str, Any], channel: Channel, confinement: str, hook: di
     from tcopy_cli import __version__
     from tcopy_cli.errors import ScriptRejected, TcopyError
     from tcopy_cli.limits import Limits
-    from tcopy_cli.script.parse import parse_script
+    from tcopy_cli.program import parse_program
     from tcopy_cli.trace.records import RunInfo
 
     limits = Limits(**request.get("limits", {}))
     source, origin = request["source"], request["origin"]
     device = request.get("device", "cpu")
-    trusted = bool(request.get("trust"))
     try:
-        program = parse_script(source, origin, limits, validate=not trusted)
+        program = parse_program(source, origin, limits)
     except ScriptRejected as exc:
         info = RunInfo(
             tcopy=__version__, torch=torch.__version__, device=device, source=origin, confinement=confinement
@@ -214,8 +226,9 @@ def _serve(request: dict[str, Any], channel: Channel, confinement: str, hook: di
     if dev is None:
         return 0
     options = _run_options(request, dev, limits, bool(request.get("keep_going")), bool(request.get("graph")))
-    runner = _worker_runner(program, options, channel, hook, trusted)
-    channel.send("start", info=dataclasses.replace(runner.info(origin), confinement=confinement))
+    runner = _worker_runner(program, options, channel, hook)
+    trusted = bool(request.get("trust"))
+    channel.send("start", info=dataclasses.replace(runner.info(origin), confinement=confinement, trusted=trusted))
     if hook is not None and not hook.get("line"):
         _run_hook(hook["code"], channel)
     # What the imports made (torch and its modules: some 165,000 tracked objects) lives as long as
@@ -267,22 +280,21 @@ def _serve_compare(request: dict[str, Any], channel: Channel, confinement: str) 
 
 def _serve_session(request: dict[str, Any], channel: Channel, confinement: str) -> int:
     """The REPL's worker: run each piece of code read from stdin in one namespace."""
-    import ast
     import dataclasses
 
+    from tcopy_cli.engine.session import torch_session
     from tcopy_cli.errors import ScriptRejected, TcopyError
     from tcopy_cli.limits import Limits
-    from tcopy_cli.script.parse import parse_script
+    from tcopy_cli.program import parse_program
     from tcopy_cli.trace import wire
-    from tcopy_cli.trace.runner import torch_session
 
     limits = Limits(**request.get("limits", {}))
     dev = _device(request, channel)
     if dev is None:
         return 0
     options = _run_options(request, dev, limits, keep_going=True, graph=True)
-    runner = _worker_runner(parse_script("", "<repl>", limits), options, channel, None)
-    runner.interp.echo = True  # an expression's value is shown, as Python's REPL does
+    runner = _worker_runner(parse_program("", "<repl>", limits), options, channel, None)
+    runner.tracer.echo = True  # an expression's value is shown, as Python's REPL does
     channel.send("start", info=dataclasses.replace(runner.info("<repl>"), confinement=confinement))
     with torch_session(dev):
         for line in sys.stdin.buffer:
@@ -290,19 +302,11 @@ def _serve_session(request: dict[str, Any], channel: Channel, confinement: str) 
             channel.stack = wire.RunningStack()  # the parent starts a stack for each piece
             offset = int(piece.get("line_offset", 0))
             try:
-                program = parse_script(piece["source"], "<repl>", limits)
+                program = parse_program(piece["source"], "<repl>", limits)
             except ScriptRejected as exc:
                 channel.send("refused", line=exc.line, column=exc.column, message=exc.message)
                 continue
-            if offset:  # line numbers keep growing across pieces, so steps read like one script
-                ast.increment_lineno(program.tree, offset)
-                program = dataclasses.replace(
-                    program,
-                    lines=[""] * offset + program.lines,
-                    source="\n" * offset + program.source,
-                    comments={n + offset: c for n, c in program.comments.items()},
-                    expects={n + offset: c for n, c in program.expects.items()},
-                )
+            program = program.shifted(offset)  # line numbers keep growing across pieces: one script
             try:
                 errors = runner.run_more(program)
             except TcopyError as exc:
@@ -313,42 +317,22 @@ def _serve_session(request: dict[str, Any], channel: Channel, confinement: str) 
     return 0
 
 
-def _worker_runner(
-    program: Any, options: Any, channel: Channel, hook: dict[str, Any] | None, trusted: bool = False
-) -> Any:
-    """A Runner (``--trust``: a TrustedRunner) that announces each statement before it runs and sends each step.
+def _worker_runner(program: Any, options: Any, channel: Channel, hook: dict[str, Any] | None) -> Any:
+    """A Stepper that announces each statement before it runs and sends each step.
 
-    Steps go out as facts: the parent explains them (on its own core, while this
-    process runs the next statement).
+    Steps go out as facts: the parent explains them (on its own core, while this process runs the
+    next statement).
     """
-    from tcopy_cli.trace.runner import Runner
-    from tcopy_cli.trace.trusted import TrustedRunner
+    from tcopy_cli.engine.stepper import Stepper
 
-    def announce(node: Any) -> None:
-        channel.running(node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0)
-        if hook is not None and hook.get("line") == node.lineno:
-            _run_hook(hook["code"], channel)
+    class WorkerStepper(Stepper):
+        def started(self, node: Any, header: bool, where: Any, frame: Any) -> None:
+            channel.running(node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0)
+            if hook is not None and hook.get("line") == node.lineno:
+                _run_hook(hook["code"], channel)
+            super().started(node, header, where, frame)
 
-    class WorkerRunner(Runner):
-        def step(self, node: Any, action: Callable[[], None]) -> bool:
-            announce(node)
-            return super().step(node, action)
-
-        def header(self, node: Any, action: Callable[[], Any]) -> tuple[bool, Any]:
-            announce(node)
-            return super().header(node, action)
-
-        def turn(self, node: Any) -> None:
-            announce(node)
-            super().turn(node)
-
-    class WorkerTrustedRunner(TrustedRunner):
-        def starting(self, node: Any, header: bool) -> None:
-            announce(node)
-            super().starting(node, header)
-
-    cls = WorkerTrustedRunner if trusted else WorkerRunner
-    return cls(program, options, channel.step)
+    return WorkerStepper(program, options, channel.step)
 
 
 if __name__ == "__main__":

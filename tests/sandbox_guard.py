@@ -12,9 +12,9 @@ from typing import Any
 
 import torch
 
+from tcopy_cli.engine import run_source
 from tcopy_cli.errors import ScriptRejected
 from tcopy_cli.limits import Limits
-from tcopy_cli.trace import run_source
 from tcopy_cli.trace.records import Step
 
 SIDE_EFFECT_EVENTS = frozenset(

@@ -133,8 +133,17 @@ def stop_process(message: str) -> None:
     os._exit(EXIT_SCRIPT)
 
 
+def with_bare_flags(argv: list[str]) -> list[str]:
+    """``--allow-read`` given without ``=PATH`` stands for the script's directory (as Deno reads its
+    permission flags: a value only after ``=``)."""
+    from tcopy_cli.cli.options import SCRIPT_DIRECTORY
+
+    return [f"--allow-read={SCRIPT_DIRECTORY}" if arg == "--allow-read" else arg for arg in argv]
+
+
 def main() -> None:
     """Console-script entry point."""
+    sys.argv[1:] = with_bare_flags(sys.argv[1:])
     try:
         app()
     except KeyboardInterrupt:

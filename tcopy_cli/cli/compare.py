@@ -43,7 +43,7 @@ def compare(
 ) -> None:
     """Compare copy operations by experiment: which shares memory, keeps the graph, lets gradients through.
 
-    Each expression is run as 'y = EXPRESSION' after the setup, in fresh sandboxed runs (inside one
+    Each expression is run as 'y = EXPRESSION' after the setup, in fresh runs (inside one
     kernel-confined worker process), and every cell comes from what those runs observed.
 
     Examples:
@@ -56,10 +56,10 @@ def compare(
     """
     if export is not None and export.suffix.lower() not in (".svg", ".html", ".htm", ".txt"):
         fail(f"--export needs a .svg, .html or .txt file name, not '{export.name}'", EXIT_USAGE)
+    from tcopy_cli.engine.session import available_devices, resolve_device
     from tcopy_cli.render import compare as rc
     from tcopy_cli.supervise import compare_in_worker
     from tcopy_cli.trace import compare as tc
-    from tcopy_cli.trace.runner import available_devices, resolve_device
 
     if setup is None:
         if source not in tc.SETUPS:

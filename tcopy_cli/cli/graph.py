@@ -9,7 +9,18 @@ from typing import Annotated
 import typer
 
 from tcopy_cli.cli.app import EXIT_SCRIPT, say
-from tcopy_cli.cli.options import CodeOpt, DeviceOpt, ExampleOpt, NoColorOpt, ScriptArg, WidthOpt
+from tcopy_cli.cli.options import (
+    AllowReadOpt,
+    CodeOpt,
+    DeviceOpt,
+    ExampleOpt,
+    NoColorOpt,
+    RequireConfinementOpt,
+    ScriptArg,
+    TrustOpt,
+    WidthOpt,
+    readable_paths,
+)
 from tcopy_cli.cli.present import make_console, show_rejection
 from tcopy_cli.cli.source import read_source
 from tcopy_cli.errors import ScriptRejected
@@ -35,6 +46,9 @@ def graph_cmd(
     device: DeviceOpt = "cpu",
     no_color: NoColorOpt = False,
     width: WidthOpt = None,
+    allow_read: AllowReadOpt = None,
+    trust: TrustOpt = False,
+    require_confinement: RequireConfinementOpt = False,
     *,
     limits: Limits,
 ) -> None:
@@ -50,8 +64,8 @@ def graph_cmd(
 
       tcopy graph --example clone --format mermaid
     """
+    from tcopy_cli.program import parse_program
     from tcopy_cli.render import graph as rg
-    from tcopy_cli.script.parse import parse_script
     from tcopy_cli.supervise import WorkerOptions, run_in_worker
     from tcopy_cli.trace.records import Step
 
@@ -59,8 +73,16 @@ def graph_cmd(
     steps: list[Step] = []
     try:
         source, origin = read_source(script, code, limits, example)
-        parse_script(source, origin, limits)  # pure Python: refuses early, before a worker starts
-        options = WorkerOptions(device=device, limits=limits, keep_going=False, graph=True)
+        parse_program(source, origin, limits)  # pure Python: refuses early, before a worker starts
+        options = WorkerOptions(
+            device=device,
+            limits=limits,
+            keep_going=False,
+            graph=True,
+            trust=trust,
+            allow_read=readable_paths(allow_read, origin),
+            require_confinement=require_confinement,
+        )
         summary = run_in_worker(source, origin, options, steps.append, lambda info: None)
     except ScriptRejected as exc:
         show_rejection(exc, source)

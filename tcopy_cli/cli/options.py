@@ -19,6 +19,7 @@ from typing import Annotated, Any, Optional, TypeVar
 import typer
 
 from tcopy_cli.cli.formats import OutputFormat
+from tcopy_cli.errors import UsageError
 from tcopy_cli.limits import DEFAULT_MAX_VALUES, READING_MAX_STEPS, Limits, view_max_steps
 
 MAX_VALUES = DEFAULT_MAX_VALUES
@@ -87,6 +88,64 @@ ExampleOpt = Annotated[
 ]
 
 
+SCRIPT_DIRECTORY = "@script"
+"""What a bare ``--allow-read`` stands for (``cli.app.main`` rewrites it): the script's directory."""
+
+
+def _permission(flag: str, help_text: str, **kwargs: Any) -> Any:
+    return typer.Option(flag, help=help_text, rich_help_panel="Permissions", show_default=False, **kwargs)
+
+
+# What a run may do beyond running (run, graph, repl, compare). Off by default, each named by flag.
+AllowReadOpt = Annotated[
+    Optional[list[str]],
+    _permission(
+        "--allow-read",
+        "Let the script read files: bare '--allow-read' its own directory (the current one for -e and stdin), "
+        "'--allow-read=PATH[,PATH]' those files and directories. By default it can read none of your files.",
+        metavar="[=PATH]",
+    ),
+]
+TrustOpt = Annotated[
+    bool,
+    _permission(
+        "--trust",
+        "Lift the wall: the script runs unconfined, with your files, network and environment (only for a script you "
+        "would run with 'python' yourself). Piped input needs '-' given explicitly.",
+    ),
+]
+RequireConfinementOpt = Annotated[
+    bool,
+    _permission(
+        "--require-confinement",
+        "Refuse to run a script where the kernel can't confine it (no Landlock or seccomp here); also "
+        "TCOPY_REQUIRE_CONFINEMENT=1.",
+        envvar="TCOPY_REQUIRE_CONFINEMENT",
+    ),
+]
+
+
+def readable_paths(allow_read: list[str] | None, origin: str) -> tuple[str, ...]:
+    """The absolute paths ``--allow-read`` grants (the script's directory for a bare flag); a path that
+    does not exist is a usage error."""
+    out: list[str] = []
+    for given in allow_read or []:
+        for part in given.split(","):
+            if not part:
+                continue
+            if part == SCRIPT_DIRECTORY:
+                script = Path(origin)
+                path = script.parent if origin not in ("-", "<inline>") and script.is_file() else Path.cwd()
+            else:
+                path = Path(part).expanduser()
+            if not path.exists():
+                raise UsageError(f"--allow-read: {part} does not exist")
+            resolved = str(path.resolve())
+            if resolved not in out:
+                out.append(resolved)
+    return tuple(out)
+
+
 def _presenting(flag: str, help_text: str, minimum: float | None = None, show_default: bool = True) -> Any:
     return typer.Option(flag, min=minimum, help=help_text, show_default=show_default, rich_help_panel="Presenting")
 
@@ -143,14 +202,8 @@ MaxStepsOpt = Annotated[
         f"{Limits.max_steps:,} in JSON).",
     ),
 ]
-MaxIterationsOpt = Annotated[int, _limit("--max-iterations", 1, "iterations of one loop; items a builtin may build.")]
-MaxIntBitsOpt = Annotated[int, _limit("--max-int-bits", 64, "bits of a Python integer made by **, << or *.")]
-MaxStrLenOpt = Annotated[int, _limit("--max-str-len", 1, "length of a built string or list.")]
+MaxIterationsOpt = Annotated[int, _limit("--max-iterations", 1, "turns of one loop of the script.")]
 MaxOutputOpt = Annotated[int, _limit("--max-output", 0, "characters of output (prints, notes, errors).")]
-MaxDepthOpt = Annotated[int, _limit("--max-depth", 1, "nesting depth of expressions and blocks.")]
-MaxCallDepthOpt = Annotated[
-    int, _limit("--max-call-depth", 1, "nesting of calls to the script's own functions (recursion).")
-]
 MaxScriptBytesOpt = Annotated[int, _limit("--max-script-bytes", 1, "size of the script.")]
 TimeoutOpt = Annotated[float, _limit("--timeout", 0, "wall-clock seconds for the run (0 = none).")]
 
@@ -159,11 +212,7 @@ LIMIT_OPTIONS: dict[str, Any] = {
     "max_bytes": MaxBytesOpt,
     "max_steps": MaxStepsOpt,
     "max_iterations": MaxIterationsOpt,
-    "max_int_bits": MaxIntBitsOpt,
-    "max_str_len": MaxStrLenOpt,
     "max_output": MaxOutputOpt,
-    "max_depth": MaxDepthOpt,
-    "max_call_depth": MaxCallDepthOpt,
     "max_script_bytes": MaxScriptBytesOpt,
     "timeout": TimeoutOpt,
 }

@@ -142,16 +142,6 @@ def show_rejection(exc: ScriptRejected, source: str) -> None:
             err.print(Text(gutter, style="dim") + Text(text))
             caret = " " * (len(gutter) - 2) + "| " + " " * max((exc.column or 1) - 1, 0) + "^"
             err.print(Text(caret, style="bold red"))
-    if not exc.message.startswith(NOT_A_SANDBOX_REFUSAL):
-        err.print(Text(TRUST_HINT, style="dim"))
-
-
-NOT_A_SANDBOX_REFUSAL = ("syntax error", "the script")
-"""Refusals that are not the sandbox's choice (Python could not run the script either)."""
-TRUST_HINT = (
-    "hint: the sandbox runs a subset of Python. If you trust this script (your own, or one you would run "
-    "with 'python'), 'tcopy run --trust' runs it with real Python, not sandboxed."
-)
 
 
 class Quit(Exception):

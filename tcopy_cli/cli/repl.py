@@ -1,6 +1,6 @@
 """``tcopy repl``: type statements, see each step's table and notes at once.
 
-Same sandbox, limits and observer as ``tcopy run``; the namespace lives for the session in
+Same confined worker, engine, limits and observer as ``tcopy run``; the namespace lives for the session in
 one kernel-confined worker process (``tcopy_cli.supervise.WorkerSession``).
 """
 
@@ -69,10 +69,10 @@ def repl_cmd(
     """An interactive prompt: each statement you type is a step, shown at once.
 
     An expression statement (a * 3, a.is_leaf) also shows its value, as Python's REPL does.
-    Commands: :vars, :graph, :reset, :clear (or Ctrl-L), :export FILE, :help, :quit. Same sandbox and
-    limits as 'run' (--timeout applies to each entered statement).
+    Commands: :vars, :graph, :reset, :clear (or Ctrl-L), :export FILE, :help, :quit. Same confined
+    worker and limits as 'run' (--timeout applies to each entered statement).
     """
-    from tcopy_cli.trace.runner import resolve_device
+    from tcopy_cli.engine.session import resolve_device
 
     dev = resolve_device(device)
     console = make_console(no_color, width, record=True)
@@ -81,10 +81,10 @@ def repl_cmd(
 
 def repl(console: Console, device: str, limits: Limits, max_values: int = MAX_VALUES) -> int:
     """Run the interactive loop; returns the exit status."""
+    from tcopy_cli.program import parse_program
     from tcopy_cli.render import ViewOptions
     from tcopy_cli.render.graph import graph_tree
     from tcopy_cli.render.table import TableRenderer
-    from tcopy_cli.script.parse import parse_script
     from tcopy_cli.supervise import WorkerOptions, WorkerSession
     from tcopy_cli.trace.records import RunInfo, Step
 
@@ -154,7 +154,7 @@ def repl(console: Console, device: str, limits: Limits, max_values: int = MAX_VA
                     console.print(Text(f"unknown command {cmd}; :help lists them", style="red"))
                 continue
             try:
-                parse_script(text, "<repl>", limits)  # refuses early, in this process
+                parse_program(text, "<repl>", limits)  # what Python can't parse is refused here
             except ScriptRejected as exc:
                 console.print(Text(f"refused at line {exc.line}, column {exc.column}: {exc.message}", style="red"))
                 continue

@@ -12,6 +12,7 @@ from tcopy_cli.cli.app import EXIT_SCRIPT, EXIT_USAGE, fail
 from tcopy_cli.cli.formats import OutputFormat, make_renderer
 from tcopy_cli.cli.options import (
     MAX_VALUES,
+    AllowReadOpt,
     CodeOpt,
     ColorMode,
     ColorOpt,
@@ -27,11 +28,14 @@ from tcopy_cli.cli.options import (
     MemoryOpt,
     NoColorOpt,
     PauseOpt,
+    RequireConfinementOpt,
     ScriptArg,
     StepOpt,
     TitleOpt,
     ToOpt,
+    TrustOpt,
     WidthOpt,
+    readable_paths,
 )
 from tcopy_cli.cli.present import Presenter, Quit, make_console, show_rejection
 from tcopy_cli.cli.source import read_source
@@ -55,7 +59,10 @@ class RunRequest:
     max_values: int = MAX_VALUES
     limits: Limits = field(default_factory=Limits)
     trust: bool = False
-    """``--trust``: run the script with CPython itself, without the sandbox."""
+    """``--trust``: lift the wall (the script runs unconfined)."""
+    allow_read: tuple[str, ...] = ()
+    """``--allow-read``: what the confined script may read (as given: resolved once the script is known)."""
+    require_confinement: bool = False
 
     @property
     def origin(self) -> str:
@@ -92,12 +99,14 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
     source, origin = "", request.origin
     if request.trust and request.script is None and request.code is None and request.example is None:
         fail("--trust never runs piped input unless you ask for it: give '-' to trust the script on stdin", EXIT_USAGE)
+    if request.trust and request.require_confinement:
+        fail("--trust lifts the wall that --require-confinement asks for: give one of them", EXIT_USAGE)
     try:
         source, origin = read_source(request.script, request.code, request.limits, request.example)
-        from tcopy_cli.script.parse import parse_script
+        from tcopy_cli.program import parse_program
 
-        # Pure Python: refuses early, without torch (--trust: only what Python can't parse).
-        program = parse_script(source, origin, request.limits, validate=not request.trust)
+        # Pure Python: what Python can't parse is refused early, without torch.
+        program = parse_program(source, origin, request.limits)
     except ScriptRejected as exc:
         _reject(exc, source, origin, fmt, request.device)
     from tcopy_cli.supervise import WorkerOptions, launch, run_in_worker, stop
@@ -110,6 +119,8 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
         max_values=request.max_values,
         graph=view.graph,
         trust=request.trust,
+        allow_read=readable_paths(list(request.allow_read), origin),
+        require_confinement=request.require_confinement,
     )
     # The worker starts first: the views are imported while it confines itself and imports torch.
     proc = launch(source, origin, options)
@@ -215,14 +226,9 @@ def run(
     graph: GraphOpt = False,
     depth: DepthOpt = None,
     memory: MemoryOpt = False,
-    trust: Annotated[
-        bool,
-        typer.Option(
-            "--trust",
-            help="Run the script with real Python, NOT sandboxed (imports, files, any library): only for a "
-            "script you would run with 'python' yourself. Piped input needs '-' given explicitly.",
-        ),
-    ] = False,
+    allow_read: AllowReadOpt = None,
+    trust: TrustOpt = False,
+    require_confinement: RequireConfinementOpt = False,
     json_refs: Annotated[
         bool,
         typer.Option(
@@ -246,7 +252,7 @@ def run(
 
       tcopy run demo.py --format json | jq 'select(.event=="step") | .tensors.a.grad'
 
-      tcopy run my_training.py --trust
+      tcopy run train.py --allow-read         # it may read files beside it (data, modules)
     """
     if step is not None and (from_step is not None or to_step is not None):
         fail("give either --step N or --from/--to, not both", EXIT_USAGE)
@@ -264,5 +270,16 @@ def run(
     )
     console = make_console(no_color, width, record=export is not None, color=color.value)
     presenter = Presenter(console, fmt, pause=pause, delay=delay, export_to=export, title=title)
-    request = RunRequest(script, code, example, device, keep_going, max_values, limits, trust)
+    request = RunRequest(
+        script,
+        code,
+        example,
+        device,
+        keep_going,
+        max_values,
+        limits,
+        trust,
+        tuple(allow_read or ()),
+        require_confinement,
+    )
     execute(request, fmt, view, presenter)

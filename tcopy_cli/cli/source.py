@@ -59,7 +59,7 @@ def read_source(
         except OSError as exc:
             raise UsageError(f"can't read '{script}': {exc.strerror or exc}") from None
         origin = script
-    from tcopy_cli.script.parse import check_script_size
+    from tcopy_cli.program import check_script_size
 
     check_script_size(len(data), limits)
     try:

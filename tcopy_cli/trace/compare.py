@@ -1,7 +1,7 @@
 """``tcopy compare``: which copy operation shares memory, keeps the graph, passes gradients.
 
-Every cell is measured by running a small script in the sandbox (the same interpreter
-and observer as ``tcopy run``) and reading the facts from its step records. Each
+Every cell is measured by running a small script with the engine (the same tracer, operation
+record and observer as ``tcopy run``) and reading the facts from its step records. Each
 question gets a fresh run, so an in-place test cannot disturb another measurement.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from tcopy_cli.errors import ScriptRejected
 from tcopy_cli.limits import Limits
-from tcopy_cli.trace import Trace, compat, run_source
+from tcopy_cli.trace import Trace, compat
 from tcopy_cli.trace.records import Step, TensorRecord
 
 STANDARD = [
@@ -75,6 +75,8 @@ class Comparison:
 
 
 def _run(script: str, device: str, limits: Limits | None) -> Trace:
+    from tcopy_cli.engine import run_source
+
     return run_source("import copy\n" + script, device=device, keep_going=False, limits=limits)
 
 

@@ -298,6 +298,10 @@ class OpRecorder:
         """Drop the lists of steps that ended without ``pop`` (the run stopped inside them)."""
         del self._stack[depth:]
 
+    def active(self) -> bool:
+        """Whether a step is running (operations are recorded into it)."""
+        return bool(self._stack)
+
     def has_results(self) -> bool:
         """Whether the running step's operations returned tensors or arrays (names to resolve)."""
         return bool(self._stack and self._stack[-1].results)
@@ -349,12 +353,13 @@ class OpRecorder:
 
     def begin(
         self,
-        node: ast.AST,
+        node: ast.AST | None,
         kind: str,
         function: str,
         inputs: Sequence[tuple[str, ast.AST | None, Any]],
         call: str | None = None,
         extra: Any = None,
+        line: int = 0,
     ) -> Pending | None:
         """An operation starts; ``inputs`` are (role, node or None, value). None: not recorded.
 
@@ -366,8 +371,8 @@ class OpRecorder:
         recorded: list[_Input] = []
         for role, sub, value in inputs:
             self._add_input(recorded, role, sub, value)
-        text = call if call is not None else self.text(node)
-        p = Pending(kind, text, function, getattr(node, "lineno", 0), recorded)
+        text = call if call is not None else self.text(node) if node is not None else ""
+        p = Pending(kind, text, function, getattr(node, "lineno", line), recorded)
         if kind in ("index", "setitem"):
             p.detail["index"] = _index_kind(extra)
         elif kind == "setattr" and isinstance(extra, torch.Tensor):
@@ -401,7 +406,12 @@ class OpRecorder:
         name = self.names(value) if self.names is not None else None
         if name is None and from_op is None:
             name = self._table_name(step, value, role)
-        expr = self.text(sub) if sub is not None else (name or role)
+        if sub is not None:
+            expr = self.text(sub)
+        elif from_op is not None and from_op < len(step.ops):
+            expr = step.ops[from_op].call  # a temporary: the call that made it, as written
+        else:
+            expr = name or role
         if isinstance(value, _ARRAY):
             return input_record(role, expr, name, value)
         base = value._base if value._is_view() else None

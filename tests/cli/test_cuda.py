@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from tcopy_cli import examples
 from tcopy_cli.cli import app
+from tcopy_cli.engine import run_source
 from tcopy_cli.pipeline import run_source as run_explained
-from tcopy_cli.trace import run_source
 from tcopy_cli.trace.compare import SETUPS, STANDARD, compare
 
 pytestmark = [

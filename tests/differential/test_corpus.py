@@ -133,8 +133,8 @@ def _addresses_normalised(text: str) -> str:
 
 
 def _tcopy_in_process(source: str, name: str) -> dict[str, Any]:
+    from tcopy_cli.engine import run_source
     from tcopy_cli.errors import ScriptRejected
-    from tcopy_cli.trace import run_source
 
     fresh_warn_once()
     try:

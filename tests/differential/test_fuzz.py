@@ -40,7 +40,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from tcopy_cli.cli import app
-from tcopy_cli.trace import run_source
+from tcopy_cli.engine import run_source
 
 pytestmark = pytest.mark.slow
 

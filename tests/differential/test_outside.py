@@ -1,8 +1,8 @@
 """Differential test on snippets from outside the project: tcopy against plain Python.
 
 tests/outside/ holds real PyTorch snippets taken from tutorials and books (sources and
-licences in tests/outside/README.md), not written for tcopy. Each must run in the sandbox
-and under ``--trust`` to what plain Python prints, and end in the same error (type and
+licences in tests/outside/README.md), not written for tcopy. Each must run to what plain
+Python prints, and end in the same error (type and
 line) where Python ends in one. Snippets whose output is random from run to run
 (``RANDOM``) are compared with every number masked and runs of white space collapsed,
 since tensor printing pads and wraps by the numbers' widths.
@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tcopy_cli.trace import run_source
+from tcopy_cli.engine import run_source
 
 OUTSIDE = Path(__file__).resolve().parent.parent / "outside"
 SNIPPETS = sorted(p.name for p in OUTSIDE.glob("[0-9][0-9]_*.py"))
@@ -91,18 +91,15 @@ def _params() -> list[Any]:
             marks.append(pytest.mark.skip(reason=SKIPPED[n]))
         elif n in SLOW and not os.environ.get("TCOPY_SLOW_TESTS"):
             marks.append(pytest.mark.skip(reason="slow: set TCOPY_SLOW_TESTS=1"))
-        out.extend(
-            pytest.param(name, trust, marks=marks, id=f"{name[:-3]}-{mode}")
-            for trust, mode in ((False, "sandbox"), (True, "trust"))
-        )
+        out.append(pytest.param(name, marks=marks, id=name[:-3]))
     return out
 
 
-@pytest.mark.parametrize(("name", "trust"), _params())
-def test_outside_snippet_runs_as_in_python(name: str, trust: bool) -> None:
+@pytest.mark.parametrize("name", _params())
+def test_outside_snippet_runs_as_in_python(name: str) -> None:
     path = OUTSIDE / name
     expected = python_runs()[str(path)]
-    trace = run_source(path.read_text(), origin=str(path), trust=trust)
+    trace = run_source(path.read_text(), origin=str(path))
     errors = [s for s in trace.steps if s.status == "error"]
     printed = "".join(s.stdout or "" for s in trace.steps)
     random = _number(name) in RANDOM

@@ -290,15 +290,13 @@ def _result_object(name: str | None, item: str, after: dict[str, Any]) -> Any:
     return _lookup(name, after)
 
 
-def _steps(name: str, trust: bool = False) -> list[Step]:
-    return run_source(HEAD + SCRIPTS[name], keep_going=False, trust=trust).steps
+def _steps(name: str) -> list[Step]:
+    return run_source(HEAD + SCRIPTS[name], keep_going=False).steps
 
 
-@pytest.mark.parametrize("trust", [False, True], ids=["sandbox", "trusted"])
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
-def test_every_recorded_relation_holds_in_plain_pytorch(name: str, trust: bool) -> None:
-    # Trusted runs (CPython itself) measure the record when each statement has ended.
-    steps = _steps(name, trust)
+def test_every_recorded_relation_holds_in_plain_pytorch(name: str) -> None:
+    steps = _steps(name)
     checked = [0]
     versions: dict[int, int] = {}
 
@@ -316,8 +314,7 @@ def test_every_recorded_relation_holds_in_plain_pytorch(name: str, trust: bool) 
                 obj = _input_object(step.ops, inp, before)
                 if not isinstance(obj, torch.Tensor):
                     continue
-                # (trusted records don't know versions before the statement: -1)
-                if j not in op.bumped and id(obj) in versions and op.kind != "rebind" and not trust:
+                if j not in op.bumped and id(obj) in versions and op.kind != "rebind":
                     assert inp.version == versions[id(obj)], (name, op.call, inp.name)
                 if after.get(inp.name) is obj and id(obj) in versions:
                     moved = obj._version != versions[id(obj)]
@@ -341,21 +338,12 @@ def test_every_recorded_relation_holds_in_plain_pytorch(name: str, trust: bool) 
     ran = _reference(HEAD + SCRIPTS[name], check)
     assert ran == len(steps)
     if name not in ("linear_params", "grad_reset", "view_fails", "data_swap") and not name.startswith("requires_grad"):
-        # Trusted records cover `name = value` only (not x.add_(1), a += 1, v[0] = ...).
-        assert checked[0] > 0 or (trust and name in TRUSTED_UNRECORDED), name
+        assert checked[0] > 0, name
 
 
-TRUSTED_UNRECORDED = {
-    "add_in_place", "augassign_in_place", "copy_slices", "copy_slices_augassign", "copy_slices_setitem",
-    "setitem", "setitem_view", "rebind_held", "rebind_graph", "same_object_bind", "no_grad_result",
-    "requires_grad_attr", "frozen_module_call",
-}  # fmt: skip
-
-
-@pytest.mark.parametrize("trust", [False, True], ids=["sandbox", "trusted"])
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
-def test_notes_name_as_sources_only_the_steps_recorded_inputs(name: str, trust: bool) -> None:
-    for step in _steps(name, trust):
+def test_notes_name_as_sources_only_the_steps_recorded_inputs(name: str) -> None:
+    for step in _steps(name):
         allowed = step_input_names(step.ops)
         for n in step.explanations:
             # Identity ("the same tensor object as") is a measurement, not a claim of provenance.
@@ -458,9 +446,18 @@ def test_a_copy_through_a_temporary_is_still_one() -> None:
 
 
 def test_module_parameters_are_inputs_with_their_table_names() -> None:
-    (op,) = [o for o in _steps("sequential_call")[-1].ops if o.call == "model(x)"]
-    assert [i.name for i in op.inputs] == ["x", "model.0.weight", "model.0.bias", "model.2.weight", "model.2.bias"]
-    rels = {op.inputs[r.input].name: (r.relation, r.graph) for r in op.results[0].relations}
+    # model(x) is the functional calls its forward made (linear, relu, linear), each recorded with the call
+    # as written; the parameters are their inputs, by the table's names.
+    step_ops = _steps("sequential_call")[-1].ops
+    ops = [o for o in step_ops if o.call == "model(x)"]
+    assert [o.function for o in ops] == ["linear", "relu", "linear"]
+    named = [i.name for o in ops for i in o.inputs if i.name is not None]
+    assert named == ["x", "model.0.weight", "model.0.bias", "model.2.weight", "model.2.bias"]
+    last = ops[-1]
+    rels = {
+        (last.inputs[r.input] if r.op is None else step_ops[r.op].inputs[r.input]).name: (r.relation, r.graph)
+        for r in last.results[0].relations
+    }
     assert rels["x"] == ("new", False)
     assert all(rels[n] == ("new", True) for n in ("model.0.weight", "model.2.bias"))
 

@@ -10,10 +10,10 @@ from typer.testing import CliRunner
 
 from tcopy_cli import run_script
 from tcopy_cli.cli import app
+from tcopy_cli.engine import run_source as run_facts
 from tcopy_cli.explain import Explainer, Rule, StepFacts
 from tcopy_cli.pipeline import NOTE_RULES, explain_trace, explainer
 from tcopy_cli.pipeline import run_source as run_explained
-from tcopy_cli.trace import run_source as run_facts
 from tcopy_cli.trace.records import ErrorInfo, Note
 
 LEAF = "a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\n"

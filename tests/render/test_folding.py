@@ -20,6 +20,7 @@ from render.test_render import GOLDEN_TORCH, check_golden, normalise
 from typer.testing import CliRunner
 
 from tcopy_cli.cli import app
+from tcopy_cli.engine import run_source
 from tcopy_cli.pipeline import run_source as run_explained
 from tcopy_cli.render import ViewOptions
 from tcopy_cli.render.folding import (
@@ -36,7 +37,6 @@ from tcopy_cli.render.folding import (
 )
 from tcopy_cli.render.loops import LoopSummary, sparkline
 from tcopy_cli.render.names import grouped_names, index_runs
-from tcopy_cli.trace import run_source
 
 # A tiny MLP trained for 20 turns. Turn 8 writes through .data (a note about an untracked
 # write: shown in full); turn 14 raises an error that the script catches (shown in full).

@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 
 from tcopy_cli import __version__
 from tcopy_cli.cli import app
+from tcopy_cli.engine import run_source
 from tcopy_cli.render.cells import autograd_summary, short_preview
-from tcopy_cli.trace import run_source
 
 GOLDEN = Path(__file__).parent / "golden"
 # torch's own messages and printing differ between releases; the golden files were

@@ -12,10 +12,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 from sandbox_guard import guarded
-
-from tcopy_cli.limits import Limits
 from tcopy_cli.script import alloc
-from tcopy_cli.trace import run_source
+
+from tcopy_cli.engine import run_source
+from tcopy_cli.limits import Limits
 from tcopy_cli.trace.observe import Observer
 
 NP = "import numpy as np\n"

@@ -29,9 +29,9 @@ from sandbox_guard import AUDIT, guarded, refused
 from typer.testing import CliRunner
 
 from tcopy_cli.cli import app
+from tcopy_cli.engine import run_source
 from tcopy_cli.errors import ScriptRejected
 from tcopy_cli.limits import Limits
-from tcopy_cli.trace import run_source
 from tcopy_cli.trace.records import Step
 
 # --- the guard: audit events and the working directory -----------------------------

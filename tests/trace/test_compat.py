@@ -11,7 +11,8 @@ import json
 import pytest
 import torch
 
-from tcopy_cli.trace import compat, observe, run_source
+from tcopy_cli.engine import run_source
+from tcopy_cli.trace import compat, observe
 from tcopy_cli.trace.graph import version_groups
 
 

@@ -8,9 +8,9 @@ from typer.testing import CliRunner
 
 from tcopy_cli import examples
 from tcopy_cli.cli import app
+from tcopy_cli.engine import run_source
 from tcopy_cli.render.graph import to_dot, to_mermaid, to_text
 from tcopy_cli.render.memory import span
-from tcopy_cli.trace import run_source
 
 runner = CliRunner()
 

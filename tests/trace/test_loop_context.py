@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import textwrap
 
-from tcopy_cli.trace import run_source
+from tcopy_cli.engine import run_source
 from tcopy_cli.trace.records import CallSite, LoopContext
 from tcopy_cli.trace.wire import dumps, loads
 
@@ -156,16 +156,15 @@ def test_a_last_turn_with_no_step_is_counted_as_python_ran_it() -> None:
     ns: dict[str, object] = {}
     exec(src, ns)
     assert ns["turns"] == [0, 1, 2]
-    for trust in (False, True):
-        trace = run_source(src, trust=trust)
-        assert trace.summary is not None
-        tracker = LoopTracker()
-        ended = []
-        for step in trace.steps:
-            ended += tracker.feed(step)
-        ended += tracker.close(trace.summary)
-        # for i: three turns (the third cut by break); for k: two (k == 1 breaks), for j: four
-        assert [(s.line, s.iterations) for s in ended] == [(2, 3), (9, 2), (7, 4)], trust
+    trace = run_source(src)
+    assert trace.summary is not None
+    tracker = LoopTracker()
+    ended = []
+    for step in trace.steps:
+        ended += tracker.feed(step)
+    ended += tracker.close(trace.summary)
+    # for i: three turns (the third cut by break); for k: two (k == 1 breaks), for j: four
+    assert [(s.line, s.iterations) for s in ended] == [(2, 3), (9, 2), (7, 4)]
 
 
 def test_a_turn_refused_by_max_iterations_is_not_counted() -> None:

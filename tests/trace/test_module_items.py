@@ -107,6 +107,6 @@ bs = [Bad()]
 b = Bad()
 x = torch.ones(1)
 """
-    trace = run_source(script, trust=True)
+    trace = run_source(script)
     assert all(s.status == "ok" for s in trace.steps)
     assert list(trace.steps[-1].tensors) == ["x"]

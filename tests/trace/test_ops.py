@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tcopy_cli.trace import run_source
+from tcopy_cli.engine import run_source
 from tcopy_cli.trace.records import OpRecord
 from tcopy_cli.trace.wire import dumps, loads
 

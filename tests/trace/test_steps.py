@@ -1,7 +1,5 @@
 """Steps and records: lines, sources, errors, and observation that changes nothing.
 
-Tests of each Python construct are in tests/script/test_<construct>.py.
-
 Most tests run a snippet twice, once through tcopy (``run_source``) and once with the
 real ``exec`` in this test process, and compare what the script printed. The truth
 for every fact tcopy reports is what the same statements do under plain Python.
@@ -19,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from script.snippets import (
+from snippets import (
     assert_error_like_python,
     assert_same_as_python,
     last,
@@ -27,12 +25,12 @@ from script.snippets import (
     run,
 )
 
+from tcopy_cli.engine import run_source
+from tcopy_cli.engine.stepper import RunOptions, Stepper
 from tcopy_cli.errors import ScriptRejected
 from tcopy_cli.limits import Limits
-from tcopy_cli.script.parse import parse_script
-from tcopy_cli.trace import run_source
+from tcopy_cli.program import parse_program
 from tcopy_cli.trace.records import Step
-from tcopy_cli.trace.runner import Runner, RunOptions
 
 # --- steps: lines, source text, errors -----------------------------------------------
 
@@ -136,12 +134,12 @@ def test_error_inside_a_loop_reports_the_iteration() -> None:
     assert last(trace).line == 2
 
 
-def test_rejected_scripts_raise_before_running() -> None:
+def test_what_python_cannot_parse_is_rejected_before_running() -> None:
     with pytest.raises(ScriptRejected) as info:
         run_source("x = 1\nnonlocal y")
-    assert (info.value.line, info.value.column) == (2, 1)
+    assert info.value.line == 2 and "nonlocal" in info.value.message
     with pytest.raises(ScriptRejected) as info:
-        parse_script("x = (1,")
+        parse_program("x = (1,")
     assert info.value.line == 1 and "syntax" in info.value.message
 
 
@@ -209,7 +207,7 @@ def test_a_deleted_tensor_is_freed_during_the_run() -> None:
         counts.append(_live_marked_tensors())
 
     gc.collect()
-    Runner(parse_script(src), RunOptions(), emit).run()
+    Stepper(parse_program(src), RunOptions(), emit).run()
     assert counts == [1, 1, 0, 0]
 
 

@@ -14,7 +14,8 @@ from typing import Any
 
 import torch
 
-from tcopy_cli.trace import Trace, run_source
+from tcopy_cli.engine import run_source
+from tcopy_cli.trace import Trace
 from tcopy_cli.trace.records import Step
 
 

@@ -1,4 +1,4 @@
-"""``--trust``: a loop inside a generator keeps counting its turns across ``yield``.
+"""A loop inside a generator keeps counting its turns across ``yield``.
 
 CPython traces a ``yield`` as a return and going on after it as a call. Dive into Deep
 Learning's linear regression from scratch reads its batches from a generator
@@ -50,7 +50,7 @@ def _python() -> tuple[list[float], float]:
 
 
 def _run() -> list[Step]:
-    trace = run_source(SCRIPT, trust=True, limits=Limits(max_steps=1000))
+    trace = run_source(SCRIPT, limits=Limits(max_steps=1000))
     assert trace.summary is not None and trace.summary.errors == 0
     return trace.steps
 
@@ -102,7 +102,7 @@ y = torch.ones(1)
 
 
 def _loops(script: str) -> tuple[list[Step], list[LoopSummary]]:
-    trace = run_source(script, trust=True, limits=Limits(max_steps=5000))
+    trace = run_source(script, limits=Limits(max_steps=5000))
     tracker = LoopTracker()
     ended: list[LoopSummary] = []
     for step in trace.steps:
@@ -186,7 +186,6 @@ g = gen()
 a = next(g)
 b = next(g)
 """,
-        trust=True,
     )
     assert [(s.line, s.status) for s in trace.steps if s.line in (4, 7)] == [(4, "ok"), (7, "error")]
     assert trace.steps[-1].error is not None and trace.steps[-1].error.type == "StopIteration"
@@ -211,7 +210,7 @@ for _ in range(3):
 def test_an_end_of_iteration_leaving_a_block_is_the_lines_one_error() -> None:
     # through a with, a try/finally or an except that does not match: still the raising line's error
     for block in ("with torch.no_grad():\n    b = next(g)\n", "try:\n    b = next(g)\nfinally:\n    pass\n"):
-        trace = run_source("import torch\ng = iter([])\n" + block, trust=True)
+        trace = run_source("import torch\ng = iter([])\n" + block)
         errors = [(s.line, s.error.type) for s in trace.steps if s.error is not None]
         assert errors == [(4, "StopIteration")], block
         assert not any(s.line == 4 and s.error is None for s in trace.steps)
@@ -239,7 +238,6 @@ try:
 except StopIteration:
     b = None
 """,
-        trust=True,
     )
     assert all(s.error is None for s in trace.steps)
     (step,) = [s for s in trace.steps if s.line == 16]
@@ -274,7 +272,6 @@ g = gen()
 a = next(g)
 b = next(g)
 """,
-        trust=True,
     )
     assert [s.source for s in trace.steps if s.line == 2 and s.function] == [
         "yield torch.ones(1)",

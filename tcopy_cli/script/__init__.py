@@ -1,1 +1,0 @@
-"""The sandbox: parse, validate against the allow-list, interpret."""
