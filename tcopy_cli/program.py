@@ -130,6 +130,12 @@ def parse_program(source: str, origin: str = "<inline>", limits: Limits | None =
         raise ScriptRejected(f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1) from None
     except (RecursionError, MemoryError, ValueError) as exc:
         raise ScriptRejected(f"the script can't be parsed: {type(exc).__name__}", 1, 1) from None
+    try:  # what only the compiler refuses (``nonlocal`` at module level, ``return`` outside a function)
+        compile(tree, origin, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        raise ScriptRejected(f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1) from None
+    except (RecursionError, MemoryError, ValueError) as exc:
+        raise ScriptRejected(f"the script can't be compiled: {type(exc).__name__}", 1, 1) from None
     lines = source.split("\n")
     comments = _comments(lines)
     title, after = _title(comments)

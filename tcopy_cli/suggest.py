@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import sys
 from collections.abc import Iterable
 
 
@@ -70,12 +71,16 @@ def _levenshtein(a: str, b: str, max_cost: int) -> int:
     return result
 
 
-def python_suggestion(name: str, candidates: Iterable[str]) -> str | None:
-    """The candidate CPython's traceback suggests for a misspelled ``name`` ("Did you mean: ...?"), or None."""
+def python_suggestion(name: str, candidates: Iterable[str], attribute: bool = False) -> str | None:
+    """The candidate this Python's traceback suggests for a misspelled ``name`` ("Did you mean: ...?"),
+    or None. (3.12 moved the search into ``traceback``: it takes no match farther than the name is long,
+    and for an attribute no private name unless the name is one.)"""
     pool = list(candidates)
+    if sys.version_info >= (3, 12) and attribute and not name.startswith("_"):
+        pool = [c for c in pool if not c.startswith("_")]
     if len(pool) > _MAX_CANDIDATE_ITEMS or len(name) > _MAX_STRING_SIZE:
         return None
-    best_distance = len(name)
+    best_distance = len(name) if sys.version_info >= (3, 12) else sys.maxsize
     best: str | None = None
     for possible in pool:
         if possible == name or not isinstance(possible, str):

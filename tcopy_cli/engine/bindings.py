@@ -120,11 +120,11 @@ def statement_ops(
     sources = _sources(node, names, function)
     for b in bound:
         old, new, source = b.held(), names.get(b.key), sources.get(b.name)
+        if source is None and _traceable(new) and (b.was is not None or isinstance(node, ast.For)):
+            source = table.get(new, b.key, other_than=b.key)  # an item of a container: the table's name for it
         if b.was is not None and new is not old:
-            if source is None and _traceable(new):  # an item of a container: the table's name for it
-                source = table.get(new, b.key, other_than=b.key)
             out.append(_rebind(len(ops) + len(out), node, call, b, old, new, names, source))
-        elif b.key not in named and _traceable(new) and source is not None and names.get(source) is new:
+        elif b.key not in named and _traceable(new) and source is not None and _holds(names, source, new):
             out.append(_bind(len(ops) + len(out), node, call, b, new, names, source))
     value, target = _assignment(node)
     built = target is not None and isinstance(names.get(_key(target, function)), torch.nn.Module)
@@ -135,6 +135,13 @@ def statement_ops(
     out += _array_writes(len(ops) + len(out), node, call, names, function)
     out += _container_adds(len(ops) + len(out), node, call, names, function, program)
     return out
+
+
+def _holds(names: dict[str, Any], source: str, obj: Any) -> bool:
+    """Whether the table's name ``source`` (a plain name, or an item ``ts[0]``) holds ``obj`` now."""
+    if names.get(source) is obj:
+        return True
+    return "[" in source or "." in source  # an item or a parameter, named by the table itself
 
 
 def _covered(key: str, named: set[str]) -> bool:
@@ -301,7 +308,10 @@ def _untraced(
     value_now = names.get(key)
     results: list[tuple[str, Any]]
     if isinstance(value_now, torch.nn.Module):
-        params = list(torch.nn.Module.named_parameters(value_now))[:MODULE_INPUTS]
+        try:
+            params = list(torch.nn.Module.named_parameters(value_now))[:MODULE_INPUTS]
+        except AttributeError:  # a module whose __init__ never called Module.__init__
+            params = []
         results = [(f".{p}", t) for p, t in params if _traceable(t)]
     elif _traceable(value_now):
         results = [("", value_now)]
@@ -318,16 +328,27 @@ def _untraced(
         _add(inputs, seen, role, sub, names, function, target, table)
     moving = moves_values(kind, fn)
     made = []
+    renamed = 0
     for item, result in results:
         relations = []
-        for j, (_, obj) in enumerate(inputs):
-            if not (isinstance(result, np.ndarray) and isinstance(obj, np.ndarray)):
-                rel, graph = relation(result, obj, moving)
-                relations.append(OpRelation(j, rel, graph))
+        other = table.get(result, "", other_than=None, outside=key)
+        if other is not None and not any(obj is result for _, obj in inputs):
+            # An object another name of the table held already (``params = list(model.parameters())``):
+            # the statement made nothing new here, it named it again.
+            inputs.append((input_record("value", other, other, result, version=_version(result)), result))
+            relations.append(OpRelation(len(inputs) - 1, "same-object", False))
+            renamed += 1
+        else:
+            for j, (_, obj) in enumerate(inputs):
+                if not (isinstance(result, np.ndarray) and isinstance(obj, np.ndarray)):
+                    rel, graph = relation(result, obj, moving)
+                    relations.append(OpRelation(j, rel, graph))
         held = [k for k, v in names.items() if v is result]
         if item:
             held = [f"{key}{item}"] if item.startswith(".") else held or [f"{key}{item}"]
         made.append(result_record(item, result, relations, held[0] if held else None))
+    if renamed == len(results):
+        kind = "bind"  # every result was there before: a binding, not a call that made them
     detail: dict[str, Any] = {}
     if kind == "index" and isinstance(value, ast.Subscript):
         found = _index_detail(value.slice, names, function)
@@ -367,12 +388,16 @@ class _Table:
         self.names = names
         self._by_id: dict[int, list[str]] | None = None
 
-    def get(self, obj: Any, hint: str, other_than: str | None = None) -> str | None:
+    def get(self, obj: Any, hint: str, other_than: str | None = None, outside: str | None = None) -> str | None:
+        """The table's name for ``obj`` (``hint`` where it is one), not ``other_than`` and not a name
+        under ``outside`` (its items and parameters)."""
         if self._by_id is None:
             self._by_id = {}
             for n, v in iter_named(self.names):
                 self._by_id.setdefault(id(v), []).append(n)
         held = [n for n in self._by_id.get(id(obj), []) if n != other_than]
+        if outside is not None:
+            held = [n for n in held if n != outside and not n.startswith((outside + "[", outside + "."))]
         return hint if hint in held else (held[0] if held else None)
 
 
@@ -397,7 +422,8 @@ def _add(
     if _traceable(obj):
         if id(obj) not in seen:
             seen.add(id(obj))
-            out.append((input_record(role, sub.id, key, obj), obj))
+            version = _version(obj) if isinstance(obj, torch.Tensor) else -1
+            out.append((input_record(role, sub.id, key, obj, version=version), obj))
     elif isinstance(obj, (list, tuple)) and len(obj) <= MODULE_INPUTS:
         for i, item in enumerate(obj):
             name = table.get(item, f"{key}[{i}]") if _traceable(item) else None

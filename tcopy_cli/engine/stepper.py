@@ -315,14 +315,18 @@ class Stepper:
             raise StopRun()
 
     def _check_iterations(self, node: ast.stmt, where: Where) -> None:
-        """--max-iterations: a loop's turns (counted by the tracer) past the limit end the run."""
+        """--max-iterations: a loop about to run a turn past the limit ends the run, on its header (the
+        turn that would be one too many is not counted)."""
         limit = self.options.limits.max_iterations
-        if where.loops and max(loop.iteration for loop in where.loops) > limit:
-            exc = self.options.limits.exceeded("max_iterations", "a loop ran too many iterations")
-            loops = tuple(replace(loop, iteration=min(loop.iteration, limit)) for loop in where.loops)
-            self._emit_error(node, exc, where=replace(where, loops=loops))
-            self.stopped_by = "max_iterations"
-            raise StopRun()
+        over = next((i for i, loop in enumerate(where.loops) if loop.iteration > limit), None)
+        if over is None:
+            return
+        header = self.tracer.index.statement(where.loops[over].line) or node
+        exc = self.options.limits.exceeded("max_iterations", "a loop ran too many iterations")
+        loops = (*where.loops[:over], replace(where.loops[over], iteration=limit))
+        self._emit_error(header, exc, where=replace(where, loops=loops))
+        self.stopped_by = "max_iterations"
+        raise StopRun()
 
     def _emit_error(self, node: ast.stmt, exc: BaseException, observe: bool = True, where: Where | None = None) -> None:
         self._finish(node, "", [], exc, where or self.last_where, observe=observe)
@@ -484,7 +488,7 @@ def error_message(error: BaseException, where: FrameType | None = None) -> str:
     except Exception:  # dir() runs the object's own __dir__: never fail the report for it
         return message
     for scope in scopes:  # as CPython looks: locals, then globals, then builtins
-        found = python_suggestion(name, scope)
+        found = python_suggestion(name, scope, attribute=isinstance(error, AttributeError))
         if found is not None:
             return f"{message}. Did you mean: '{found}'?"
     return message

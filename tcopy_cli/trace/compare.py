@@ -104,6 +104,10 @@ def compare_one(expression: str, setup: str, device: str = "cpu", limits: Limits
     if made.error is not None:
         error = {"type": made.error.type, "message": made.error.message}
         return Comparison(expression, warnings=made.warnings, error=error)
+    if "x" not in made.tensors or "y" not in made.tensors:
+        missing = "the setup's x" if "x" not in made.tensors else f"y = {expression}"
+        error = {"type": "TypeError", "message": f"{missing} is not a tensor: there is nothing to compare"}
+        return Comparison(expression, warnings=made.warnings, error=error)
     x, y = made.tensors["x"], made.tensors["y"]
     facts: dict[str, Any] = {
         "new_object": x.object_id != y.object_id,

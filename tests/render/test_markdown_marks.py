@@ -71,7 +71,7 @@ def test_notes_and_errors_keep_their_code_and_their_text(page: str) -> None:
     text = html.unescape(re.sub(r"<(?!/?code)[^>]*>", "", page))
     assert message in text  # the error message word for word: no tag swallowed, no emphasis
     # The note quotes the statement as code and names the dict items as written.
-    assert "<code>d['a*b*'] * 2</code>" in html.unescape(page)
+    assert '<code>d["a*b*"] * 2</code>' in html.unescape(page)
     assert 'e["[l](u)"] is a new tensor in the graph' in text
     assert 'sends gradients to d["a*b*"]' in text
 
@@ -119,4 +119,4 @@ def test_code_holding_a_backtick_is_one_code_span_in_a_note() -> None:
     result = CliRunner().invoke(app, ["run", "-e", script, "--format", "markdown"])
     assert result.exit_code == 0, result.output
     items = [line for line in _rendered(result.stdout).splitlines() if line.startswith("<li>")]
-    assert items and items[-1].startswith("<li><code>d['x`y'] * 2</code>: q is a new tensor"), items
+    assert items and html.unescape(items[-1]).startswith('<li><code>d["x`y"] * 2</code>: q is a new tensor'), items

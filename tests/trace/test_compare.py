@@ -118,8 +118,9 @@ def test_compare_cli_json_has_required_fields() -> None:
     assert all(required <= set(r) for r in rows)
     assert rows[1]["autograd_detects_inplace"] is False  # .data: silent
     assert rows[0]["grad_flows_to_source"] is True and rows[0]["shares_storage"] is False
-    result = CliRunner().invoke(app, ["compare", "__import__('os')"])
-    assert result.exit_code == 1 and "refused" in result.stderr
+    result = CliRunner().invoke(app, ["compare", "__import__('os')", "-f", "json"])
+    (row,) = [json.loads(x) for x in result.stdout.splitlines()]
+    assert row["error"] == {"type": "TypeError", "message": "y = __import__('os') is not a tensor: there is nothing to compare"}
     result = CliRunner().invoke(app, ["compare", "--source", "weird"])
     assert result.exit_code == 2
     result = CliRunner().invoke(app, ["compare", "x.clone()", "-f", "markdown"])

@@ -14,8 +14,7 @@ def ops_of(src: str, step: int = -1) -> list[OpRecord]:
 
 
 def test_call_records_inputs_results_and_relation() -> None:
-    op, bind = ops_of("w = torch.ones(3)\ny = w.to(torch.float32)")
-    assert bind.kind == "bind" and bind.results[0].name == "y"
+    (op,) = ops_of("w = torch.ones(3)\ny = w.to(torch.float32)")
     assert (op.kind, op.call, op.function) == ("call", "w.to(torch.float32)", "to")
     assert [(i.role, i.name) for i in op.inputs] == [("self", "w")]
     (res,) = op.results
@@ -25,8 +24,9 @@ def test_call_records_inputs_results_and_relation() -> None:
 
 def test_nested_calls_link_temporaries_by_op_index() -> None:
     ops = ops_of("u = torch.arange(6.0).reshape(2, 3).t()")
-    assert [o.function for o in ops] == ["arange", "reshape", "t", "u"]
-    assert ops[3].kind == "bind" and ops[3].inputs[0].from_op == 2
+    assert [o.function for o in ops] == ["arange", "reshape", "t"]
+    assert [o.call for o in ops] == ["torch.arange(6.0)", "torch.arange(6.0).reshape(2, 3)", ops[2].call]
+    assert ops[1].inputs[0].from_op == 0 and ops[1].inputs[0].expr == "torch.arange(6.0)"
     assert ops[2].inputs[0].from_op == 1 and ops[2].inputs[0].name is None
     assert ops[2].results[0].name == "u"
 
