@@ -228,7 +228,13 @@ def _serve(request: dict[str, Any], channel: Channel, confinement: str, hook: di
     options = _run_options(request, dev, limits, bool(request.get("keep_going")), bool(request.get("graph")))
     runner = _worker_runner(program, options, channel, hook)
     trusted = bool(request.get("trust"))
-    channel.send("start", info=dataclasses.replace(runner.info(origin), confinement=confinement, trusted=trusted))
+    info = dataclasses.replace(
+        runner.info(origin),
+        confinement=confinement,
+        trusted=trusted,
+        allow_read=[] if trusted else [str(p) for p in request.get("allow_read", [])],
+    )
+    channel.send("start", info=info)
     if hook is not None and not hook.get("line"):
         _run_hook(hook["code"], channel)
     # What the imports made (torch and its modules: some 165,000 tracked objects) lives as long as

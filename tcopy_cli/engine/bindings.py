@@ -93,9 +93,7 @@ def before(node: ast.stmt, frame: FrameType, kinds: CodeKinds) -> list[Bound]:
     for name in names:
         value = scope.get(name)
         if _traceable(value):
-            was = input_record(
-                "old", name, None, value, version=_version(value) if isinstance(value, torch.Tensor) else -1
-            )
+            was = input_record("old", name, None, value, version=_version_of(value))
             out.append(Bound(name, prefix + name, weakref.ref(value), was))
         else:
             out.append(Bound(name, prefix + name))
@@ -137,6 +135,11 @@ def statement_ops(
     return out
 
 
+def _version_of(obj: Any) -> int:
+    """A tensor's version counter now (-1 for an array, which has none)."""
+    return _version(obj) if isinstance(obj, torch.Tensor) else -1
+
+
 def _holds(names: dict[str, Any], source: str, obj: Any) -> bool:
     """Whether the table's name ``source`` (a plain name, or an item ``ts[0]``) holds ``obj`` now."""
     if names.get(source) is obj:
@@ -174,7 +177,7 @@ def _sources(node: ast.stmt, names: dict[str, Any], function: str | None) -> dic
 
 def _bind(index: int, node: ast.stmt, call: str, b: Bound, new: Any, names: dict[str, Any], source: str) -> OpRecord:
     """``b = a``: a name bound to a tensor another name holds (the same object)."""
-    given = input_record("value", source, source, new, version=_version(new))
+    given = input_record("value", source, source, new, version=_version_of(new))
     result = result_record("", new, [OpRelation(0, "same-object", False)], b.key)
     return OpRecord(index, "bind", call, b.name, node.lineno, [given], [replace_names(result, names, new)])
 
@@ -194,7 +197,7 @@ def _rebind(
     results = []
     if _traceable(new):
         given = source if source is not None and source != b.key else None
-        inputs.append(input_record("value", source or b.name, given, new, version=_version(new)))
+        inputs.append(input_record("value", source or b.name, given, new, version=_version_of(new)))
     assert b.was is not None
     inputs.append(b.was)
     if _traceable(new):
@@ -335,7 +338,7 @@ def _untraced(
         if other is not None and not any(obj is result for _, obj in inputs):
             # An object another name of the table held already (``params = list(model.parameters())``):
             # the statement made nothing new here, it named it again.
-            inputs.append((input_record("value", other, other, result, version=_version(result)), result))
+            inputs.append((input_record("value", other, other, result, version=_version_of(result)), result))
             relations.append(OpRelation(len(inputs) - 1, "same-object", False))
             renamed += 1
         else:
@@ -422,8 +425,7 @@ def _add(
     if _traceable(obj):
         if id(obj) not in seen:
             seen.add(id(obj))
-            version = _version(obj) if isinstance(obj, torch.Tensor) else -1
-            out.append((input_record(role, sub.id, key, obj, version=version), obj))
+            out.append((input_record(role, sub.id, key, obj, version=_version_of(obj)), obj))
     elif isinstance(obj, (list, tuple)) and len(obj) <= MODULE_INPUTS:
         for i, item in enumerate(obj):
             name = table.get(item, f"{key}[{i}]") if _traceable(item) else None

@@ -85,7 +85,8 @@ class MarkdownRenderer:
         heading = title if info.title else f"tcopy: {code_span(info.source)}"
         self.out.write(
             f"# {heading}\n\ntcopy {info.tcopy} · torch {info.torch} · device {code_span(info.device)}"
-            f" · {code_span(info.source)} · confinement {code_span(info.confinement)}\n\n"
+            f" · {code_span(info.source)} · confinement {code_span(info.confinement)}"
+            f"{' · reads ' + ', '.join(code_span(p) for p in info.allow_read) if info.reads else ''}\n\n"
         )
         if info.trusted:
             self.out.write(f"> {TRUSTED_HEADER}\n\n")

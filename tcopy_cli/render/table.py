@@ -67,7 +67,13 @@ class TableRenderer:
             self.console.print(Trimmed(Text(TRUSTED_HEADER, style="bold yellow")))
         confined = not info.confinement.startswith("none")
         self.console.print(
-            Trimmed(Text.assemble(("confinement ", "dim"), (info.confinement, "dim" if confined else "bold yellow")))
+            Trimmed(
+                Text.assemble(
+                    ("confinement ", "dim"),
+                    (info.confinement, "dim" if confined else "bold yellow"),
+                    (visible(info.reads), "dim"),
+                )
+            )
         )
         for fact in info.degraded:
             self.console.print(Trimmed(Text(f"degraded: {fact}", style="yellow")))

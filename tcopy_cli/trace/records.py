@@ -575,8 +575,8 @@ class Step:
         return out
 
 
-TRUSTED_HEADER = "trusted: real Python, not sandboxed"
-"""How a run's header says that ``--trust`` ran the script with CPython itself."""
+TRUSTED_HEADER = "trusted (--trust): nothing confines the script; it has your files, network and environment"
+"""How a run's header says that ``--trust`` lifted the wall."""
 
 
 @dataclass(frozen=True)
@@ -593,7 +593,14 @@ class RunInfo:
     confinement: str = "none"
     """Kernel protections active in the process running the script (tcopy_cli.confine)."""
     trusted: bool = False
-    """``--trust``: CPython ran the script itself, without the sandbox."""
+    """``--trust``: the wall was lifted (the script ran unconfined)."""
+    allow_read: list[str] = field(default_factory=list)
+    """What the confined script may read beyond Python's installation (``--allow-read``)."""
+
+    @property
+    def reads(self) -> str:
+        """``; reads /data, /home/u/proj`` for the header (empty where nothing was allowed)."""
+        return f"; reads {', '.join(self.allow_read)}" if self.allow_read and not self.trusted else ""
 
     def to_json(self) -> dict[str, Any]:
         """The ``start`` event (``degraded`` only where some fact is)."""
@@ -606,6 +613,7 @@ class RunInfo:
             "source": self.source,
             "title": self.title,
             "confinement": self.confinement,
+            "allow_read": self.allow_read,
         }
         if self.degraded:
             out["degraded"] = self.degraded

@@ -141,14 +141,15 @@ def test_error_step_and_keep_going() -> None:
 
 
 def test_refused_script_table_and_json() -> None:
-    code, out, err = invoke("run", "-e", "import torch.hub\ntorch.hub.load('x')")
+    # What Python can't compile is refused before a worker starts: the line, a caret, nothing on stdout.
+    code, out, err = invoke("run", "-e", "return 1\nx = 2")
     assert code == 1 and out == ""
-    assert "line 1, column 1" in err and "import torch.hub" in err and "^" in err
-    code, out, err = invoke("run", "-e", "x = 1\nimport torch.hub", "-f", "json")
+    assert "line 1, column 1" in err and "return 1" in err and "^" in err and "'return' outside function" in err
+    code, out, err = invoke("run", "-e", "x = 1\nnonlocal y", "-f", "json")
     assert code == 1
     evs = events(out)
     assert [e["event"] for e in evs] == ["start", "rejected", "end"]
-    assert evs[1]["line"] == 2 and evs[1]["column"] == 1 and "torch.hub" in evs[1]["message"]
+    assert evs[1]["line"] == 2 and "nonlocal" in evs[1]["message"]
     assert evs[2]["status"] == "error" and evs[2]["steps"] == 0
 
 

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 from tcopy_cli import supervise
 from tcopy_cli.cli import COMMANDS, app
 from tcopy_cli.cli.options import LIMIT_OPTIONS
+from tcopy_cli.engine import session as runner_module
 from tcopy_cli.limits import Limits, view_max_steps
-from tcopy_cli.trace import runner as runner_module
 
 cli = CliRunner()
 LIMIT_FLAGS = {f.name: "--" + f.name.replace("_", "-") for f in dataclasses.fields(Limits)}

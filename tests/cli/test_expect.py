@@ -12,11 +12,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from tcopy_cli.script.parse import parse_script
 from typer.testing import CliRunner
 
 from tcopy_cli.cli import app
 from tcopy_cli.pipeline import run_source
+from tcopy_cli.program import parse_program as parse_script
 
 runner = CliRunner()
 

@@ -120,7 +120,8 @@ def test_compare_cli_json_has_required_fields() -> None:
     assert rows[0]["grad_flows_to_source"] is True and rows[0]["shares_storage"] is False
     result = CliRunner().invoke(app, ["compare", "__import__('os')", "-f", "json"])
     (row,) = [json.loads(x) for x in result.stdout.splitlines()]
-    assert row["error"] == {"type": "TypeError", "message": "y = __import__('os') is not a tensor: there is nothing to compare"}
+    message = "y = __import__('os') is not a tensor: there is nothing to compare"
+    assert row["error"] == {"type": "TypeError", "message": message}
     result = CliRunner().invoke(app, ["compare", "--source", "weird"])
     assert result.exit_code == 2
     result = CliRunner().invoke(app, ["compare", "x.clone()", "-f", "markdown"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 # The family modules add their entries on import, in this order (more specific first:
 # a loss's "expected scalar type Long" before the general dtype mismatch).
 # isort: off
-from tcopy_cli.explain.errors import autograd, inplace, training, dtypes, shapes, simple, script  # noqa: F401
+from tcopy_cli.explain.errors import autograd, inplace, training, dtypes, shapes, simple, script, permissions  # noqa: F401
 
 # isort: on
 from tcopy_cli.explain.errors.catalogue import CATALOGUE, Entry, find

@@ -1,4 +1,4 @@
-"""tcopy's own errors and Python's: names, the sandbox, limits."""
+"""tcopy's own errors and Python's: names and limits."""
 
 from __future__ import annotations
 
@@ -13,17 +13,6 @@ def limit(ctx: ErrorContext, m: re.Match[str]) -> str:
     return (
         "tcopy stopped this statement because it would exceed one of its resource limits; each limit has an "
         "option to raise it (see tcopy run --help)."
-    )
-
-
-@entry("script.not-allowed", r".*", "NotAllowedError")
-def not_allowed(ctx: ErrorContext, m: re.Match[str]) -> str:
-    if "Did you mean" in m.string:
-        return "The name looks misspelled: tcopy suggests the closest name it allows (above)."
-    return (
-        "tcopy runs scripts in a sandbox that allows only listed torch functions, tensor methods and builtins; "
-        "this use is not among them (see the README's script language section). If you trust the "
-        "script, 'tcopy run --trust' runs it with real Python, not sandboxed."
     )
 
 
