@@ -21,13 +21,13 @@ import torch
 
 from tcopy_cli import __version__
 from tcopy_cli.engine import bindings
+from tcopy_cli.engine.messages import error_message
 from tcopy_cli.engine.recorder import OpMode, Recording
 from tcopy_cli.engine.session import torch_session, watchdog
 from tcopy_cli.engine.tracer import Ended, Tracer, Where
 from tcopy_cli.errors import LimitExceeded, StopRun, TcopyError, TimeoutExceeded
 from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
 from tcopy_cli.program import Program, lead_comments
-from tcopy_cli.suggest import python_suggestion
 from tcopy_cli.trace.compat import degraded
 from tcopy_cli.trace.observe import Observer, Snapshot, Walked, iter_named, walk_names
 from tcopy_cli.trace.ops import OpRecorder
@@ -463,35 +463,6 @@ class Stepper:
                 self.narrated.add(block)
                 lines += comments
         return lines + self.program.narration(node)
-
-
-def error_message(error: BaseException, where: FrameType | None = None) -> str:
-    """The error's message as Python's traceback ends with it: a KeyError's key as its repr, and a
-    NameError's or AttributeError's ``. Did you mean: 'x'?`` where a close name exists (Python adds it
-    when it prints the traceback, so the exception's own text lacks it). ``where``: the frame it is
-    raised in, while its traceback is not attached yet."""
-    if isinstance(error, KeyError):
-        return repr(error.args[0]) if error.args else ""
-    message = str(error)
-    name = getattr(error, "name", None)
-    if not isinstance(error, (NameError, AttributeError)) or not isinstance(name, str) or "Did you mean" in message:
-        return message
-    try:
-        if isinstance(error, AttributeError):
-            scopes: list[list[str]] = [sorted(dir(error.obj))]
-        else:
-            tb = error.__traceback__
-            while tb is not None and tb.tb_next is not None:
-                tb = tb.tb_next
-            frame = tb.tb_frame if tb is not None else where
-            scopes = [list(s) for s in (frame.f_locals, frame.f_globals, frame.f_builtins)] if frame else []
-    except Exception:  # dir() runs the object's own __dir__: never fail the report for it
-        return message
-    for scope in scopes:  # as CPython looks: locals, then globals, then builtins
-        found = python_suggestion(name, scope, attribute=isinstance(error, AttributeError))
-        if found is not None:
-            return f"{message}. Did you mean: '{found}'?"
-    return message
 
 
 def _raises(error: BaseException, name: str) -> bool:

@@ -28,13 +28,11 @@ import __future__
 
 import ast
 import builtins
-import contextlib
 import inspect
 import io
 import os
 import sys
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import CodeType, FrameType
 from typing import TYPE_CHECKING, Any
@@ -53,6 +51,7 @@ from tcopy_cli.engine.frames import (
 from tcopy_cli.engine.index import StatementIndex
 from tcopy_cli.engine.loops import Loops, Turn
 from tcopy_cli.engine.reading import contexts, matches
+from tcopy_cli.engine.streams import Printed, redirected
 from tcopy_cli.errors import StopRun, TcopyError, TimeoutExceeded
 from tcopy_cli.program import Program
 from tcopy_cli.trace.records import CallSite, LoopContext
@@ -122,32 +121,6 @@ class _Running:
     """``node`` is the ``yield`` statement the frame goes on in, reported when the frame waited there."""
 
 
-class Printed(io.TextIOBase):
-    """``sys.stdout`` and ``sys.stderr`` while the script runs: text goes to the running statement's
-    buffer, at most ``limit`` characters in all (counted in full, for --max-output)."""
-
-    def __init__(self, tracer: Tracer, limit: int) -> None:
-        self.tracer = tracer
-        self.limit = limit
-        self.printed = 0
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        if not isinstance(text, str):
-            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        budget = self.limit + 1 - self.printed
-        self.printed += len(text)
-        if budget > 0:
-            self.tracer.buffer().write(text[:budget])
-        return len(text)
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return "utf-8"
-
-
 class Tracer:
     """Executes a program with CPython under a line tracer and tells the Stepper about its statements."""
 
@@ -160,7 +133,7 @@ class Tracer:
         self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins, "torch": torch}
         if os.path.isfile(program.origin):
             self.namespace["__file__"] = program.origin
-        self.output = Printed(self, stepper.options.limits.max_output)
+        self.output = Printed(self.buffer, stepper.options.limits.max_output)
         self.echo = False
         """Keep the repr of a top-level expression statement's value (the REPL shows it)."""
         self.echoed: str | None = None
@@ -236,7 +209,7 @@ class Tracer:
     def run(self) -> None:
         """Execute the program one top-level statement at a time under the tracer."""
         stepper = self.stepper
-        with self._redirected():
+        with redirected(self.program, self.output, self._display, self._on_warning):
             for node in self.program.tree.body:
                 code = self._compile(node)
                 self.reported.clear()
@@ -284,36 +257,6 @@ class Tracer:
             exec(code, self.namespace)
         finally:
             sys.settrace(previous)
-
-    @contextlib.contextmanager
-    def _redirected(self) -> Iterator[None]:
-        """stdout and stderr to the steps, warnings to the steps, no stdin, no debugger; the script's
-        directory importable; ``sys.displayhook`` keeps an echoed value for the REPL."""
-        origin = self.program.origin
-        here = os.path.dirname(os.path.abspath(origin)) if os.path.isfile(origin) else ""
-        path_entry = here or os.getcwd()
-        saved = sys.argv, sys.stdin, sys.breakpointhook, sys.displayhook
-        sys.argv = [origin]
-        sys.stdin = io.StringIO("")
-        sys.breakpointhook = _no_breakpoint  # a debugger would replace the tracer; tcopy stops at every step
-        sys.displayhook = self._display
-        sys.path.insert(0, path_entry)
-        debugger = _quiet_debugger() if "set_trace" in self.program.source else None
-        try:
-            with (
-                contextlib.redirect_stdout(self.output),  # type: ignore[type-var]
-                contextlib.redirect_stderr(self.output),  # type: ignore[type-var]
-                warnings.catch_warnings(),
-            ):
-                warnings.simplefilter("always")
-                warnings.showwarning = self._on_warning
-                yield
-        finally:
-            sys.argv, sys.stdin, sys.breakpointhook, sys.displayhook = saved
-            if debugger is not None:
-                debugger()
-            with contextlib.suppress(ValueError):
-                sys.path.remove(path_entry)
 
     def _display(self, value: Any) -> None:
         """``sys.displayhook`` in the REPL: the value's repr is the step's echo (as Python's REPL shows it)."""
@@ -527,22 +470,3 @@ class Tracer:
         """An error no traced statement reported (the tracer was off): a step of the top-level statement."""
         ok = isinstance(exc, SystemExit) and (exc.code is None or exc.code == 0)
         self.stepper.ended(Ended(node, Where(), error=None if ok else exc, grad_enabled=torch.is_grad_enabled()))
-
-
-def _no_breakpoint(*_args: Any, **_kwargs: Any) -> None:
-    """``breakpoint()``: nothing (a debugger's tracer would replace tcopy's)."""
-
-
-def _quiet_debugger() -> Callable[[], None]:
-    """``pdb.set_trace()`` does nothing while the script runs (it would replace the tracer and read the
-    terminal); returns what puts it back."""
-    import pdb
-
-    saved = pdb.set_trace, pdb.Pdb.set_trace
-    pdb.set_trace = _no_breakpoint
-    pdb.Pdb.set_trace = _no_breakpoint  # type: ignore[method-assign,assignment]
-
-    def restore() -> None:
-        pdb.set_trace, pdb.Pdb.set_trace = saved  # type: ignore[method-assign]
-
-    return restore

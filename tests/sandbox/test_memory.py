@@ -3,7 +3,6 @@ byte count sees every tensor a script keeps alive."""
 
 from __future__ import annotations
 
-import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +11,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 from sandbox_guard import guarded
-from tcopy_cli.script import alloc
 
-from tcopy_cli.engine import run_source
+from tcopy_cli.engine import alloc, run_source
 from tcopy_cli.limits import Limits
 from tcopy_cli.trace.observe import Observer
 
@@ -31,12 +29,6 @@ BEFORE_ALLOCATING = [
     ("import torch.nn.functional as F\nb = F.one_hot(torch.tensor([0]), 700000000)", "one_hot"),
     ("import torch.nn.functional as F\nb = F.one_hot(torch.tensor([0]), num_classes=700000000)", "one_hot"),
     ("import torch.nn.functional as F\nb = F.one_hot(torch.tensor([700000000]))", "one_hot"),
-    (NP + "a = np.zeros(5000, dtype='U1000000')", "bytes"),
-    (NP + "a = np.empty((50, 100), 'U1000000')", "bytes"),
-    (NP + "a = np.full(5000, 'x', 'U1000000')", "bytes"),
-    (NP + "a = np.zeros(5000, dtype=[('s', 'U1000000')])", "bytes"),
-    (NP + "a = np.zeros(5000).astype('U1000000')", "bytes"),
-    (NP + "a = np.ndarray((5000,), 'U1000000')", "bytes"),
 ]
 
 
@@ -46,36 +38,10 @@ def test_huge_results_are_refused_before_allocating(src: str, what: str, tmp_pat
         trace = run_source(src)
     step = trace.steps[-1]
     assert step.error is not None and step.error.type == "LimitExceeded", step.error
-    # "would": the estimate refused the call; "the result has" would mean it ran.
+    # "would": the estimate refused the call before torch allocated anything.
     assert "would" in step.error.message
     assert what in step.error.message
     assert "b" not in step.tensors and "a" not in step.arrays
-
-
-PYTHON_GROWTH = [
-    # Python objects: tracemalloc sees them, so the peak is measured.
-    "x = 1.5\ns = f'" + "{x:.999999f}" * 6000 + "'",
-    "s = set(range(10**8))",
-    "a = list(range(100000))\nfor i in range(20):\n    a[len(a):] = a",
-    "a = list(range(100000))\nfor i in range(20):\n    a[:0] = a",
-    "a = list(range(100000))\nfor i in range(20):\n    a[:] += a",
-]
-
-
-@pytest.mark.parametrize("src", PYTHON_GROWTH)
-def test_strings_sets_and_lists_stay_under_the_limits(src: str, tmp_path: Path) -> None:
-    tracemalloc.start()
-    try:
-        with guarded(tmp_path):
-            trace = run_source(src)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    if trace.steps:
-        step = trace.steps[-1]
-        assert step.error is not None and step.error.type in ("LimitExceeded", "NotAllowedError"), step.error
-    assert trace.summary is not None and trace.summary.status == "error"
-    assert peak < 64 * 1024**2, f"peak {peak:,} bytes"
 
 
 EQUATIONS = [
