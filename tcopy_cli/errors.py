@@ -28,10 +28,6 @@ class ScriptRejected(TcopyError):
     """The script was refused before it ran: syntax error or a construct not allowed."""
 
 
-class NotAllowedError(TcopyError):
-    """A call or attribute the sandbox does not permit, found while running."""
-
-
 class LimitExceeded(TcopyError):
     """A resource limit (elements, bytes, steps, iterations, sizes, time) was hit."""
 

@@ -201,7 +201,6 @@ def _run_options(request: dict[str, Any], device: str, limits: Any, keep_going: 
 
 
 def _serve(request: dict[str, Any], channel: Channel, confinement: str, hook: dict[str, Any] | None) -> int:
-    import dataclasses
 
     import torch
 
@@ -227,14 +226,7 @@ def _serve(request: dict[str, Any], channel: Channel, confinement: str, hook: di
         return 0
     options = _run_options(request, dev, limits, bool(request.get("keep_going")), bool(request.get("graph")))
     runner = _worker_runner(program, options, channel, hook)
-    trusted = bool(request.get("trust"))
-    info = dataclasses.replace(
-        runner.info(origin),
-        confinement=confinement,
-        trusted=trusted,
-        allow_read=[] if trusted else [str(p) for p in request.get("allow_read", [])],
-    )
-    channel.send("start", info=info)
+    channel.send("start", info=_started(runner.info(origin), request, confinement))
     if hook is not None and not hook.get("line"):
         _run_hook(hook["code"], channel)
     # What the imports made (torch and its modules: some 165,000 tracked objects) lives as long as
@@ -286,7 +278,6 @@ def _serve_compare(request: dict[str, Any], channel: Channel, confinement: str) 
 
 def _serve_session(request: dict[str, Any], channel: Channel, confinement: str) -> int:
     """The REPL's worker: run each piece of code read from stdin in one namespace."""
-    import dataclasses
 
     from tcopy_cli.engine.session import torch_session
     from tcopy_cli.errors import ScriptRejected, TcopyError
@@ -301,7 +292,7 @@ def _serve_session(request: dict[str, Any], channel: Channel, confinement: str) 
     options = _run_options(request, dev, limits, keep_going=True, graph=True)
     runner = _worker_runner(parse_program("", "<repl>", limits), options, channel, None)
     runner.tracer.echo = True  # an expression's value is shown, as Python's REPL does
-    channel.send("start", info=dataclasses.replace(runner.info("<repl>"), confinement=confinement))
+    channel.send("start", info=_started(runner.info("<repl>"), request, confinement))
     with torch_session(dev):
         for line in sys.stdin.buffer:
             piece = json.loads(line)
@@ -321,6 +312,15 @@ def _serve_session(request: dict[str, Any], channel: Channel, confinement: str) 
             channel.send("done", errors=errors)
     runner.close()
     return 0
+
+
+def _started(info: Any, request: dict[str, Any], confinement: str) -> Any:
+    """The RunInfo of the ``start`` frame: what confines the script and what it may read."""
+    import dataclasses
+
+    trusted = bool(request.get("trust"))
+    allowed = [] if trusted else [str(p) for p in request.get("allow_read", [])]
+    return dataclasses.replace(info, confinement=confinement, trusted=trusted, allow_read=allowed)
 
 
 def _worker_runner(program: Any, options: Any, channel: Channel, hook: dict[str, Any] | None) -> Any:

@@ -8,12 +8,23 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
-from tcopy_cli.cli.options import MAX_VALUES, DeviceOpt, MaxValuesOpt, NoColorOpt, WidthOpt
+from tcopy_cli.cli.options import (
+    MAX_VALUES,
+    AllowReadOpt,
+    DeviceOpt,
+    MaxValuesOpt,
+    NoColorOpt,
+    RequireConfinementOpt,
+    TrustOpt,
+    WidthOpt,
+    readable_paths,
+)
 from tcopy_cli.cli.present import export, make_console
 from tcopy_cli.errors import ScriptRejected, UsageError
 from tcopy_cli.limits import Limits
@@ -63,6 +74,9 @@ def repl_cmd(
     max_values: MaxValuesOpt = MAX_VALUES,
     no_color: NoColorOpt = False,
     width: WidthOpt = None,
+    allow_read: AllowReadOpt = None,
+    trust: TrustOpt = False,
+    require_confinement: RequireConfinementOpt = False,
     *,
     limits: Limits,
 ) -> None:
@@ -74,12 +88,25 @@ def repl_cmd(
     """
     from tcopy_cli.engine.session import resolve_device
 
+    if trust and require_confinement:
+        raise UsageError("--trust lifts the wall that --require-confinement asks for: give one of them")
     dev = resolve_device(device)
     console = make_console(no_color, width, record=True)
-    raise typer.Exit(repl(console, dev, limits, max_values))
+    permissions = {
+        "trust": trust,
+        "allow_read": readable_paths(allow_read, "-"),
+        "require_confinement": require_confinement,
+    }
+    raise typer.Exit(repl(console, dev, limits, max_values, permissions))
 
 
-def repl(console: Console, device: str, limits: Limits, max_values: int = MAX_VALUES) -> int:
+def repl(
+    console: Console,
+    device: str,
+    limits: Limits,
+    max_values: int = MAX_VALUES,
+    permissions: dict[str, Any] | None = None,
+) -> int:
     """Run the interactive loop; returns the exit status."""
     from tcopy_cli.program import parse_program
     from tcopy_cli.render import ViewOptions
@@ -102,7 +129,9 @@ def repl(console: Console, device: str, limits: Limits, max_values: int = MAX_VA
         renderer.step(step)
         last[:] = [step]
 
-    options = WorkerOptions(device=device, limits=limits, keep_going=True, max_values=max_values, graph=True)
+    options = WorkerOptions(
+        device=device, limits=limits, keep_going=True, max_values=max_values, graph=True, **(permissions or {})
+    )
     session = WorkerSession(options, started)
 
     def forget() -> None:

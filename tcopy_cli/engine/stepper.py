@@ -64,6 +64,7 @@ class Stepper:
         self.options = options
         self.emit = emit
         self.observer = Observer(options.max_values, graph=options.graph)
+        self.observer.read_saved = "register_hooks" not in program.source  # (SavedTensor.register_hooks)
         self.tracer = Tracer(program, self)
         self.recorder = OpRecorder()
         self.recording = Recording(self.recorder, program, self.tracer.kind, options.limits)
@@ -216,10 +217,14 @@ class Stepper:
             self.recorder.carry(self.recorder.pop())
             self.recorder.unwind(running.token)
 
-    def called(self, function: str, frame: FrameType) -> None:
-        """A tracked library call (``zero_grad``) ran: recorded among the statement's operations."""
-        with torch._C.DisableTorchFunction():
-            self.recording.record_call(function, frame)
+    def called(self, function: str, frame: FrameType | None) -> None:
+        """A tracked library call ran (``tracer.TRACKED``): ``zero_grad`` is recorded among the statement's
+        operations; saved-tensor hooks stop the observer reading saved tensors."""
+        if function == "saved_tensors_hooks":
+            self.observer.read_saved = False
+        elif frame is not None:
+            with torch._C.DisableTorchFunction():
+                self.recording.record_call(function, frame)
 
     def stop_for(self, exc: BaseException) -> None:
         """A limit ended the run inside the script (--timeout, --max-elements)."""

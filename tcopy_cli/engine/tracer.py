@@ -61,12 +61,17 @@ if TYPE_CHECKING:
 
 TRACKED = {
     code: name
-    for fn, name in ((torch.optim.Optimizer.zero_grad, "zero_grad"), (torch.nn.Module.zero_grad, "zero_grad"))
+    for fn, name in (
+        (torch.optim.Optimizer.zero_grad, "zero_grad"),
+        (torch.nn.Module.zero_grad, "zero_grad"),
+        (torch.autograd.graph.saved_tensors_hooks.__init__, "saved_tensors_hooks"),
+    )
     if (code := getattr(inspect.unwrap(fn), "__code__", None)) is not None
 }
-"""Library functions no torch dispatch sees whose call is recorded as an operation (by code object, in
-its place among the statement's operations): ``zero_grad`` of an optimizer or a module, which the notes
-tell from a backward's gradient."""
+"""Library functions no torch dispatch sees whose call the Stepper is told of (by code object):
+``zero_grad`` of an optimizer or a module (recorded in its place among the statement's operations,
+which the notes tell from a backward's gradient), and hooks that pack saved tensors (from then on the
+observer leaves saved tensors unread: reading one would run the script's unpack hook)."""
 
 
 @dataclass(frozen=True)
@@ -273,10 +278,8 @@ class Tracer:
     def _trace_call(self, frame: FrameType, event: str, arg: Any) -> Any:
         code = frame.f_code
         tracked = TRACKED.get(code)
-        if tracked is not None and self.stack:
-            caller = self.kind.script_frame(frame.f_back)
-            if caller is not None:
-                self.stepper.called(tracked, caller)
+        if tracked is not None:
+            self.stepper.called(tracked, self.kind.script_frame(frame.f_back) if self.stack else None)
         kind = self.kind(code)
         if kind not in ("module", "function"):
             return None

@@ -476,6 +476,10 @@ class Observer:
         self.labels = StorageLabels()
         self.versions = VersionLabels()
         self.saved = SavedTensorTracker()
+        self.read_saved = True
+        """Read the tensors autograd saved for backward after each step. Off once the script packs them
+        through hooks (``saved_tensors_hooks``, ``register_hooks``, checkpointing): reading one would run
+        the script's unpack hook, changing what it prints and computes."""
         self._values_cache: dict[tuple[Any, ...], tuple[Any, str]] = {}
         # The last record made under each name, with what it was made from: a tensor whose
         # facts all read the same as then gets that same record object again.
@@ -555,7 +559,7 @@ class Observer:
         shares_version = version_groups(groups.values())
         events: list[SavedEvent] = []
         saved: list[torch.Tensor] = []  # the tensors the graph saved for backward, read once
-        if walk.nodes or self.saved.entries:  # no graph now, none tracked before: no saved tensors to check
+        if self.read_saved and (walk.nodes or self.saved.entries):  # (no graph now, none tracked before: none)
             describe: dict[int, str] = {}
             for name, t in tensors:
                 try:

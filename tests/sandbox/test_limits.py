@@ -239,7 +239,7 @@ def test_a_tensor_left_inconsistent_by_a_failed_op_is_an_error_step(src: str, gu
     step = refused(src)
     assert isinstance(step, Step)
     assert step.error is not None
-    assert step.error.type in ("RuntimeError", "SystemError", "LimitExceeded", "NotAllowedError")
+    assert step.error.type in ("RuntimeError", "SystemError", "LimitExceeded")
 
 
 # --- amplification: one allowed-size value turned into a huge one --------------------
