@@ -17,6 +17,7 @@ from tcopy_cli.cli.options import MAX_VALUES, DeviceOpt, MaxValuesOpt, NoColorOp
 from tcopy_cli.cli.present import export, make_console
 from tcopy_cli.errors import ScriptRejected, UsageError
 from tcopy_cli.limits import Limits
+from tcopy_cli.printable import printable
 
 HELP = """\
 Type PyTorch statements; each one runs as a step and its table prints at once.
@@ -102,7 +103,9 @@ def repl(console: Console, device: str, limits: Limits, max_values: int = MAX_VA
         renderer.step(step)
         last[:] = [step]
 
-    options = WorkerOptions(device=device, limits=limits, keep_going=True, max_values=max_values, graph=True)
+    options = WorkerOptions(
+        device=device, limits=limits, keep_going=True, max_values=max_values, graph=True, printable=True
+    )
     session = WorkerSession(options, started)
 
     def forget() -> None:
@@ -156,7 +159,9 @@ def repl(console: Console, device: str, limits: Limits, max_values: int = MAX_VA
             try:
                 parse_program(text, "<repl>", limits)  # what Python can't parse is refused here
             except ScriptRejected as exc:
-                console.print(Text(f"refused at line {exc.line}, column {exc.column}: {exc.message}", style="red"))
+                console.print(
+                    Text(f"refused at line {exc.line}, column {exc.column}: {printable(exc.message)}", style="red")
+                )
                 continue
             try:
                 session.run(text, line_offset, emit)
@@ -164,7 +169,9 @@ def repl(console: Console, device: str, limits: Limits, max_values: int = MAX_VA
                 forget()
                 console.print(Text("(interrupted: the worker was stopped and every name forgotten)", style="dim"))
             except ScriptRejected as exc:
-                console.print(Text(f"refused at line {exc.line}, column {exc.column}: {exc.message}", style="red"))
+                console.print(
+                    Text(f"refused at line {exc.line}, column {exc.column}: {printable(exc.message)}", style="red")
+                )
             # Keep line numbers growing across inputs so steps read like one script.
             line_offset += text.count("\n") + 1
             if session.lost:
@@ -197,6 +204,6 @@ def _export(console: Console, name: str) -> None:
     try:
         export(console, path, "tcopy repl", clear=False)
     except UsageError as exc:
-        console.print(Text(exc.message, style="red"))
+        console.print(Text(printable(exc.message), style="red"))
         return
     console.print(Text(f"wrote {path}", style="dim"))
