@@ -259,7 +259,13 @@ def compare_in_worker(
             return [frames.decode_fields(Comparison, row) for row in final["rows"]]
         except frames.WireError as exc:
             raise TcopyError(f"the comparison did not finish: the worker sent an invalid record ({exc})") from None
-    _conclude(proc, setup, options, state, failures.append, start)  # raises for a final frame
+    try:
+        _conclude(proc, setup, options, state, failures.append, start)  # raises for a final frame
+    except ScriptRejected as exc:  # the setup failed (timed out in the worker too): say in which experiment
+        if state.experiment is not None:
+            expression, run = state.experiment
+            exc.message = f"{exc.message} (in the experiment on `{expression}`, {run})"
+        raise
     message = failures[-1].error.message if failures and failures[-1].error else _ending(proc, state)
     raise TcopyError(f"the comparison did not finish: {message}")
 
@@ -588,15 +594,9 @@ def _summary(sent: RunSummary, state: _State) -> RunSummary:
         raise frames.WireError(f"an end frame stopped by {sent.stopped_by!r:.40}")
     if len(sent.loops_ended) != len(sent.loops_ended_turns):
         raise frames.WireError("an end frame whose ended loops and their turns differ in number")
-    summary = RunSummary(
-        steps=state.steps,
-        errors=state.errors,
-        stopped_by=sent.stopped_by,
-        expected=state.expected,
-        missing=state.missing,
-        loops_ended=sent.loops_ended,
-        loops_ended_turns=sent.loops_ended_turns,
-    )
+    # The parent's count (the same as the worker's, checked above); the loops it ended, as it said.
+    summary = dataclasses.replace(sent, steps=state.steps, errors=state.errors, expected=state.expected)
+    summary = dataclasses.replace(summary, missing=state.missing)
     if summary.status == "ok":
         last = _last_statement(state.source)
         if last is not None and state.furthest < last:
@@ -616,6 +616,9 @@ def _announced(node: ast.stmt) -> bool:
     """Whether every engine announces ``node`` or a statement inside it, once it is reached."""
     if isinstance(node, _UNANNOUNCED) or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
         return False
+    if isinstance(node, (ast.If, ast.While)) and isinstance(node.test, ast.Constant):
+        # CPython compiles no test for a constant: only the branch it takes runs.
+        return any(map(_announced, node.body if node.test.value else node.orelse))
     if isinstance(node, (ast.Try, *_TRY_STAR)):
         # Its header is not announced. Statements that are not announced raise nothing: the first
         # of its body that is announced is reached, or else the first of "else", of "finally".

@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 from rich.console import Console
+from views import draw
 
 from tcopy_cli.printable import UNPRINTABLE, printable, printable_record
 from tcopy_cli.render import ViewOptions
-from tcopy_cli.render.folding import StepFlow
 from tcopy_cli.render.jsonl import JsonRenderer
 from tcopy_cli.render.markdown import MarkdownRenderer
 from tcopy_cli.render.table import TableRenderer
@@ -157,22 +157,7 @@ def test_no_control_sequence_reaches_the_table_markdown_html_or_svg(name: str) -
     table = TableRenderer(console, view)
     markdown_out = io.StringIO()
     markdown = MarkdownRenderer(markdown_out, view)
-    for renderer in (table, markdown):
-        flow = StepFlow(view, fold=True, carry_notes=True)
-        renderer.start(printable_record(info))
-        for step in shown:
-            for event in flow.feed(step):
-                if hasattr(event, "step"):
-                    renderer.step(event.step, event.shown)
-                elif hasattr(event, "summary"):
-                    renderer.loop(event.summary)
-                else:
-                    renderer.folded(event)
-        summary = records.RunSummary(steps=4, errors=4)
-        for event in flow.close(summary):
-            if hasattr(event, "summary"):
-                renderer.loop(event.summary)
-        renderer.end(summary, flow)
+    draw([table, markdown], view, printable_record(info), shown, records.RunSummary(steps=4, errors=4))
     outputs = {
         "table": console.file.getvalue(),  # type: ignore[attr-defined]
         "markdown": markdown_out.getvalue(),
@@ -272,15 +257,15 @@ def test_the_export_title_of_a_page_is_escaped(tmp_path: Path) -> None:
 
 
 def test_a_refused_line_is_echoed_escaped_under_its_caret(tmp_path: Path) -> None:
-    # The sandbox refuses the call; the echoed line holds ESC sequences (cursor up, erase, title).
-    line = 'x = open("\x1b[1A\x1b[2K\x1b]0;pwned\x07")'
+    # Python can't parse the line; the echo under it holds ESC sequences (cursor up, erase, title).
+    line = 'x = ("\x1b[1A\x1b[2K\x1b]0;pwned\x07", 1 2)'
     (tmp_path / "s.py").write_text("import torch\n" + line + "\n")
     proc = tcopy("run", "s.py", cwd=tmp_path)
     assert proc.returncode == 1
     no_raw(proc.stderr)
     err = proc.stderr.decode()
     echoed = printable(line)
-    assert f"   2 | {echoed}" in err
+    assert f"   2 | {echoed}" in err, err
     # the caret sits under the column as shown: after the escapes before it, as long as they are
     column = int(err.split("column ")[1].split(":")[0])
     lines = err.splitlines()
