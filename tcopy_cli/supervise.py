@@ -506,7 +506,6 @@ _KINDS = {
 }
 """The frames each kind of worker sends (``internal_error`` too, any time)."""
 _AFTER_START = frozenset({"running", "step", "end", "done", "refused", "experiment", "compare", "hook"})
-_FINAL = frozenset({"end", "done", "refused", "compare", "rejected", "usage_error", "run_error", "internal_error"})
 
 
 def _frame(frame: frames.Frame, state: _State, emit: Callable[[Step], None], start: Callable[[RunInfo], None]) -> bool:
@@ -675,9 +674,10 @@ def _conclude(
     if kind == "run_error":
         raise TcopyError(final["message"])
     if kind == "internal_error":
-        raise WorkerInternalError(
-            f"internal error ({final['type']}: {final['message']}). "
-            "This is a bug in tcopy; please report it with the script."
+        raise WorkerInternalError(  # (a script that writes to tcopy's channel itself can send this too)
+            f"the worker process reported an internal error ({final['type']}: {final['message']}). "
+            "Unless the script wrote to tcopy's channel itself, this is a bug in tcopy; please report it with "
+            "the script."
         )
     if state.killed_for == "startup":
         raise TcopyError(f"the worker process did not start the script within {STARTUP_TIMEOUT:g} s (importing torch)")

@@ -326,3 +326,13 @@ def test_escape_sequences_in_names_stay_escaped_in_folded_lines_and_loop_summari
         ended_cleanly(proc)
         assert "\x1b" not in proc.stdout and "\x1b" not in proc.stderr, (fmt, proc.stdout)
         assert "\\x1b" in proc.stdout  # the name is there, escaped
+
+
+def test_a_forged_final_frame_ends_the_run_as_what_it_says_never_0(tmp_path: Any) -> None:
+    """The worker's own final frames stay a worker's word: an internal error it reports is said to
+    come from the worker (escaped), a usage error exits 2; neither is a crash of tcopy or an exit 0."""
+    proc = tcopy_with_frames(['{"kind": "internal_error", "type": "E\\u001b[2J", "message": "m\\u009b"}'], tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "the worker process reported an internal error (E\\x1b[2J: m\\x9b)" in proc.stderr, proc.stderr
+    proc = tcopy_with_frames(['{"kind": "usage_error", "message": "no \\u001b]0;t\\u0007"}'], tmp_path)
+    assert proc.returncode == 2 and "tcopy: no \\x1b]0;t\\x07" in proc.stderr, proc.stderr
