@@ -51,7 +51,7 @@ from tcopy_cli.trace.wire import WireError, registry
 MAX_FRAME_BYTES = 64 * 1024**2
 """The longest frame the parent reads (a step of 5,000 tensors with 100 values each is ~15 MB)."""
 MAX_CONTAINERS = 2_000_000
-"""Lists and objects in one frame (counted as ``[`` and ``{`` bytes, strings included)."""
+"""Lists and objects in one frame (counted as the ``[`` and ``{`` bytes that can open one)."""
 MAX_VALUE_DEPTH = 256
 """Nesting of the plain data in an ``Any`` field (a tensor's values nest one level per dimension)."""
 INT_MIN, INT_MAX = -(2**63), 2**64 - 1
@@ -109,6 +109,8 @@ def _constant(name: str) -> Any:
 
 
 _FALLBACK = json.JSONDecoder(parse_int=_int64, parse_float=_finite, parse_constant=_constant)
+_IN_TEXT = re.compile(rb"(?<=[\w\])\"'])[\[{]")
+"""A bracket right after a letter, digit, bracket or quote: in JSON only inside a string."""
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
@@ -116,8 +118,11 @@ def parse(line: bytes) -> Any:
     """The JSON value of one frame line, within the size and depth bounds; WireError otherwise."""
     if len(line) > MAX_FRAME_BYTES:
         raise WireError(f"a frame of {len(line):,} bytes (at most {MAX_FRAME_BYTES:,})")
-    if line.count(b"[") + line.count(b"{") > MAX_CONTAINERS:
-        raise WireError(f"a frame of more than {MAX_CONTAINERS:,} lists and objects")
+    containers = line.count(b"[") + line.count(b"{")
+    if containers > MAX_CONTAINERS:  # the brackets of names (xs[0], d["k"]) and previews are no lists
+        containers -= _IN_TEXT.subn(b"", line)[1]
+        if containers > MAX_CONTAINERS:
+            raise WireError(f"a frame of more than {MAX_CONTAINERS:,} lists and objects")
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError as exc:

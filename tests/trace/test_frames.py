@@ -297,3 +297,10 @@ def test_made_up_steps_go_through_the_explain_pass_and_every_view(seed: int) -> 
                 continue
             shown.append(printable_record(explain(frame.data["step"])))
         draw(renderers, view, records.RunInfo("0", "0", "cpu", "s.py"), shown, records.RunSummary(len(shown), 1))
+
+
+def test_brackets_in_names_are_not_counted_as_lists() -> None:
+    # 1,003 items of one list sharing memory: each record names the other 1,002 (xs[0], xs[1] ...).
+    line = json.dumps({"kind": "hook", "result": ["xs[0]", 'd["k"]', "[1., 2.]"] * 700_000}).encode()
+    assert line.count(b"[") > frames.MAX_CONTAINERS
+    assert len(frames.parse(line)["result"]) == 2_100_000
