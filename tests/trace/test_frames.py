@@ -32,8 +32,7 @@ SCRIPTS = [
 def valid_lines() -> list[bytes]:
     """Every kind of frame, as the worker's own encoder writes them."""
     out: list[bytes] = []
-    for src in SCRIPTS:
-        trace = run_source(src, keep_going=True, graph=True)
+    for trace in (run_source(src, keep_going=True, graph=True) for src in SCRIPTS):
         codec = wire.StepCodec()
         out.append(wire.frame_line({"kind": "start", "info": wire.encode(trace.info)}))
         for step in trace.steps:
