@@ -1,8 +1,9 @@
 """Per-step cost of the worker pipe, without process start-up: encode, frame, decode.
 
 Runs a script in-process, then times what the worker and the parent add per step:
-``StepCodec.encode`` + ``json.dumps`` (worker) and ``wire.loads`` + ``StepCodec.resolve``
-(parent), and the bytes per step. Compare with case 5 of benchmarks/run.py, which measures the
+``StepCodec.encode`` + ``wire.frame_line`` (worker) and ``frames.FrameDecoder.decode`` (the
+parent's strict decoder: size, JSON, schema, references, plain text), and the bytes per step.
+Compare with case 5 of benchmarks/run.py, which measures the
 whole run through the worker.
 
     python benchmarks/wire_probe.py
@@ -10,11 +11,10 @@ whole run through the worker.
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 
-from tcopy_cli.trace import run_source, wire
+from tcopy_cli.trace import frames, run_source, wire
 
 SCRIPTS = {
     "5 small tensors (case 5's loop body)": (
@@ -31,13 +31,13 @@ def main() -> None:
         trace = run_source(src, max_values=100)
         steps = trace.steps
         lines = []
-        sender, receiver = wire.StepCodec(), wire.StepCodec()
+        sender, receiver = wire.StepCodec(), frames.FrameDecoder()
         t0 = time.perf_counter()
         for s in steps:
-            lines.append(json.dumps({"kind": "step", "step": sender.encode(s)}, separators=(",", ":")))
+            lines.append(wire.frame_line({"kind": "step", "step": sender.encode(s)})[:-1])
         t1 = time.perf_counter()
         for line in lines:
-            receiver.resolve(wire.loads(line)["step"])
+            receiver.decode(line)
         t2 = time.perf_counter()
         size = statistics.mean(len(x) for x in lines)
         n = len(steps)

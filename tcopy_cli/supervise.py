@@ -4,8 +4,17 @@ Nothing here imports torch. ``run_in_worker`` has the shape of an in-process run
 calls ``start`` with the RunInfo, ``emit`` with every Step (explained here: the worker
 sends facts), and returns the
 RunSummary. Whatever happens to the worker, the caller gets a summary: a worker that
-crashes, is killed, runs past ``--timeout`` or sends more than ``max_wire_bytes``
-becomes an error step at the statement it was running.
+crashes, is killed, runs past ``--timeout``, sends more than ``max_wire_bytes`` or sends
+anything but a valid frame becomes an error step at the statement it was running.
+
+The parent trusts nothing it reads: every line goes through ``frames.FrameDecoder`` (one
+strict decoder, from the records' annotations), the frames must come in the order a worker
+sends them (one ``start``; steps numbered 1, 2, 3 ...), and the run's summary is what the
+parent counted from the steps it received. The worker's ``end`` frame must agree with that
+count, and a run that would end "ok" must have reached the script's last top-level
+statement (the parent parses the script; the worker announces each statement it starts):
+a script running in the worker can misreport its own facts, but it can't make tcopy crash,
+reach the terminal raw, or exit 0 for a run whose frames stop before the script's end.
 
 The worker gets resource limits before it starts (``preexec_fn``): ``RLIMIT_FSIZE`` 0
 and ``RLIMIT_CORE`` 0 always, ``RLIMIT_CPU`` from ``--timeout``, and ``RLIMIT_AS`` on the
@@ -15,6 +24,7 @@ CPU device (CUDA reserves a huge address space). ``--trust`` keeps all but
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import math
@@ -30,7 +40,8 @@ from typing import Any
 
 from tcopy_cli.errors import ScriptRejected, TcopyError, UsageError
 from tcopy_cli.limits import Limits
-from tcopy_cli.trace import wire
+from tcopy_cli.printable import printable_record
+from tcopy_cli.trace import frames, wire
 from tcopy_cli.trace.records import ErrorInfo, Note, RunInfo, RunSummary, Step
 
 TIMEOUT_GRACE = 1.0
@@ -65,6 +76,8 @@ class WorkerOptions:
     require_confinement: bool = False
     """Refuse to run where the kernel can't confine the worker (``--require-confinement``)."""
     max_wire_bytes: int = DEFAULT_MAX_WIRE_BYTES
+    printable: bool = False
+    """Hand the run's facts and steps on made ``printable`` (every view but JSON Lines)."""
     test_hook: dict[str, Any] | None = None
     """TEST ONLY: ``{"code": ..., "line": N}``; honoured only with TCOPY_ALLOW_TEST_HOOK=1."""
 
@@ -142,23 +155,43 @@ def _environment() -> dict[str, str]:
     return env
 
 
+STOPPED_BY = frozenset({None, "timeout", "max_steps", "max_output"})
+"""What a worker's ``end`` frame may say stopped the run."""
+
+
 @dataclass
 class _State:
+    mode: str = "run"
+    """``run``, ``session`` or ``compare``: which frames may come."""
     info: RunInfo | None = None
     summary: RunSummary | None = None
     steps: int = 0
     errors: int = 0
     expected: int = 0
     missing: int = 0
+    piece_errors: int = 0
+    """Error steps of the session's piece of code now running (its ``done`` frame counts them)."""
     stack: wire.RunningStack = field(default_factory=wire.RunningStack)
+    furthest: tuple[int, int] = (0, 0)
+    """The furthest (line, column) the worker announced a statement at."""
+    source: str = ""
+    """The script (an ``end`` frame is checked against its last top-level statement)."""
     wire_bytes: int = 0
     stderr: bytearray = field(default_factory=bytearray)
     killed_for: str | None = None
+    invalid: str | None = None
+    """What was wrong with the frame that stopped the run (``killed_for`` is ``invalid``)."""
     final: dict[str, Any] | None = None
     hook: Any = None
-    codec: wire.StepCodec = field(default_factory=wire.StepCodec)
+    decoder: frames.FrameDecoder = field(default_factory=frames.FrameDecoder)
     explain: Callable[[Step], Step] | None = None
     """The explain pass (the worker sends fact-only steps); made once the worker is started."""
+    printable: bool = False
+    timeout: float = 0.0
+    """Seconds each run (``start``) or experiment (``experiment``) may take; 0: no limit."""
+    experiment: tuple[str, str] | None = None
+    """The experiment ``tcopy compare`` runs now: (expression, which run)."""
+    experiments_left: int = 0
 
 
 def run_in_worker(
@@ -175,7 +208,7 @@ def run_in_worker(
     ``proc``: the worker ``launch`` started for this run (the caller prepared its views
     meanwhile); None starts one here.
     """
-    state = _State(hook=on_hook)
+    state = _State(hook=on_hook, source=source, printable=options.printable, timeout=options.limits.timeout)
     proc = _serve(proc if proc is not None else launch(source, origin, options), options, state, emit, start)
     return _conclude(proc, source, options, state, emit, start)
 
@@ -199,9 +232,15 @@ def compare_in_worker(
 ) -> list[dict[str, Any]]:
     """Run ``tcopy compare``'s experiments in one confined worker; the rows as ``Comparison.to_json()``.
 
-    Each experiment script keeps ``limits`` (the worker's runner enforces them per run); the
-    parent's hard bounds (wall clock, CPU time) allow for every run of the comparison.
+    Each experiment script keeps ``limits``: the worker announces each one (an ``experiment``
+    frame), and the parent gives each ``--timeout`` as the user wrote it (a run that does not
+    return in time is stopped and named). At most ``EXPERIMENTS_PER_EXPRESSION`` experiments per
+    expression are accepted, so the whole comparison takes at most that many times
+    ``--timeout`` per expression (plus the worker's start-up); the worker's CPU-time limit
+    allows for all of them.
     """
+    from tcopy_cli.trace.compare import Comparison
+
     runs = EXPERIMENTS_PER_EXPRESSION * max(len(expressions), 1)
     bound = dataclasses.replace(limits, timeout=limits.timeout * runs) if limits.timeout > 0 else limits
     options = WorkerOptions(device=device, limits=bound)
@@ -211,14 +250,22 @@ def compare_in_worker(
         "limits": dataclasses.asdict(limits),
         "trust": False,
     }
-    state = _State()
+    state = _State(mode="compare", source=setup, timeout=limits.timeout, experiments_left=runs)
     failures: list[Step] = []
     proc = _serve(_start(req, options), options, state, failures.append, start)
     final = state.final or {}
     if final.get("kind") == "compare":
-        rows: list[dict[str, Any]] = final["rows"]
-        return rows
-    _conclude(proc, setup, options, state, failures.append, start)  # raises for a final frame
+        try:
+            return [frames.decode_fields(Comparison, row) for row in final["rows"]]
+        except frames.WireError as exc:
+            raise TcopyError(f"the comparison did not finish: the worker sent an invalid record ({exc})") from None
+    try:
+        _conclude(proc, setup, options, state, failures.append, start)  # raises for a final frame
+    except ScriptRejected as exc:  # the setup failed (timed out in the worker too): say in which experiment
+        if state.experiment is not None:
+            expression, run = state.experiment
+            exc.message = f"{exc.message} (in the experiment on `{expression}`, {run})"
+        raise
     message = failures[-1].error.message if failures and failures[-1].error else _ending(proc, state)
     raise TcopyError(f"the comparison did not finish: {message}")
 
@@ -287,7 +334,7 @@ class WorkerSession:
 
     def _open(self) -> subprocess.Popen[bytes]:
         req = {**request("", "<repl>", self.options), "mode": "session"}
-        self.state = _State()
+        self.state = _State(mode="session", printable=self.options.printable, timeout=self.options.limits.timeout)
         proc = subprocess.Popen(
             worker_command(),
             stdin=subprocess.PIPE,
@@ -315,6 +362,7 @@ class WorkerSession:
         proc = self.proc if self.proc is not None and self.proc.poll() is None else self._open()
         state = self.state
         state.final, state.killed_for, state.wire_bytes, state.stack = None, None, 0, wire.RunningStack()
+        state.piece_errors = 0
         try:
             self._write(json.dumps({"source": source, "line_offset": line_offset}))
             _pump(proc, self.options, state, emit, self.on_start)
@@ -374,8 +422,10 @@ def _pump(
     emit: Callable[[Step], None],
     start: Callable[[RunInfo], None],
 ) -> None:
+    """Read the worker's frames into ``state`` until a final frame, the end of its output, or a reason
+    to stop it (``state.killed_for``: timeout, startup, output, invalid)."""
     assert proc.stdout is not None and proc.stderr is not None
-    timeout = options.limits.timeout
+    timeout = state.timeout
     # Until the script starts, the worker is importing torch: --timeout counts from its start.
     # (A session's worker has started already: each piece of code gets --timeout.)
     deadline: float | None = time.monotonic() + STARTUP_TIMEOUT
@@ -396,6 +446,7 @@ def _pump(
     sel.register(proc.stdout, selectors.EVENT_READ, "frames")
     sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
     pending: list[bytes] = []
+    pending_bytes = 0
     open_streams = 2
     try:
         while open_streams:
@@ -419,15 +470,21 @@ def _pump(
                     continue
                 if b"\n" not in chunk:  # part of a long line: join once it is complete
                     pending.append(chunk)
+                    pending_bytes += len(chunk)
+                    if pending_bytes > frames.MAX_FRAME_BYTES:
+                        return _invalid(state, f"a frame of more than {frames.MAX_FRAME_BYTES:,} bytes")
                     continue
                 *lines, rest = b"".join([*pending, chunk]).split(b"\n")
-                pending = [rest] if rest else []
+                pending, pending_bytes = ([rest], len(rest)) if rest else ([], 0)
                 for line in lines:
                     started = time.monotonic()
-                    had_info = state.info is not None
                     shown = showing[0]
-                    _frame(wire.loads(line), state, show, start)
-                    if state.info is not None and not had_info:
+                    try:
+                        frame = state.decoder.decode(line)
+                        timed = _frame(frame, state, show, start)
+                    except frames.WireError as exc:
+                        return _invalid(state, str(exc))
+                    if timed:  # the run, or an experiment of a comparison, starts now
                         deadline = started + timeout + TIMEOUT_GRACE if timeout > 0 else None
                     if deadline is not None:  # time the parent spent showing a step (--pause) is not the run's
                         deadline += showing[0] - shown
@@ -437,41 +494,148 @@ def _pump(
         sel.close()
 
 
-def _frame(
-    frame: dict[str, Any], state: _State, emit: Callable[[Step], None], start: Callable[[RunInfo], None]
-) -> None:
-    kind = frame.get("kind")
-    if kind == "running":
-        line = int(frame["line"])
-        state.stack.running(
-            (line, int(frame.get("col", 0)), int(frame.get("end_line", line)), int(frame.get("end_col", 0)))
-        )
-    elif kind == "step":
-        step = state.codec.resolve(frame["step"])
-        state.stack.finished(step.line)
-        state.steps = max(state.steps, step.index)
-        if step.error is not None:
-            state.errors += 1
-        state.expected += step.expected
-        state.missing += step.missed
-        if state.explain is None:
-            from tcopy_cli.pipeline import explainer  # after the worker started: its start-up hides the import
+def _invalid(state: _State, what: str) -> None:
+    """Stop reading: the worker sent something that is not a frame it sends (``what`` was wrong)."""
+    state.killed_for, state.invalid = "invalid", what
 
-            state.explain = explainer().explain
-        emit(state.explain(step))
-    elif kind == "start":
-        state.info = frame["info"]
-        start(state.info)
-    elif kind == "hook":
+
+_KINDS = {
+    "run": frozenset({"start", "running", "step", "end", "hook", "rejected", "usage_error", "run_error"}),
+    "session": frozenset({"start", "running", "step", "done", "refused", "hook", "usage_error", "run_error"}),
+    "compare": frozenset({"start", "experiment", "compare", "rejected", "usage_error", "run_error"}),
+}
+"""The frames each kind of worker sends (``internal_error`` too, any time)."""
+_AFTER_START = frozenset({"running", "step", "end", "done", "refused", "experiment", "compare", "hook"})
+
+
+def _frame(frame: frames.Frame, state: _State, emit: Callable[[Step], None], start: Callable[[RunInfo], None]) -> bool:
+    """Take one decoded frame into ``state``; True where it starts a timed part (the run, an experiment).
+
+    WireError where the frame can't come now: a kind this worker does not send, a frame before
+    ``start`` or a second ``start``, a step out of order, an ``end`` that does not match the run.
+    """
+    kind, data = frame.kind, frame.data
+    if kind != "internal_error" and kind not in _KINDS[state.mode]:
+        raise frames.WireError(f"a {kind} frame from a {state.mode} worker")
+    if (kind in _AFTER_START) != (state.info is not None) and kind in _AFTER_START | {"start"}:
+        raise frames.WireError(f"a {kind} frame before the start frame" if kind != "start" else "a second start frame")
+    if kind == "running":
+        position = (data["line"], data["col"], data["end_line"], data["end_col"])
+        state.stack.running(position)
+        if position[:2] > state.furthest:
+            state.furthest = position[:2]
+        return False
+    if kind == "step":
+        _step(data["step"], frame.plain, state, emit)
+        return False
+    if kind == "start":
+        state.info = data["info"]
+        start(printable_record(data["info"]) if state.printable else data["info"])
+        return True
+    if kind == "experiment":
+        if state.experiments_left <= 0:
+            raise frames.WireError("more experiments than the comparison has")
+        state.experiments_left -= 1
+        state.experiment = (data["expression"], data["run"])
+        return True
+    if kind == "hook":
         if state.hook is not None:
-            state.hook(frame["result"])
-    elif kind == "end":
-        state.summary = frame["summary"]
-        state.final = frame
-    elif kind in ("done", "refused", "compare", "rejected", "usage_error", "run_error", "internal_error"):
-        state.final = frame
-    else:
-        raise WorkerInternalError(f"internal error (unknown frame {kind!r} from the worker). This is a bug in tcopy.")
+            state.hook(data["result"])
+        return False
+    if kind == "end":
+        state.summary = _summary(data["summary"], state)
+    elif kind == "done" and data["errors"] != state.piece_errors:
+        raise frames.WireError(f"a done frame with {data['errors']} errors (the parent received {state.piece_errors})")
+    state.final = {"kind": kind, **data}
+    return False
+
+
+def _step(step: Step, plain: bool, state: _State, emit: Callable[[Step], None]) -> None:
+    """A step the worker sent, in order, counted, explained and handed on."""
+    if step.index != state.steps + 1:
+        raise frames.WireError(f"step {step.index} after step {state.steps}")
+    state.stack.finished(step.line)
+    state.steps = step.index
+    if step.error is not None:
+        state.errors += 1
+        state.piece_errors += 1
+    state.expected += step.expected
+    state.missing += step.missed
+    if state.explain is None:
+        from tcopy_cli.pipeline import explainer  # after the worker started: its start-up hides the import
+
+        state.explain = explainer().explain
+    explained = state.explain(step)
+    if state.printable and not (plain and _plain_notes(explained)):
+        explained = printable_record(explained)
+    emit(explained)
+
+
+def _plain_notes(step: Step) -> bool:
+    """Whether the text the explain pass added to a step from a plain frame is plain too."""
+    from tcopy_cli.printable import UNPRINTABLE
+
+    texts = [n.text for n in step.explanations]
+    if step.error is not None:
+        texts.append(step.error.explanation)
+    return UNPRINTABLE.search("\n".join(texts)) is None
+
+
+def _summary(sent: RunSummary, state: _State) -> RunSummary:
+    """How the run ended, as the parent counted it; WireError where the worker's ``end`` frame says otherwise."""
+    counted = (state.steps, state.errors, state.expected, state.missing)
+    if (sent.steps, sent.errors, sent.expected, sent.missing) != counted or sent.rejected:
+        raise frames.WireError(
+            f"an end frame of {sent.steps} steps, {sent.errors} errors, {sent.expected} expected and {sent.missing} "
+            f"missing (the parent received {counted[0]}, {counted[1]}, {counted[2]} and {counted[3]})"
+        )
+    if sent.stopped_by not in STOPPED_BY:
+        raise frames.WireError(f"an end frame stopped by {sent.stopped_by!r:.40}")
+    if len(sent.loops_ended) != len(sent.loops_ended_turns):
+        raise frames.WireError("an end frame whose ended loops and their turns differ in number")
+    # The parent's count (the same as the worker's, checked above); the loops it ended, as it said.
+    summary = dataclasses.replace(sent, steps=state.steps, errors=state.errors, expected=state.expected)
+    summary = dataclasses.replace(summary, missing=state.missing)
+    if summary.status == "ok":
+        last = _last_statement(state.source)
+        if last is not None and state.furthest < last:
+            raise frames.WireError(
+                f"an end frame before the script's last statement (line {last[0]}) started, in a run without errors"
+            )
+    return summary
+
+
+_TRY_STAR: tuple[type, ...] = (ast.TryStar,) if hasattr(ast, "TryStar") else ()
+_UNANNOUNCED = (ast.Pass, ast.Break, ast.Continue, ast.Global, ast.Nonlocal)
+"""Statements an engine may run without announcing them (the sandbox does; a constant
+expression statement, a docstring, compiles to nothing in CPython)."""
+
+
+def _announced(node: ast.stmt) -> bool:
+    """Whether every engine announces ``node`` or a statement inside it, once it is reached."""
+    if isinstance(node, _UNANNOUNCED) or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+        return False
+    if isinstance(node, (ast.If, ast.While)) and isinstance(node.test, ast.Constant):
+        # CPython compiles no test for a constant: only the branch it takes runs.
+        return any(map(_announced, node.body if node.test.value else node.orelse))
+    if isinstance(node, (ast.Try, *_TRY_STAR)):
+        # Its header is not announced. Statements that are not announced raise nothing: the first
+        # of its body that is announced is reached, or else the first of "else", of "finally".
+        return any(map(_announced, [*node.body, *node.orelse, *node.finalbody]))  # type: ignore[attr-defined]
+    return True
+
+
+def _last_statement(source: str) -> tuple[int, int] | None:
+    """(line, column) of the script's last top-level statement that a run announces, if any."""
+    text = source.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")  # as parse_script reads it
+    try:
+        body = ast.parse(text).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None  # the worker parsed it (it ran): no bound here
+    for node in reversed(body):
+        if _announced(node):
+            return node.lineno, node.col_offset
+    return None
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
@@ -499,6 +663,8 @@ def _conclude(
     kind = final.get("kind")
     if kind == "end" and state.summary is not None:
         return state.summary
+    if state.killed_for == "invalid" and state.info is None:
+        raise TcopyError(f"the worker sent an invalid record before the run started ({state.invalid})")
     if kind == "rejected":
         exc = ScriptRejected(final["message"], final.get("line"), final.get("column"))
         exc.info = final["info"]  # type: ignore[attr-defined]
@@ -508,9 +674,10 @@ def _conclude(
     if kind == "run_error":
         raise TcopyError(final["message"])
     if kind == "internal_error":
-        raise WorkerInternalError(
-            f"internal error ({final['type']}: {final['message']}). "
-            "This is a bug in tcopy; please report it with the script."
+        raise WorkerInternalError(  # (a script that writes to tcopy's channel itself can send this too)
+            f"the worker process reported an internal error ({final['type']}: {final['message']}). "
+            "Unless the script wrote to tcopy's channel itself, this is a bug in tcopy; please report it with "
+            "the script."
         )
     if state.killed_for == "startup":
         raise TcopyError(f"the worker process did not start the script within {STARTUP_TIMEOUT:g} s (importing torch)")
@@ -520,12 +687,12 @@ def _conclude(
             "This is a bug in tcopy; please report it with the script."
         )
     step = _failure_step(proc, source, options, state, state.stack.current)
-    emit(step)
-    stopped_by = {"timeout": "timeout", "output": "max_output"}.get(state.killed_for or "", "crash")
+    emit(printable_record(step) if state.printable else step)
+    stopped_by = {"timeout": "timeout", "output": "max_output", "invalid": "invalid"}.get(state.killed_for or "")
     return RunSummary(
         steps=step.index,
         errors=state.errors + 1,
-        stopped_by=stopped_by,
+        stopped_by=stopped_by or "crash",
         expected=state.expected,
         missing=state.missing,
     )
@@ -587,12 +754,26 @@ def _failure_step(
     line = position[0] if position is not None else None
     text = _statement_text(source, position)
     where = f"at line {line}: `{text}`" if line is not None else "before the first statement"
-    limits = options.limits
     name = _signal_name(proc.returncode)
-    if state.killed_for == "timeout":
+    if state.killed_for == "timeout" and state.experiment is not None:
+        expression, run = state.experiment
         kind = "TimeoutExceeded"
         message = (
-            f"the run took longer than {limits.timeout:g} s (limit --timeout); the statement {where} did not "
+            f"the experiment on `{expression}` ({run}) took longer than {state.timeout:g} s (limit --timeout), "
+            "so tcopy stopped the process"
+        )
+        explanation = "The setup or the expression kept running past the time limit. Raise --timeout or shorten it."
+    elif state.killed_for == "invalid":
+        kind = "InvalidRecord"
+        message = f"the worker sent an invalid record {where} ({state.invalid}); tcopy stopped the process"
+        explanation = (
+            "The process running the script wrote something on tcopy's channel that is not a record tcopy "
+            "sends: a script that writes there itself, or a bug. The steps before are as that process sent them."
+        )
+    elif state.killed_for == "timeout":
+        kind = "TimeoutExceeded"
+        message = (
+            f"the run took longer than {state.timeout:g} s (limit --timeout); the statement {where} did not "
             "return, so tcopy stopped the process"
         )
         explanation = "A single operation kept running past the time limit. Raise --timeout or make it smaller."

@@ -19,6 +19,8 @@ Started by ``tcopy_cli.supervise`` as ``python -m tcopy_cli.worker``. Protocol:
   ``step``          ``{"step": Step}`` after a statement: its facts, not yet explained (the
                     parent runs the explain pass), encoded by ``wire.StepCodec``.
   ``end``           ``{"summary": RunSummary}``: the run finished; the worker exits.
+  ``experiment``    ``{"expression", "run"}``: one of ``tcopy compare``'s experiment runs starts
+                    (the parent gives each --timeout).
   ``compare``       ``{"rows": [Comparison.to_json(), ...]}``: the comparison finished.
   ``done``          ``{"errors"}``: a session's piece of code finished (its steps came before).
   ``rejected``      ``{"info", "line", "column", "message"}``: the script was refused.
@@ -265,7 +267,8 @@ def _serve_compare(request: dict[str, Any], channel: Channel, confinement: str) 
     channel.send("start", info=info)
     job = request["compare"]
     try:
-        rows = tc.compare(list(job["expressions"]), job["setup"], dev, limits)
+        announce = lambda expression, run: channel.send("experiment", expression=expression, run=run)  # noqa: E731
+        rows = tc.compare(list(job["expressions"]), job["setup"], dev, limits, announce)
     except ScriptRejected as exc:
         channel.send("rejected", info=info, line=exc.line, column=exc.column, message=exc.message)
         return 0

@@ -19,7 +19,7 @@ from rich.text import Text
 
 from tcopy_cli import __version__
 from tcopy_cli.errors import TcopyError, UsageError
-from tcopy_cli.render.controls import visible
+from tcopy_cli.printable import printable
 
 EXIT_OK, EXIT_SCRIPT, EXIT_USAGE, EXIT_INTERRUPT = 0, 1, 2, 130
 
@@ -66,14 +66,14 @@ def stderr() -> Console:
 
 
 def say(message: str) -> None:
-    """A ``tcopy: ...`` line on stderr that does not end the command."""
-    stderr().print(Text("tcopy: " + visible(message)))
+    """A ``tcopy: ...`` line on stderr that does not end the command (made ``printable``)."""
+    stderr().print(Text("tcopy: " + printable(message)))
 
 
 def fail(message: str, code: int) -> NoReturn:
-    """``tcopy: message`` on stderr, then exit with ``code`` (control characters shown as escapes:
-    a message may carry what the worker sent)."""
-    stderr().print(Text("tcopy: ", style="bold red") + Text(visible(message)))
+    """``tcopy: message`` on stderr, then exit with ``code`` (made ``printable``: a message may
+    carry what the script or the worker made)."""
+    stderr().print(Text("tcopy: ", style="bold red") + Text(printable(message)))
     raise typer.Exit(code)
 
 
@@ -128,7 +128,7 @@ def guarded(command: F) -> F:
 def stop_process(message: str) -> None:
     """--timeout's last resort, called from the runner's watchdog thread: report and end the process."""
     stream = sys.stderr
-    stream.write(f"tcopy: {message}\n")
+    stream.write(f"tcopy: {printable(message)}\n")
     stream.flush()
     os._exit(EXIT_SCRIPT)
 

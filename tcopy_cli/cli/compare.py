@@ -16,6 +16,7 @@ from tcopy_cli.cli.present import export as save_export
 from tcopy_cli.cli.present import make_console
 from tcopy_cli.errors import ScriptRejected, UsageError
 from tcopy_cli.limits import Limits
+from tcopy_cli.printable import printable, printable_record
 
 
 def compare(
@@ -46,6 +47,10 @@ def compare(
     Each expression is run as 'y = EXPRESSION' after the setup, in fresh runs (inside one
     kernel-confined worker process), and every cell comes from what those runs observed.
 
+    --timeout bounds each of those runs as written; an expression takes at most 4 runs, so a
+    comparison of N expressions takes at most 4 × N × --timeout (plus the worker's start-up). A run
+    that goes over is stopped, and the message names its expression and which run it was.
+
     Examples:
 
       tcopy compare
@@ -75,6 +80,8 @@ def compare(
         rows = [tc.Comparison(**row) for row in compare_in_worker(exprs, setup, dev, limits)]
     except ScriptRejected as exc:
         fail(f"the setup or an expression was refused (line {exc.line}): {exc.message}", EXIT_SCRIPT)
+    if fmt is not OutputFormat.json:  # the setup and the expressions, as the views show them
+        rows, setup = printable_record(rows), printable(setup)
     if fmt is OutputFormat.json:
         rc.render_json(sys.stdout, rows)
     elif fmt is OutputFormat.markdown:

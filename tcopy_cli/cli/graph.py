@@ -82,6 +82,7 @@ def graph_cmd(
             trust=trust,
             allow_read=readable_paths(allow_read, origin),
             require_confinement=require_confinement,
+            printable=True,
         )
         summary = run_in_worker(source, origin, options, steps.append, lambda info: None)
     except ScriptRejected as exc:

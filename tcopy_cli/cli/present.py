@@ -9,12 +9,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
 from tcopy_cli.cli.app import EXIT_SCRIPT, fail, say, stderr
 from tcopy_cli.cli.formats import OutputFormat
 from tcopy_cli.errors import ScriptRejected, UsageError
+from tcopy_cli.printable import printable
 
 if TYPE_CHECKING:
     from tcopy_cli.render import Renderer
@@ -80,6 +82,7 @@ def export(console: Console, path: Path, title: str, clear: bool = True) -> None
     from rich.terminal_theme import SVG_EXPORT_THEME
 
     suffix = path.suffix.lower()
+    title = printable(title)  # the script's title or file name: an SVG or HTML title, a window's too
     try:
         if suffix == ".svg":
             console.save_svg(str(path), title=title, clear=clear)
@@ -112,6 +115,7 @@ class Cast:
         import json
 
         self.take()
+        title = printable(title)
         header = {
             "version": 2,
             "width": self.console.width,
@@ -128,19 +132,24 @@ class Cast:
 
 
 def show_rejection(exc: ScriptRejected, source: str) -> None:
-    """The refusal on stderr, with the refused line and a caret under the column."""
+    """The refusal on stderr, with the refused line (made ``printable``) and a caret under the column."""
     err = stderr()
     where = f"line {exc.line}, column {exc.column}" if exc.line else "the script"
     err.print(
-        Text("tcopy: ", style="bold red") + Text(f"script refused at {where}: ") + Text(exc.message, style="bold")
+        Text("tcopy: ", style="bold red")
+        + Text(f"script refused at {where}: ")
+        + Text(printable(exc.message), style="bold")
     )
     if exc.line:
         lines = source.replace("\r\n", "\n").split("\n")
         if 0 < exc.line <= len(lines):
-            text = lines[exc.line - 1].expandtabs(4)
+            line = lines[exc.line - 1]
+            text = printable(line).expandtabs(4)
             gutter = f"{exc.line:>4} | "
             err.print(Text(gutter, style="dim") + Text(text))
-            caret = " " * (len(gutter) - 2) + "| " + " " * max((exc.column or 1) - 1, 0) + "^"
+            # Under the column as shown: an escape before it takes the room of its text.
+            before = printable(line[: max((exc.column or 1) - 1, 0)]).expandtabs(4)
+            caret = " " * (len(gutter) - 2) + "| " + " " * cell_len(before) + "^"
             err.print(Text(caret, style="bold red"))
 
 
@@ -261,8 +270,8 @@ class Presenter:
     def step(self, renderer: Renderer, step: Step, shown: bool) -> None:
         """Render a step, then wait (--pause) or sleep (--delay) if it was shown.
 
-        Outside JSON the step arrives with its text made visible (``execute`` does it before
-        folding, so folded lines and loop summaries get it too).
+        Outside JSON the step arrives with its text made ``printable`` (by the worker's supervisor,
+        before folding, so folded lines and loop summaries get it too).
         """
         shown = shown or self.fmt is OutputFormat.json
         if self.interactive and shown:

@@ -28,6 +28,7 @@ from tcopy_cli.cli.options import (
 from tcopy_cli.cli.present import export, make_console
 from tcopy_cli.errors import ScriptRejected, UsageError
 from tcopy_cli.limits import Limits
+from tcopy_cli.printable import printable
 
 HELP = """\
 Type PyTorch statements; each one runs as a step and its table prints at once.
@@ -130,7 +131,13 @@ def repl(
         last[:] = [step]
 
     options = WorkerOptions(
-        device=device, limits=limits, keep_going=True, max_values=max_values, graph=True, **(permissions or {})
+        device=device,
+        limits=limits,
+        keep_going=True,
+        max_values=max_values,
+        graph=True,
+        printable=True,
+        **(permissions or {}),
     )
     session = WorkerSession(options, started)
 
@@ -185,7 +192,9 @@ def repl(
             try:
                 parse_program(text, "<repl>", limits)  # what Python can't parse is refused here
             except ScriptRejected as exc:
-                console.print(Text(f"refused at line {exc.line}, column {exc.column}: {exc.message}", style="red"))
+                console.print(
+                    Text(f"refused at line {exc.line}, column {exc.column}: {printable(exc.message)}", style="red")
+                )
                 continue
             try:
                 session.run(text, line_offset, emit)
@@ -193,7 +202,9 @@ def repl(
                 forget()
                 console.print(Text("(interrupted: the worker was stopped and every name forgotten)", style="dim"))
             except ScriptRejected as exc:
-                console.print(Text(f"refused at line {exc.line}, column {exc.column}: {exc.message}", style="red"))
+                console.print(
+                    Text(f"refused at line {exc.line}, column {exc.column}: {printable(exc.message)}", style="red")
+                )
             # Keep line numbers growing across inputs so steps read like one script.
             line_offset += text.count("\n") + 1
             if session.lost:
@@ -226,6 +237,6 @@ def _export(console: Console, name: str) -> None:
     try:
         export(console, path, "tcopy repl", clear=False)
     except UsageError as exc:
-        console.print(Text(exc.message, style="red"))
+        console.print(Text(printable(exc.message), style="red"))
         return
     console.print(Text(f"wrote {path}", style="dim"))

@@ -41,6 +41,7 @@ from tcopy_cli.cli.present import Presenter, Quit, make_console, show_rejection
 from tcopy_cli.cli.source import read_source
 from tcopy_cli.errors import ScriptRejected
 from tcopy_cli.limits import Limits
+from tcopy_cli.printable import printable, printable_record
 from tcopy_cli.render import ViewOptions, plural
 
 if TYPE_CHECKING:
@@ -87,9 +88,11 @@ def _reject(exc: ScriptRejected, source: str, origin: str, fmt: OutputFormat, de
             source=origin,
             confinement="none (refused before running)",
         )
-    make_renderer(fmt, ViewOptions(), make_console(False, None)).rejected(
-        info, exc.line or 1, exc.column or 1, exc.message
-    )
+    if fmt is not OutputFormat.json:  # the file name and the message are the script's text
+        info, message = printable_record(info), printable(exc.message)
+    else:
+        message = exc.message
+    make_renderer(fmt, ViewOptions(), make_console(False, None)).rejected(info, exc.line or 1, exc.column or 1, message)
     show_rejection(exc, source)
     raise typer.Exit(EXIT_SCRIPT)
 
@@ -121,11 +124,11 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
         trust=request.trust,
         allow_read=readable_paths(list(request.allow_read), origin),
         require_confinement=request.require_confinement,
+        printable=fmt is not OutputFormat.json,  # every view but JSON gets the script's text made printable
     )
     # The worker starts first: the views are imported while it confines itself and imports torch.
     proc = launch(source, origin, options)
     try:
-        from tcopy_cli.render.controls import visible_step
         from tcopy_cli.render.folding import StepFlow
 
         presenter.begin()
@@ -143,8 +146,6 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
         seen["errors"] += step.error is not None
         seen["expected"] += step.expected
         seen["missing"] += step.missed
-        if fmt is not OutputFormat.json:  # control characters as escapes (JSON's encoder escapes them itself)
-            step = visible_step(step)
         for event in flow.feed(step):
             presenter.event(renderer, event)
 

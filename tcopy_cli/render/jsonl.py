@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any, TextIO
 
 from tcopy_cli.render import ViewOptions
@@ -14,11 +15,21 @@ if TYPE_CHECKING:
 
 
 _STRICT = json.JSONEncoder(allow_nan=False, ensure_ascii=False)  # one for all lines: dumps() makes one per call
+# What the encoder leaves as it is (it escapes only C0, quotes and backslashes) but a terminal
+# showing the line would obey or a strict reader refuse: DEL, C1 (0x9b is CSI), the
+# bidirectional controls and line separators, lone surrogates. Outside strings a line is ASCII.
+_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    return f"\\u{ord(m[0]):04x}"
 
 
 def dumps(obj: dict[str, Any]) -> str:
-    """Strict JSON (no NaN/Infinity literals) on one line."""
-    return _STRICT.encode(obj)
+    """Strict JSON (no NaN/Infinity literals) on one line; the exact text, with the characters of
+    ``printable.UNPRINTABLE`` that JSON leaves raw written as ``\\uNNNN`` escapes."""
+    line = _STRICT.encode(obj)
+    return line if _UNSAFE.search(line) is None else _UNSAFE.sub(_escape, line)
 
 
 class JsonRenderer:

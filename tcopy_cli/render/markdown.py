@@ -7,7 +7,6 @@ from typing import TextIO
 
 from tcopy_cli.render import ViewOptions, error_counts, plural
 from tcopy_cli.render.cells import COLUMNS, Before, Quiet, removed_names, step_rows
-from tcopy_cli.render.controls import visible
 from tcopy_cli.render.folding import FoldedTurn, SeenRows, StepFlow, printed_lines, turn_label, turn_parts
 from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading, summary_rows, unlisted_rows
 from tcopy_cli.render.names import index_runs, unlisted_text
@@ -81,7 +80,7 @@ class MarkdownRenderer:
         """Title and run facts."""
         self.device = info.device
         # A heading's trailing #s would be read as its closing sequence: escaped.
-        title = re.sub(r"#+(?=\s*$)", lambda m: "\\#" * len(m[0]), _prose(visible(info.title)))
+        title = re.sub(r"#+(?=\s*$)", lambda m: "\\#" * len(m[0]), _prose(info.title))
         heading = title if info.title else f"tcopy: {code_span(info.source)}"
         self.out.write(
             f"# {heading}\n\ntcopy {info.tcopy} · torch {info.torch} · device {code_span(info.device)}"

@@ -23,10 +23,11 @@ def span(r: TensorRecord) -> tuple[int, int, bool]:
     return start, end, start != end and not is_row_major(r.shape, r.stride)
 
 
-def _bar(start: int, end: int, scale: float, char: str) -> str:
-    """Byte span [start, end) as a bar, ``scale`` characters a byte (at least one character)."""
-    a = int(start * scale)
-    b = max(a + 1, round(end * scale)) if end > start else a
+def _bar(start: int, end: int, scale: float, char: str, most: int) -> str:
+    """Byte span [start, end) as a bar, ``scale`` characters a byte (at least one character), cut at
+    ``most`` characters (a span past its storage comes only from records a worker made up)."""
+    a = min(max(int(start * scale), 0), most)
+    b = min(max(a + 1, round(end * scale)) if end > start else a, most + 1)
     return " " * a + char * (b - a)
 
 
@@ -80,7 +81,7 @@ def memory_map(step: Step, width: int = 80) -> RenderableType:
         first = group[0][1]
         total = first.storage_nbytes
         head = Text(f"  {label:<{name_w - 2}}", style="bold")
-        head.append("[" + _bar(0, total, scale, "█") + "]", style="blue")
+        head.append("[" + _bar(0, total, scale, "█", bar_w) + "]", style="blue")
         head.append(f" {total:,} B {first.device}", style="dim")
         lines.append(head)
         seen: set[str] = set()
@@ -91,7 +92,7 @@ def memory_map(step: Step, width: int = 80) -> RenderableType:
             start, end, strided = span(r)
             char = "▒" if strided else "█"
             row = Text(f"  {name:<{name_w - 2}} ", style="cyan")
-            row.append(_bar(start, end, scale, char), style="yellow" if strided else "green")
+            row.append(_bar(start, end, scale, char, bar_w), style="yellow" if strided else "green")
             row.append(f"  {byte_range(start, end)}" + (" strided" if strided else ""), style="dim")
             lines.append(row)
         for aname, a in step.arrays.items():

@@ -13,7 +13,6 @@ from rich.text import Text
 
 from tcopy_cli.render import ViewOptions, error_counts, plural
 from tcopy_cli.render.cells import Before, Quiet, Row, removed_names, step_rows
-from tcopy_cli.render.controls import visible
 from tcopy_cli.render.folding import FoldedTurn, SeenRows, StepFlow, printed_lines, turn_label, turn_parts
 from tcopy_cli.render.graph import graph_tree
 from tcopy_cli.render.grid import BOX, HEADER_STYLE, Cell, StepGrid
@@ -62,7 +61,7 @@ class TableRenderer:
             )
         )
         if info.title:
-            self.console.print(Trimmed(Text(visible(info.title), style="bold")))
+            self.console.print(Trimmed(Text(info.title, style="bold")))
         if info.trusted:
             self.console.print(Trimmed(Text(TRUSTED_HEADER, style="bold yellow")))
         confined = not info.confinement.startswith("none")
@@ -71,7 +70,7 @@ class TableRenderer:
                 Text.assemble(
                     ("confinement ", "dim"),
                     (info.confinement, "dim" if confined else "bold yellow"),
-                    (visible(info.reads), "dim"),
+                    (info.reads, "dim"),
                 )
             )
         )
@@ -110,7 +109,7 @@ class TableRenderer:
             title = Text.assemble(
                 (f"Step {step.index}", "bold"),
                 f" · line {step.line} · ",
-                visible(quiet.one_line),
+                quiet.one_line,
                 where,
                 (f" · {self.options.unchanged_text}" if quiet.says_unchanged else "", "dim"),
             )

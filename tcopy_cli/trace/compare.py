@@ -7,6 +7,7 @@ question gets a fresh run, so an in-place test cannot disturb another measuremen
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,10 +75,30 @@ class Comparison:
         }
 
 
-def _run(script: str, device: str, limits: Limits | None) -> Trace:
-    from tcopy_cli.engine import run_source
+Announce = Callable[[str, str], None]
+"""Told (expression, which run) before each experiment script runs (the worker tells the parent)."""
 
-    return run_source("import copy\n" + script, device=device, keep_going=False, limits=limits)
+RUNS = {
+    "first": "run 1 of up to 4: y = the expression, after the setup",
+    "grad": "run 2 of up to 4: does y.sum().backward() reach x",
+    "inplace": "run 3 of up to 4: does y.add_(1) show in x",
+    "autograd": "run 4 of up to 4: does autograd see that write",
+}
+"""The experiments of one expression, as a message names them (``EXPERIMENTS_PER_EXPRESSION`` in supervise)."""
+
+Run = Callable[[str, str], Trace]
+"""Runs one experiment script: (script, which of ``RUNS``)."""
+
+
+def _runner(expression: str, device: str, limits: Limits | None, announce: Announce | None) -> Run:
+    def run(script: str, what: str) -> Trace:
+        if announce is not None:
+            announce(expression, RUNS[what])
+        from tcopy_cli.engine import run_source
+
+        return run_source("import copy\n" + script, device=device, keep_going=False, limits=limits)
+
+    return run
 
 
 def _step_of(trace: Trace, marker: str) -> Step | None:
@@ -91,11 +112,18 @@ def _error_of(trace: Trace) -> Step | None:
     return next((s for s in trace.steps if s.status == "error"), None)
 
 
-def compare_one(expression: str, setup: str, device: str = "cpu", limits: Limits | None = None) -> Comparison:
-    """Measure one expression against the source ``x`` made by ``setup``."""
+def compare_one(
+    expression: str,
+    setup: str,
+    device: str = "cpu",
+    limits: Limits | None = None,
+    announce: Announce | None = None,
+) -> Comparison:
+    """Measure one expression against the source ``x`` made by ``setup`` (``announce``: told before each run)."""
+    run = _runner(expression, device, limits, announce)
     assign = f"y = {expression}"
     base = f"{setup}\n{assign}\n"
-    first = _run(base, device, limits)
+    first = run(base, "first")
     made = _step_of(first, assign)
     if made is None:
         err = _error_of(first)
@@ -122,17 +150,17 @@ def compare_one(expression: str, setup: str, device: str = "cpu", limits: Limits
         "device": y.device,
         "warnings": made.warnings,
     }
-    facts["grad_flows_to_source"] = _grad_flows(base, device, x, limits)
-    visible = _inplace_visible(base, device, limits)
+    facts["grad_flows_to_source"] = _grad_flows(base, x, run)
+    visible = _inplace_visible(base, run)
     facts["inplace_visible_in_source"] = visible
-    facts["autograd_detects_inplace"] = _autograd_detects(setup, assign, device, limits) if visible else None
+    facts["autograd_detects_inplace"] = _autograd_detects(setup, assign, run) if visible else None
     return Comparison(expression, **facts)
 
 
-def _grad_flows(base: str, device: str, x: TensorRecord, limits: Limits | None) -> bool:
+def _grad_flows(base: str, x: TensorRecord, run: Run) -> bool:
     if not x.requires_grad:
         return False
-    trace = _run(base + "y.sum().backward()\n", device, limits)
+    trace = run(base + "y.sum().backward()\n", "grad")
     step = _step_of(trace, "y.sum().backward()")
     if step is None or step.status == "error":
         return False
@@ -140,8 +168,8 @@ def _grad_flows(base: str, device: str, x: TensorRecord, limits: Limits | None) 
     return g is not None and g.values is not None and any(v != 0 for v in _flat(g.values))
 
 
-def _inplace_visible(base: str, device: str, limits: Limits | None) -> bool | None:
-    trace = _run(base + "with torch.no_grad():\n    y.add_(1)\n", device, limits)
+def _inplace_visible(base: str, run: Run) -> bool | None:
+    trace = run(base + "with torch.no_grad():\n    y.add_(1)\n", "inplace")
     before = _step_of(trace, "y = ")
     after = _step_of(trace, "y.add_(1)")
     if before is None or after is None or after.status == "error":
@@ -149,9 +177,9 @@ def _inplace_visible(base: str, device: str, limits: Limits | None) -> bool | No
     return bool(before.tensors["x"].values != after.tensors["x"].values)
 
 
-def _autograd_detects(setup: str, assign: str, device: str, limits: Limits | None) -> bool | None:
+def _autograd_detects(setup: str, assign: str, run: Run) -> bool | None:
     script = f"{setup}\nz = (x * x).sum()\n{assign}\nwith torch.no_grad():\n    y.add_(1)\nz.backward()\n"
-    trace = _run(script, device, limits)
+    trace = run(script, "autograd")
     step = _step_of(trace, "z.backward()")
     if step is None:
         return None
@@ -164,6 +192,13 @@ def _flat(v: Any) -> list[Any]:
     return [v]
 
 
-def compare(expressions: list[str], setup: str, device: str = "cpu", limits: Limits | None = None) -> list[Comparison]:
-    """Measure every expression (each in fresh runs, each run within ``limits``)."""
-    return [compare_one(e, setup, device, limits) for e in expressions]
+def compare(
+    expressions: list[str],
+    setup: str,
+    device: str = "cpu",
+    limits: Limits | None = None,
+    announce: Announce | None = None,
+) -> list[Comparison]:
+    """Measure every expression (each in fresh runs, each run within ``limits``; ``announce`` is told
+    which run starts, before it does)."""
+    return [compare_one(e, setup, device, limits, announce) for e in expressions]

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tcopy_cli.cli import app
-from tcopy_cli.render.controls import visible
+from tcopy_cli.printable import printable as visible
 
 runner = CliRunner()
 

@@ -1,4 +1,5 @@
-"""The worker's record codec: every record type comes back exactly as it went."""
+"""The worker's record codec: every record type comes back exactly as it went through the
+parent's decoder (``frames``), and a field holding another type is refused."""
 
 from __future__ import annotations
 
@@ -11,7 +12,27 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tcopy_cli.pipeline import run_source
-from tcopy_cli.trace import records, wire
+from tcopy_cli.trace import frames, records, wire
+
+
+def loads(line: str | bytes, tp: Any = Any) -> Any:
+    """What the parent makes of one line of ``wire``'s JSON, read as an annotation ``tp`` says."""
+    data = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
+    return frames.decode_as(tp, frames.parse(data.rstrip(b"\n")))
+
+
+def back(value: Any, tp: Any = Any) -> Any:
+    return loads(wire.dumps(value), tp)
+
+
+def frame(step_data: Any) -> bytes:
+    """A ``step`` frame of ``StepCodec.encode``'s data."""
+    return wire.frame_line({"kind": "step", "step": step_data})[:-1]
+
+
+def resolved(decoder: frames.FrameDecoder, line: bytes) -> records.Step:
+    step: records.Step = decoder.decode(line).data["step"]
+    return step
 
 # Scripts that between them produce every record class: tensors with grads, arrays,
 # a graph with saved tensors, saved-tensor events, errors, a caught error, nested function
@@ -64,12 +85,12 @@ def test_every_record_class_round_trips_exactly() -> None:
     covered: set[type] = set()
     for rec in recs:
         covered |= walk(rec)
-        back = wire.loads(wire.dumps(rec))
-        assert type(back) is type(rec)
-        assert back == rec
-        assert repr(back) == repr(rec)  # same field types too (tuple stays tuple, frozenset stays frozenset)
+        again = back(rec, type(rec))
+        assert type(again) is type(rec)
+        assert again == rec
+        assert repr(again) == repr(rec)  # same field types too (tuple stays tuple, frozenset stays frozenset)
         if hasattr(rec, "to_json"):
-            assert json.dumps(back.to_json()) == json.dumps(rec.to_json())
+            assert json.dumps(again.to_json()) == json.dumps(rec.to_json())
     # the scripts exercise every record class there is (a new class needs a case here)
     assert covered == set(wire.registry().values()), set(wire.registry().values()) - covered
 
@@ -88,14 +109,25 @@ def test_registry_picks_up_every_dataclass_in_records() -> None:
         {3: "int key", -1: "negative", None: "none"},
         {"__t": "Step", "__tuple": [1]},
         {"__float": "nan"},
-        [float("inf"), -0.0, 1e308, 2**80],
+        [float("inf"), -0.0, 1e308, 2**63 - 1, -(2**63), 2**64 - 1],
         [float("-inf"), 0.1, {"x": float("inf")}, (float("inf"),)],
         {"s": "\ud800 lone surrogate \x00 and é"},
     ],
 )
 def test_plain_values_round_trip(value: Any) -> None:
-    back = wire.loads(wire.dumps(value))
-    assert back == value and repr(back) == repr(value)
+    again = back(value)
+    assert again == value and repr(again) == repr(value)
+
+
+def test_an_int_past_64_bits_is_read_as_orjson_reads_it() -> None:
+    """A float in plain data (a tensor's values hold none such: 64 bits is torch's widest int); a field
+    annotated int refuses it; past a double, refused."""
+    assert back([2**80]) == [float(2**80)] and back(["\ud800", 2**80]) == ["\ud800", float(2**80)]
+    with pytest.raises(frames.WireError):
+        back(records.LoopContext(line=1, iteration=2**80), records.LoopContext)
+    for line in (b"[" + b"9" * 5000 + b"]", b'["\\ud800", ' + b"9" * 5000 + b"]"):
+        with pytest.raises(frames.WireError):
+            loads(line)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -103,12 +135,13 @@ def _same(a: Any, b: Any) -> bool:
     return repr(a) == repr(b)
 
 
+INT64 = st.integers(-(2**63), 2**64 - 1)  # the ints on the wire (past them: test_an_int_past_64_bits...)
 json_like = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    st.none() | st.booleans() | INT64 | st.floats() | st.text(),
     lambda inner: (
         st.lists(inner, max_size=4)
         | st.tuples(inner, inner)
-        | st.dictionaries(st.text(max_size=8) | st.integers() | st.none(), inner, max_size=4)
+        | st.dictionaries(st.text(max_size=8) | INT64 | st.none(), inner, max_size=4)
     ),
     max_leaves=20,
 )
@@ -120,8 +153,8 @@ def test_any_value_comes_back_whichever_encoder_writes_the_line(value: Any) -> N
     """orjson writes most lines, the standard encoder the rest (big ints, lone surrogates): both read back the same."""
     line = wire.frame_line({"v": wire.encode(value)})
     assert line.endswith(b"\n") and line.count(b"\n") == 1
-    assert _same(wire.loads(line)["v"], value)
-    assert _same(wire.loads(wire.dumps(value)), value)
+    assert _same(loads(line)["v"], value)
+    assert _same(back(value), value)
 
 
 def test_non_finite_floats_travel_tagged_so_orjson_can_write_them() -> None:
@@ -129,21 +162,21 @@ def test_non_finite_floats_travel_tagged_so_orjson_can_write_them() -> None:
     line = wire.frame_line(wire.encode(value))
     assert b"null" not in line and b"NaN" not in line and b"Infinity" not in line
     assert line == wire.orjson.dumps(wire.encode(value), option=wire.orjson.OPT_APPEND_NEWLINE)  # orjson wrote it
-    assert _same(wire.loads(line), value)
+    assert _same(loads(line), value)
     # A float subclass travels as a float; a plain dict with the tag's key as a dict.
-    assert _same(wire.loads(wire.dumps(type("F", (float,), {})(float("nan")))), float("nan"))
-    assert wire.loads(wire.dumps({"__float": "inf"})) == {"__float": "inf"}
+    assert _same(back(type("F", (float,), {})(float("nan"))), float("nan"))
+    assert back({"__float": "inf"}) == {"__float": "inf"}
 
     # ... by the value it holds: its own __float__ (a --trust script's code) is not called
     class Odd(float):
         def __float__(self) -> float:
             raise RuntimeError("called")
 
-    assert _same(wire.loads(wire.dumps([Odd(2.5), Odd(float("-inf"))])), [2.5, float("-inf")])
+    assert _same(back([Odd(2.5), Odd(float("-inf"))]), [2.5, float("-inf")])
     # What orjson refuses, the standard encoder writes (as ASCII).
-    for refused in (2**64, "\ud800"):
+    for refused, read in ((2**64, float(2**64)), ("\ud800", "\ud800")):
         line = wire.frame_line(wire.encode([refused]))
-        assert line.isascii() and wire.loads(line) == [refused]
+        assert line.isascii() and loads(line) == [read]
     # Text is UTF-8 on the wire.
     assert "é→".encode() in wire.frame_line(wire.encode(["é→"]))
 
@@ -155,34 +188,41 @@ def test_unknown_classes_are_refused() -> None:
 
     with pytest.raises(wire.WireError):
         wire.dumps(Foreign(1))
-    with pytest.raises(wire.WireError, match="unknown record class"):
-        wire.loads('{"__r": ["Popen", "true"]}')
+    with pytest.raises(wire.WireError, match="expected a RunInfo record"):
+        loads('{"__r": ["Popen", "true"]}', records.RunInfo)
+    with pytest.raises(wire.WireError, match="record"):  # no record where plain data belongs
+        loads('{"__r": ["RunInfo", "x"]}')
     fields = len(dataclasses.fields(records.RunSummary))
     with pytest.raises(wire.WireError, match=f"RunSummary has {fields} fields, not {fields + 1}"):
-        wire.loads(json.dumps({"__r": ["RunSummary", *[0] * (fields + 1)]}))
+        loads(json.dumps({"__r": ["RunSummary", *[0] * (fields + 1)]}), records.RunSummary)
     with pytest.raises(wire.WireError):
         wire.dumps(object())
     # a reference means something only as a tensor of a step in a stream of steps
-    assert wire.loads('{"__same": 1}') == {"__same": 1}
+    with pytest.raises(wire.WireError):
+        loads('{"__same": 1}')
     # set members and keys: no tuples, and ints whose hashes collide are refused
     with pytest.raises(wire.WireError, match="can't be a list"):
-        wire.loads('{"__frozenset": [[1, 2]]}')
-    colliding = [k * (2**61 - 1) for k in range(1, 200)]
+        loads('{"__frozenset": [[1, 2]]}')
+    with pytest.raises(wire.WireError, match="can't be a float"):  # past 64 bits: a float, which no set holds
+        loads(json.dumps({"__frozenset": [k * (2**61 - 1) for k in range(1, 200)]}))
+    m = 2**61 - 1
+    colliding = [r + k * m for r in range(8) for k in range(-4, 8) if -(2**63) <= r + k * m < 2**64]
+    assert len(colliding) > 64
     with pytest.raises(wire.WireError, match="collide"):
-        wire.loads(json.dumps({"__frozenset": colliding}))
+        loads(json.dumps({"__frozenset": colliding}))
     with pytest.raises(wire.WireError, match="collide"):
-        wire.loads(json.dumps({"__items": [[k, 0] for k in colliding]}))
-    assert wire.loads(json.dumps({"__frozenset": list(range(1000))})) == frozenset(range(1000))
+        loads(json.dumps({"__items": [[k, 0] for k in colliding]}))
+    assert loads(json.dumps({"__frozenset": list(range(1000))})) == frozenset(range(1000))
     # a tagged float is one of the three non-finite ones
     for bad in ('"NaN"', '"1.5"', "1", "null", '["nan"]'):
         with pytest.raises(wire.WireError, match="__float is one of"):
-            wire.loads('{"__float": ' + bad + "}")
+            loads('{"__float": ' + bad + "}")
     # a field holds what its annotation says (a loop turn of Infinity would count forever)
-    turn = json.dumps({"__r": ["LoopContext", 3, float("inf"), None, 1, False]})
+    turn = json.dumps({"__r": ["LoopContext", 3, 1e308, None, 1, False]})
     with pytest.raises(wire.WireError, match=r"LoopContext\.iteration can.t be float"):
-        wire.loads(turn)
+        loads(turn, records.LoopContext)
     with pytest.raises(wire.WireError, match=r"LoopContext\.line can.t be bool"):
-        wire.loads(json.dumps({"__r": ["LoopContext", True, 1, None, 1, False]}))
+        loads(json.dumps({"__r": ["LoopContext", True, 1, None, 1, False]}), records.LoopContext)
 
 
 def test_a_stream_of_steps_sends_unchanged_tensors_once() -> None:
@@ -199,21 +239,21 @@ def test_a_stream_of_steps_sends_unchanged_tensors_once() -> None:
         "z.data.neg_()\n"  # 0.0 -> -0.0: equal as floats, not the same record
     )
     steps = run_source(src).steps
-    sender, receiver = wire.StepCodec(), wire.StepCodec()
-    lines = [json.dumps(sender.encode(s)) for s in steps]
-    back = [receiver.resolve(wire.loads(line)) for line in lines]
-    assert back == steps
-    assert [repr(s) for s in back] == [repr(s) for s in steps]
-    by_source = {s.source: (s, line) for s, line in zip(back, lines)}
+    sender, receiver = wire.StepCodec(), frames.FrameDecoder()
+    lines = [frame(sender.encode(s)) for s in steps]
+    got = [resolved(receiver, line) for line in lines]
+    assert got == steps
+    assert [repr(s) for s in got] == [repr(s) for s in steps]
+    by_source = {s.source: (s, line) for s, line in zip(got, lines)}
     line = by_source["c.backward()"][1]
     # backward changed only b's grad: a and c went as references
-    sent = json.loads(line)["__r"][1 + [f.name for f in dataclasses.fields(records.Step)].index("tensors")]
+    sent = json.loads(line)["step"]["__r"][1 + [f.name for f in dataclasses.fields(records.Step)].index("tensors")]
     assert sent["a"] == {"__same": 1} and sent["c"] == {"__same": 1} and "__r" in sent["b"]
     negated = by_source["z.data.neg_()"][0].tensors["z"]
     assert repr(negated.values) == "[-0.0]"
     # a reference to a name the receiver never got is refused
     with pytest.raises(wire.WireError, match="never sent"):
-        wire.StepCodec().resolve(wire.loads(by_source["c.backward()"][1]))
+        frames.FrameDecoder().decode(by_source["c.backward()"][1])
 
 
 def test_evolve_is_replace_for_every_record() -> None:
@@ -261,13 +301,13 @@ def test_every_checked_field_refuses_values_of_another_kind() -> None:
     checked = 0
     for cls, obj in seen.items():
         encoded = json.loads(json.dumps(wire.encode(obj)[wire._REC]))  # as the parent reads it
-        assert type(wire._record(list(encoded))) is cls  # (nested records left encoded: not checked here)
+        assert type(frames.decode_as(cls, {"__r": json.loads(json.dumps(encoded))})) is cls
         for i, f in enumerate(dataclasses.fields(cls)):
             for bad in WRONG.get(str(f.type), []):
-                data = list(encoded)
+                data = json.loads(json.dumps(encoded))
                 data[i + 1] = bad
-                with pytest.raises(wire.WireError, match=rf"{cls.__name__}\.{f.name} can't be"):
-                    wire._record(data)
+                with pytest.raises(wire.WireError, match=rf"{cls.__name__}\.{f.name}"):
+                    frames.decode_as(cls, {"__r": data})
                 checked += 1
     assert checked > 300
 
@@ -314,17 +354,19 @@ def test_a_steps_unlisted_counts_must_be_counts_by_name() -> None:
     step = run_source("xs = [torch.zeros(1) for _ in range(1002)]").steps[-1]
     assert step.unlisted == {"xs": 2}
     for bad in ({"xs": "2"}, {"xs": 2.0}, {"xs": True}, {"xs": 0}, {"xs": -5}, [["xs", 2]]):
-        line = json.dumps(wire.StepCodec().encode(dataclasses.replace(step, unlisted=bad)))  # type: ignore[arg-type]
+        line = frame(wire.StepCodec().encode(dataclasses.replace(step, unlisted=bad)))  # type: ignore[arg-type]
         with pytest.raises(wire.WireError, match="unlisted"):
-            wire.StepCodec().resolve(wire.loads(line))
-    assert wire.StepCodec().resolve(wire.loads(json.dumps(wire.StepCodec().encode(step)))).unlisted == {"xs": 2}
+            frames.FrameDecoder().decode(line)
+    assert resolved(frames.FrameDecoder(), frame(wire.StepCodec().encode(step))).unlisted == {"xs": 2}
 
 
 def test_a_step_not_observed_carries_no_records() -> None:
     step = run_source("x = torch.zeros(1)").steps[-1]
     empty = dataclasses.replace(step, tensors={}, arrays={}, observed=False)
-    assert wire.StepCodec().resolve(wire.loads(json.dumps(wire.StepCodec().encode(empty)))).observed is False
-    for bad in (dataclasses.replace(step, observed=False), dataclasses.replace(step, observed=0)):
-        line = json.dumps(wire.StepCodec().encode(bad))
-        with pytest.raises(wire.WireError, match="observed"):
-            wire.StepCodec().resolve(wire.loads(line))
+    assert resolved(frames.FrameDecoder(), frame(wire.StepCodec().encode(empty))).observed is False
+    line = frame(wire.StepCodec().encode(dataclasses.replace(step, observed=False)))
+    with pytest.raises(wire.WireError, match="observed"):
+        frames.FrameDecoder().decode(line)
+    line = frame(wire.StepCodec().encode(dataclasses.replace(step, observed=0)))
+    with pytest.raises(wire.WireError, match="observed"):
+        frames.FrameDecoder().decode(line)
