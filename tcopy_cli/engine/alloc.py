@@ -127,6 +127,20 @@ def _matmul_numel(a: torch.Tensor, b: torch.Tensor) -> int | None:
     return _prod(batch) * n * m
 
 
+GROWING = frozenset(
+    """
+    cat concat concatenate stack hstack vstack dstack column_stack block_diag matmul mm bmm __matmul__
+    cartesian_prod outer ger kron cdist full new_full randint normal arange linspace logspace eye tril_indices
+    triu_indices randperm repeat tile repeat_interleave diag diagflat diag_embed vander histc bincount
+    combinations multinomial einsum one_hot pad tensordot embedding interpolate empty_strided
+    """.split()
+)
+"""Calls whose result can be far larger than their tensor arguments, sized before they run (with the
+factories); any other call's result is checked right after it returns."""
+ESTIMATED = GROWING | _SIZE_FACTORIES | DATA_FACTORIES
+"""Every call ``estimate_numel`` sizes before it runs."""
+
+
 def estimate_numel(
     name: str, args: Sequence[Any], kwargs: dict[str, Any], self_tensor: torch.Tensor | None = None
 ) -> int | None:

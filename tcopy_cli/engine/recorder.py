@@ -227,7 +227,7 @@ class OpMode(TorchFunctionMode):
 
     def _check_size(self, spec: _Spec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """--max-elements before the call allocates, where its size can be told from the arguments."""
-        if spec.kind != "call":
+        if spec.kind != "call" or spec.name not in alloc.ESTIMATED:
             return
         limits = self.recording.limits
         try:
