@@ -138,7 +138,8 @@ GROWING = frozenset(
 """Calls whose result can be far larger than their tensor arguments, sized before they run (with the
 factories); any other call's result is checked right after it returns."""
 ESTIMATED = GROWING | _SIZE_FACTORIES | DATA_FACTORIES
-"""Every call ``estimate_numel`` sizes before it runs."""
+"""Every call ``estimate_numel`` sizes before it runs by its name (any other that broadcasts tensors of
+different shapes is sized by their broadcast shape)."""
 
 
 def estimate_numel(

@@ -226,8 +226,9 @@ class OpMode(TorchFunctionMode):
         return result
 
     def _check_size(self, spec: _Spec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """--max-elements before the call allocates, where its size can be told from the arguments."""
-        if spec.kind != "call" or spec.name not in alloc.ESTIMATED:
+        """--max-elements before the call allocates, where its size can be told from the arguments (a
+        call that broadcasts tensors of different shapes included: ``a[:, None] * a``)."""
+        if spec.kind not in ("call", "binop") or (spec.name not in alloc.ESTIMATED and not _broadcasts(args)):
             return
         limits = self.recording.limits
         try:
@@ -249,6 +250,18 @@ class OpMode(TorchFunctionMode):
         exc = limits.exceeded("max_elements", detail)
         self.recording.on_limit(exc)
         raise exc
+
+
+def _broadcasts(args: tuple[Any, ...]) -> bool:
+    """Whether the positional arguments hold tensors of more than one shape (their result broadcasts)."""
+    shape = None
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            if shape is None:
+                shape = a.shape
+            elif a.shape != shape:
+                return True
+    return False
 
 
 def _inputs(spec: _Spec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[tuple[str, ast.AST | None, Any]]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import textwrap
 
 from tcopy_cli.engine import run_source
+from tcopy_cli.trace import frames, records, wire
 from tcopy_cli.trace.records import CallSite, LoopContext
-from tcopy_cli.trace.wire import dumps, loads
 
 
 def _turns_by_python(src: str) -> list[tuple[int, ...]]:
@@ -124,7 +124,7 @@ def test_block_comments_narrate_the_first_step_once() -> None:
 def test_context_travels_on_the_wire() -> None:
     src = "def f(x):\n    return x + 1\nfor i in range(2):\n    with torch.no_grad():\n        y = f(torch.ones(1))\n"
     for step in run_source(src).steps:
-        assert loads(dumps(step)) == step
+        assert frames.decode_as(records.Step, frames.parse(wire.dumps(step).encode())) == step
     last = run_source(src).steps[-1]
     assert (
         last.loops

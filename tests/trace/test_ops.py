@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from tcopy_cli.engine import run_source
+from tcopy_cli.trace import frames, records, wire
 from tcopy_cli.trace.records import OpRecord
-from tcopy_cli.trace.wire import dumps, loads
 
 
 def ops_of(src: str, step: int = -1) -> list[OpRecord]:
@@ -59,7 +59,7 @@ def test_failed_operation_is_recorded_with_its_error() -> None:
 def test_ops_cross_the_wire_and_are_json() -> None:
     trace = run_source("import torch\na = torch.ones(2, requires_grad=True)\nb = a[0:1]\nb.data = torch.zeros(3)")
     for step in trace.steps:
-        assert loads(dumps(step)) == step
+        assert frames.decode_as(records.Step, frames.parse(wire.dumps(step).encode())) == step
         json.loads(json.dumps(step.to_json(), allow_nan=False))
     assert trace.steps[-1].to_json()["ops"][-1]["detail"]["replaced"] == ["storage"]
 
