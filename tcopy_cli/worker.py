@@ -335,11 +335,11 @@ def _worker_runner(program: Any, options: Any, channel: Channel, hook: dict[str,
     from tcopy_cli.engine.stepper import Stepper
 
     class WorkerStepper(Stepper):
-        def started(self, node: Any, header: bool, where: Any, frame: Any) -> None:
+        def started(self, node: Any, header: bool, frame: Any, where: Any, turns: int) -> None:
             channel.running(node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0)
             if hook is not None and hook.get("line") == node.lineno:
                 _run_hook(hook["code"], channel)
-            super().started(node, header, where, frame)
+            super().started(node, header, frame, where, turns)
 
     return WorkerStepper(program, options, channel.step)
 

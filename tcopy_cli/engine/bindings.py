@@ -81,9 +81,14 @@ def targets(node: ast.stmt, function: str | None) -> frozenset[str]:
     return frozenset(found)
 
 
+_ASSIGNED: dict[ast.stmt, list[str]] = {}
+
+
 def before(node: ast.stmt, frame: FrameType, kinds: CodeKinds) -> list[Bound]:
     """The names ``node`` assigns and the tensors or arrays they hold as it starts."""
-    names = _assigned(node)
+    names = _ASSIGNED.get(node)
+    if names is None:
+        names = _ASSIGNED[node] = _assigned(node)
     if not names:
         return []
     module = kinds(frame.f_code) == "module"
@@ -111,6 +116,8 @@ def statement_ops(
     """Records of the bindings and untraced calls of a statement that ended (numbered after ``ops``).
 
     ``names``: the table's names now; ``ops``: what the dispatch record has for the statement."""
+    if not bound and not _may_record(node):
+        return []
     named = {n for op in ops for r in op.results for n in r.names}
     call = program.statement_source(node)
     out: list[OpRecord] = []
@@ -133,6 +140,20 @@ def statement_ops(
     out += _array_writes(len(ops) + len(out), node, call, names, function)
     out += _container_adds(len(ops) + len(out), node, call, names, function, program)
     return out
+
+
+_RECORDS: dict[ast.stmt, bool] = {}
+
+
+def _may_record(node: ast.stmt) -> bool:
+    """Whether a statement that binds no name may still make a record here: an item put into a list or
+    dict, a write into a NumPy array (what the statement's syntax allows; kept per statement)."""
+    found = _RECORDS.get(node)
+    if found is None:
+        call = node.value if isinstance(node, ast.Expr) else None
+        adds = isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in ADDING
+        found = _RECORDS[node] = adds or isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+    return found
 
 
 def _version_of(obj: Any) -> int:

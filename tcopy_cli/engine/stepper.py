@@ -85,6 +85,8 @@ class Stepper:
         # reports it (observing thousands of tensors) is reported there.
         self.last_node: ast.stmt | None = None
         self.last_where = Where()
+        self.where_of: Callable[[], Where] = lambda: self.last_where
+        """Where the statement running now is (asked only when an error step must say it)."""
         # Characters of notes, warnings and error messages reported so far (--max-output counts them
         # with what the script printed).
         self.reported = 0
@@ -191,16 +193,18 @@ class Stepper:
 
     # --- what the tracer tells ---------------------------------------------------------
 
-    def started(self, node: ast.stmt, header: bool, where: Where, frame: FrameType) -> None:
+    def started(self, node: ast.stmt, header: bool, frame: FrameType, where: Callable[[], Where], turns: int) -> None:
         """A statement starts: check the limits (they end the run with an error step) and open its
-        operation record."""
+        operation record. ``where`` tells where it runs (asked only for an error step), ``turns`` the
+        most turns a loop of its frame has run."""
         with torch._C.DisableTorchFunction():
-            self.last_where = where
+            self.where_of = where
             if header:
                 self._check_deadline(node)
             else:
                 self._check_step_budget(node)
-            self._check_iterations(node, where)
+            if turns > self.options.limits.max_iterations:
+                self._check_iterations(node, where())
             self.current_node = self.last_node = node
             before = bindings.before(node, frame, self.tracer.kind)
             self.running[id(frame)] = _Statement(self.recorder.push(), before)
@@ -256,6 +260,7 @@ class Stepper:
             return
         self.current_node = self.last_node = node
         self.last_where = ended.where
+        self.where_of = lambda: ended.where
         walked: Walked | None = None
         ops: list[OpRecord] = []
         if running is not None:
@@ -334,7 +339,7 @@ class Stepper:
         raise StopRun()
 
     def _emit_error(self, node: ast.stmt, exc: BaseException, observe: bool = True, where: Where | None = None) -> None:
-        self._finish(node, "", [], exc, where or self.last_where, observe=observe)
+        self._finish(node, "", [], exc, where or self.where_of(), observe=observe)
 
     def _flush_pending(self) -> None:
         """Header output with no step after it becomes a step of the header."""

@@ -361,7 +361,8 @@ class Tracer:
 
     def _begin(self, frame: FrameType, state: _Running, node: ast.stmt) -> None:
         self.loops.follow(frame, state.loops, node, self.index)
-        self.stepper.started(node, self.index.is_header(node), self._where(frame, node), frame)
+        turns = max((t.turn for t in state.loops), default=0)  # (a turn counts once its body starts)
+        self.stepper.started(node, self.index.is_header(node), frame, lambda: self._where(frame, node), turns)
         state.node, state.resumed = node, False
         state.out = io.StringIO()
         state.warned = []
