@@ -7,7 +7,7 @@ only thread, so every thread those libraries start inherits what is set here. In
    where unprivileged user namespaces are allowed; the worker forks into the PID
    namespace here;
 2. ``no_new_privs``, the thread cap (``RLIMIT_NPROC``, and the PID namespace's
-   ``pid_max``), a fixed open-file limit;
+   ``pid_max``), fixed open-file and stack limits;
 3. Landlock (``process.landlock``): read-only access beneath the places Python loads from;
 4. every capability dropped (``process.privileges``);
 5. the seccomp allow-list (``process.seccomp``), last, since it refuses what the steps
@@ -110,15 +110,23 @@ def _cap_threads(result: Confinement, ns: namespaces.Namespaces) -> None:
     result.threads = ", ".join(ways)
 
 
-def _fix_open_files() -> None:
-    """The open-file limit can't be raised (each open file holds kernel memory)."""
+STACK_LIMIT = 64 * 1024**2
+"""The main thread's stack when the user's limit is unlimited: it grows outside RLIMIT_DATA."""
+
+
+def _fix_limits() -> None:
+    """Limits the worker could raise up to their hard value are fixed at their soft one: open files
+    (each holds kernel memory) and the main thread's stack (not counted by RLIMIT_DATA)."""
     import resource
 
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    try:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, soft))
-    except (OSError, ValueError):
-        pass
+    for which in (resource.RLIMIT_NOFILE, resource.RLIMIT_STACK):
+        soft, hard = resource.getrlimit(which)
+        if soft == resource.RLIM_INFINITY and which == resource.RLIMIT_STACK:
+            soft = STACK_LIMIT if hard == resource.RLIM_INFINITY else min(STACK_LIMIT, hard)
+        try:
+            resource.setrlimit(which, (soft, soft))
+        except (OSError, ValueError):
+            pass
 
 
 def confine(device: str = "cpu", readable: Iterable[str] = ()) -> Confinement:
@@ -142,7 +150,7 @@ def confine(device: str = "cpu", readable: Iterable[str] = ()) -> Confinement:
         result.problems.append(f"no_new_privs: {exc}")
         return result
     _cap_threads(result, ns)
-    _fix_open_files()
+    _fix_limits()
     result.rlimits = rlimits_in_place()
     abi = landlock.landlock_abi()
     libc = landlock._libc()

@@ -113,28 +113,22 @@ MEASURED = (
 # The same work done another way (other C libraries, architectures, Python versions), and
 # calls that only read or change this process's own state.
 ALSO_ALLOWED = (
-    # time, sleeping, scheduling of this process
+    # time and sleeping (the vDSO's fallbacks), this process's scheduling
     "clock_gettime", "clock_getres", "gettimeofday", "time", "nanosleep", "sched_yield", "getcpu",
     "sched_getparam", "sched_getscheduler", "sched_getattr", "sched_get_priority_max",
-    "sched_get_priority_min", "sched_rr_get_interval", "getitimer", "timer_create", "timer_settime",
-    "timer_gettime", "timer_getoverrun", "timer_delete", "timerfd_create", "timerfd_settime",
-    "timerfd_gettime",
-    # files already opened or opened read-only (Landlock decides which)
+    "sched_get_priority_min", "getitimer",
+    # files already open, or opened read-only (Landlock decides which)
     "stat", "lstat", "statx", "fstatfs", "statfs", "access", "faccessat", "faccessat2", "readlinkat",
-    "getdents", "readv", "preadv", "preadv2", "writev", "pwrite64", "pwritev", "pwritev2", "dup", "dup2",
-    "dup3", "pipe", "pipe2", "eventfd", "eventfd2", "poll", "ppoll", "select", "pselect6", "epoll_create",
-    "epoll_ctl", "epoll_wait", "epoll_pwait", "epoll_pwait2", "close_range", "fadvise64", "readahead",
-    "fsync", "fdatasync", "chdir", "fchdir", "umask", "getxattr", "lgetxattr", "fgetxattr", "listxattr",
-    "llistxattr", "flistxattr",
-    # memory of this process
-    "mremap", "msync", "mincore", "get_mempolicy", "set_mempolicy", "set_mempolicy_home_node",
-    "membarrier", "pkey_alloc", "pkey_free", "pkey_mprotect", "map_shadow_stack", "mseal",
+    "getdents", "readv", "writev", "dup", "dup2", "dup3", "pipe", "pipe2", "eventfd2", "poll", "ppoll",
+    "select", "pselect6", "epoll_create", "epoll_ctl", "epoll_wait", "epoll_pwait", "epoll_pwait2",
+    "close_range", "chdir", "fchdir", "umask",
+    # memory of this process (glibc's realloc moves large blocks with mremap; NUMA-aware pools)
+    "mremap", "get_mempolicy", "set_mempolicy", "membarrier", "map_shadow_stack", "mseal",
     # threads, signals and identity of this process
-    "futex_waitv", "futex_wake", "futex_wait", "futex_requeue", "set_tid_address", "arch_prctl",
-    "rt_sigreturn", "rt_sigsuspend", "rt_sigtimedwait", "rt_sigpending", "sigaltstack",
-    "restart_syscall", "getppid", "geteuid", "getgid", "getegid", "getgroups", "getresuid",
-    "getresgid", "getpgrp", "getpgid", "getsid", "getrusage", "times", "sysinfo", "capget",
-    "getrlimit", "setrlimit", "wait4", "waitid",
+    "set_tid_address", "arch_prctl", "rt_sigreturn", "rt_sigsuspend", "rt_sigtimedwait", "rt_sigpending",
+    "sigaltstack", "restart_syscall", "getppid", "geteuid", "getgid", "getegid", "getgroups",
+    "getresuid", "getresgid", "getpgrp", "getpgid", "getsid", "getrusage", "times", "sysinfo", "capget",
+    "getrlimit", "setrlimit",
 )  # fmt: skip
 
 # Refused with EPERM: what a script may try on purpose. Anything not named anywhere here
