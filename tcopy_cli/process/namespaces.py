@@ -4,8 +4,12 @@ bubblewrap's approach: a new user namespace (the worker keeps its own uid and gi
 mapped one to one) that owns a new IPC namespace (System V shared memory, semaphores,
 message queues and POSIX message queues of the user's other processes are out of
 reach, and what the worker makes goes when it ends), a new network namespace (no
-interface but a loopback that is down) and a new PID namespace (no other process can be
+interface but a loopback that is down), a mount namespace and a new PID namespace (no other process can be
 named by its pid; the kernel ends every process in it when its first process ends).
+
+In its own mount namespace the worker mounts the PID namespace's /proc over the machine's,
+so other processes have no /proc entry there (their environment, command line, maps),
+with or without Landlock; nothing else is mounted or hidden.
 
 A new PID namespace takes effect for the children of the process that makes it, so the
 worker forks twice before it imports torch, as bubblewrap does: the process tcopy
@@ -33,6 +37,7 @@ import struct
 import sys
 from dataclasses import dataclass
 
+CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
@@ -50,6 +55,8 @@ class Namespaces:
     net: bool = False
     pid: bool = False
     pid_max: int = 0
+    proc: bool = False
+    """/proc is the PID namespace's own (other processes have no entry there)."""
     problem: str = ""
 
     @property
@@ -100,7 +107,7 @@ def enter(thread_cap: int) -> Namespaces:
         return ns
     uid, gid = os.getuid(), os.getgid()
     try:
-        _unshare(libc, CLONE_NEWUSER | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWPID)
+        _unshare(libc, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWPID)
     except OSError as exc:
         ns.problem = f"the kernel refused a user namespace ({exc.strerror})"
         return ns
@@ -112,7 +119,21 @@ def enter(thread_cap: int) -> Namespaces:
     _fork_into_pid_namespace()
     ns.pid = True
     ns.pid_max = _set_pid_max(thread_cap)
+    ns.proc = _mount_own_proc(libc)
     return ns
+
+
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
+
+
+def _mount_own_proc(libc: ctypes.CDLL) -> bool:
+    """Mount the PID namespace's own /proc over the machine's (in the worker's own mount namespace):
+    other processes' /proc entries (their environment, command line, memory maps) are gone, with
+    or without Landlock. False where the kernel refuses (a container that masks parts of /proc)."""
+    if libc.mount(None, b"/", None, ctypes.c_ulong(_MS_REC | _MS_PRIVATE), None) != 0:
+        return False
+    flags = ctypes.c_ulong(_MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    return bool(libc.mount(b"proc", b"/proc", b"proc", flags, None) == 0)
 
 
 def _set_pid_max(cap: int) -> int:

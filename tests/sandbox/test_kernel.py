@@ -401,3 +401,13 @@ def test_the_repl_keeps_one_confined_worker_and_replaces_a_stuck_one(monkeypatch
     assert "NameError: name 'a' is not defined" in out
     assert "[0.]" in out
     assert len(started) == 2  # one worker for the first three statements, a fresh one after the kill
+
+
+def test_without_libseccomp_the_run_goes_on_and_the_header_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TCOPY_NO_LIBSECCOMP", "1")
+    infos: list = []
+    steps: list = []
+    run_in_worker("a = torch.ones(2)\nb = a * 2\n", "<t>", WorkerOptions(), steps.append, infos.append)
+    parts = (("landlock", LANDLOCK), ("namespaces", NAMESPACES), ("rlimits", LINUX))
+    assert infos[0].confinement == ("+".join(name for name, on in parts if on) or "none")
+    assert [s.error for s in steps] == [None, None]

@@ -285,14 +285,17 @@ attempt("mq_open", lambda: raw("mq_open", b"tcopy-test", os.O_CREAT | os.O_RDWR,
 
 
 @pytest.mark.skipif(not NAMESPACES, reason="unprivileged user namespaces are refused here")
-def test_the_worker_has_private_ipc_network_and_pid_namespaces() -> None:
+def test_the_worker_has_private_ipc_network_and_pid_namespaces(victim: subprocess.Popen[bytes]) -> None:
     """Without the filter, the namespaces alone hide other processes, their IPC and the network."""
-    results = in_worker("""
+    results = in_worker(f"""
 import os
 report("pid", os.getpid())
-report("ns", {n: os.readlink("/proc/self/ns/" + n) for n in ("ipc", "net", "pid", "user")})
+report("ns", {{n: os.readlink("/proc/self/ns/" + n) for n in ("ipc", "net", "pid", "user")}})
+report("proc", [os.path.exists("/proc/%d" % pid) for pid in (1, 2, {victim.pid}, {os.getpid()})])
 """)
     assert results["pid"] == 2  # init is 1 (it waits for the worker), nobody else is visible
+    # its own /proc: no entry (environ, cmdline, maps) for another process, even where Landlock is missing
+    assert results["proc"] == [True, True, False, False]
     mine = {n: os.readlink(f"/proc/self/ns/{n}") for n in ("ipc", "net", "pid", "user")}
     for name in ("ipc", "net", "pid", "user"):
         assert results["ns"][name] != mine[name], name
