@@ -45,6 +45,7 @@ import ctypes
 import errno
 import fcntl
 import os
+import platform
 import struct
 import sys
 import termios
@@ -212,6 +213,11 @@ OWN_PID_ONLY = (
     "kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "prlimit64", "sched_setaffinity",
     "sched_setscheduler", "sched_setparam", "sched_setattr",
 )  # fmt: skip
+_MACHINE = platform.machine()
+CLONE_FLAGS_ARG = 1 if _MACHINE.startswith("s390") else 0
+"""s390 passes clone's stack first and its flags second; every other architecture flags first."""
+MMAP_FLAGS_CHECKED = _MACHINE in ("x86_64", "aarch64", "riscv64", "ppc64le", "ppc64", "loongarch64")
+"""Where mmap takes its flags as argument 3 (s390 passes a pointer to a struct): elsewhere mmap is not checked."""
 GPU_ALSO = ("memfd_create", "mlock", "munlock", "mlock2")
 """Allowed with a GPU device (drivers pin host memory and share it); not tested on a GPU here."""
 
@@ -221,9 +227,10 @@ def policy(pid: int, gpu: bool = False) -> list[Call]:
     own = (Rule(RET_ALLOW, (Eq(0, 0),)), Rule(RET_ALLOW, (Eq(0, pid),)))
     write_flags = os.O_CREAT | os.O_TRUNC | (0 if gpu else os.O_WRONLY | os.O_RDWR)
     read_only = (Rule(RET_ALLOW, (Masked(1, write_flags, 0),)),)
+    thread_flags = Masked(CLONE_FLAGS_ARG, CLONE_THREAD | CLONE_NAMESPACES, CLONE_THREAD)
     priority = tuple(Rule(RET_ALLOW, (Eq(0, PRIO_PROCESS), Eq(1, who))) for who in (0, pid))
     special: dict[str, Call] = {
-        "clone": Call("clone", EPERM, (Rule(RET_ALLOW, (Masked(0, CLONE_THREAD | CLONE_NAMESPACES, CLONE_THREAD),)),)),
+        "clone": Call("clone", EPERM, (Rule(RET_ALLOW, (thread_flags,)),)),
         "clone3": Call("clone3", ENOSYS),
         "prctl": Call("prctl", EPERM, tuple(Rule(RET_ALLOW, (Masked(0, 0xFFFFFFFF, o),)) for o in PRCTL_ALLOWED)),
         "fcntl": Call("fcntl", EPERM, tuple(Rule(RET_ALLOW, (Masked(1, 0xFFFFFFFF, c),)) for c in FCNTL_ALLOWED)),
@@ -239,7 +246,7 @@ def policy(pid: int, gpu: bool = False) -> list[Call]:
         "mkdir": Call("mkdir", EPERM),
         "unlink": Call("unlink", EPERM),
     }  # fmt: skip
-    if not gpu:
+    if not gpu and MMAP_FLAGS_CHECKED:
         shared_anonymous = (MAP_SHARED | MAP_ANONYMOUS, MAP_SHARED_VALIDATE | MAP_ANONYMOUS)
         special["mmap"] = Call(
             "mmap", RET_ALLOW, tuple(Rule(EPERM, (Masked(3, MAP_TYPE | MAP_ANONYMOUS, v),)) for v in shared_anonymous)
