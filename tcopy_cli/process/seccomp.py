@@ -10,7 +10,8 @@ state. Every other call fails, and never kills the process:
 
 - ``EPERM`` for the calls a script might try on purpose (they are named below:
   processes, sockets, other processes' memory, System V and POSIX IPC, namespaces,
-  mounts, kernel modules, keyrings, file changes), so Python raises ``PermissionError``;
+  mounts, kernel modules, keyrings), ``EACCES`` for every change to a file and for
+  opening one to write (as Landlock answers), so Python raises ``PermissionError``;
 - ``ENOSYS`` for any call not named, so a newer C library that probes a new call (as
   glibc does with ``clone3``) falls back instead of failing.
 
@@ -26,8 +27,8 @@ only the options that read state, name a thread or a mapping, or tighten the pro
 ``PR_CAP_AMBIENT`` ...). ``fcntl`` refuses ``F_SETOWN``/``F_SETSIG`` (signals to another
 process through an fd) and locks; ``ioctl`` refuses ``TIOCSTI`` and ``TIOCLINUX``
 (typing into a terminal). On the CPU device ``open``/``openat`` refuse write access,
-``O_CREAT`` and ``O_TRUNC`` (Landlock refuses the same where it is present; this holds
-where it is not), and ``mmap`` refuses shared anonymous memory, which ``RLIMIT_DATA``
+``O_CREAT`` and ``O_TRUNC`` with EACCES (Landlock refuses the same where it is present;
+this holds where it is not), and ``mmap`` refuses shared anonymous memory, which ``RLIMIT_DATA``
 would not count.
 
 The program is written here (libseccomp 2.5's rules can't say "allow if argument 0 is
@@ -58,6 +59,7 @@ RET_KILL_PROCESS = 0x80000000
 RET_ALLOW = 0x7FFF0000
 RET_ERRNO = 0x00050000
 EPERM = RET_ERRNO | errno.EPERM
+EACCES = RET_ERRNO | errno.EACCES
 ENOSYS = RET_ERRNO | errno.ENOSYS
 AUDIT_ARCH_X86_64 = 0xC000003E
 _X32_SYSCALL_BIT = 0x40000000
@@ -148,13 +150,8 @@ REFUSED = (
     "semtimedop", "semctl", "ipc", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
     "mq_getsetattr", "memfd_create", "memfd_secret", "mlock", "mlock2", "mlockall", "munlock",
     "munlockall",
-    # files: every change (Landlock refuses them too where it is present)
-    "mkdirat", "rmdir", "unlinkat", "rename", "renameat", "renameat2", "link", "linkat",
-    "symlink", "symlinkat", "chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown",
-    "fchownat", "truncate", "ftruncate", "fallocate", "creat", "mknod", "mknodat", "utime", "utimes",
-    "utimensat", "futimesat", "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr",
-    "fremovexattr", "flock", "name_to_handle_at", "open_by_handle_at", "openat2", "inotify_init",
-    "inotify_init1", "inotify_add_watch", "inotify_rm_watch", "fanotify_init", "fanotify_mark",
+    "inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch", "fanotify_init", "fanotify_mark",
+    "name_to_handle_at", "open_by_handle_at", "openat2", "flock",
     "io_setup", "io_submit", "io_destroy", "io_getevents", "io_pgetevents", "io_cancel",
     "io_uring_setup", "io_uring_enter", "io_uring_register", "splice", "tee", "vmsplice", "sendfile",
     "copy_file_range",
@@ -168,6 +165,16 @@ REFUSED = (
     "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "swapon", "swapoff",
     "acct", "quotactl", "quotactl_fd", "syslog", "vhangup", "iopl", "ioperm", "modify_ldt",
     "lookup_dcookie", "sync", "syncfs",
+)  # fmt: skip
+
+# Refused with EACCES, as Landlock refuses them (so a refused write reads "Permission denied"
+# whether or not Landlock is there): every change to a file or directory.
+FILE_CHANGES = (
+    "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename", "renameat", "renameat2", "link", "linkat",
+    "symlink", "symlinkat", "chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown",
+    "fchownat", "truncate", "ftruncate", "fallocate", "creat", "mknod", "mknodat", "utime", "utimes",
+    "utimensat", "futimesat", "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr",
+    "fremovexattr",
 )  # fmt: skip
 
 # prctl options allowed (linux/prctl.h): reading state, naming the thread or a mapping,
@@ -235,16 +242,15 @@ def policy(pid: int, gpu: bool = False) -> list[Call]:
         "prctl": Call("prctl", EPERM, tuple(Rule(RET_ALLOW, (Masked(0, 0xFFFFFFFF, o),)) for o in PRCTL_ALLOWED)),
         "fcntl": Call("fcntl", EPERM, tuple(Rule(RET_ALLOW, (Masked(1, 0xFFFFFFFF, c),)) for c in FCNTL_ALLOWED)),
         "ioctl": Call("ioctl", RET_ALLOW, tuple(Rule(EPERM, (Masked(1, 0xFFFFFFFF, c),)) for c in IOCTL_REFUSED)),
-        "openat": Call("openat", EPERM, tuple(Rule(r.action, (Masked(2, write_flags, 0),)) for r in read_only)),
-        "open": Call("open", EPERM, read_only),
+        "openat": Call("openat", EACCES, tuple(Rule(r.action, (Masked(2, write_flags, 0),)) for r in read_only)),
+        "open": Call("open", EACCES, read_only),
         "getpriority": Call("getpriority", EPERM, priority),
         "setpriority": Call("setpriority", EPERM, priority),
         **{name: Call(name, EPERM, own) for name in OWN_PID_ONLY},
         # socket() is measured (glibc asks nscd, then reads the files); connect() only follows it
         "socket": Call("socket", EPERM),
         "connect": Call("connect", EPERM),
-        "mkdir": Call("mkdir", EPERM),
-        "unlink": Call("unlink", EPERM),
+        **{name: Call(name, EACCES) for name in FILE_CHANGES},
     }  # fmt: skip
     if not gpu and MMAP_FLAGS_CHECKED:
         shared_anonymous = (MAP_SHARED | MAP_ANONYMOUS, MAP_SHARED_VALIDATE | MAP_ANONYMOUS)
@@ -257,10 +263,10 @@ def policy(pid: int, gpu: bool = False) -> list[Call]:
         if name not in seen:
             seen.add(name)
             calls.append(special.get(name, Call(name)))
-    for name in REFUSED:
+    for name in (*FILE_CHANGES, *REFUSED):
         if name not in seen:
             seen.add(name)
-            calls.append(Call(name, RET_ALLOW if gpu and name in GPU_ALSO else EPERM))
+            calls.append(special.get(name, Call(name, RET_ALLOW if gpu and name in GPU_ALSO else EPERM)))
     return calls
 
 
