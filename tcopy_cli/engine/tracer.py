@@ -187,9 +187,13 @@ class Tracer:
         return merged
 
     def _script_frames(self, frame: FrameType | None) -> Iterator[FrameType]:
+        """The script's frames from ``frame`` outwards, up to its module's (what called that is tcopy)."""
         while frame is not None:
-            if self.kind(frame.f_code) in ("module", "function", "lambda"):
+            kind = self.kind(frame.f_code)
+            if kind in ("module", "function", "lambda"):
                 yield frame
+                if kind == "module":
+                    return
             frame = frame.f_back
 
     def buffer(self) -> io.StringIO:
@@ -443,12 +447,7 @@ class Tracer:
         blocks: list[str] = []
         calls: list[CallSite] = []
         caller = 0
-        frames: list[FrameType] = []
-        f: FrameType | None = frame
-        while f is not None:
-            if self.kind(f.f_code) in ("module", "function"):
-                frames.append(f)
-            f = f.f_back
+        frames = [f for f in self._script_frames(frame) if self.kind(f.f_code) != "lambda"]
         for f in reversed(frames):
             if self.kind(f.f_code) == "function":
                 calls.append(CallSite(display_name(f.f_code), caller))
