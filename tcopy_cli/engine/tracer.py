@@ -280,11 +280,14 @@ class Tracer:
     # --- the tracer --------------------------------------------------------------------
 
     def _trace_call(self, frame: FrameType, event: str, arg: Any) -> Any:
+        # Called for every Python call in the process (library code's above all): the common case first.
         code = frame.f_code
-        tracked = TRACKED.get(code)
-        if tracked is not None:
-            self.stepper.called(tracked, self.kind.script_frame(frame.f_back) if self.stack else None)
-        kind = self.kind(code)
+        kind = self.kind.known.get(code) or self.kind(code)
+        if kind == "library":
+            tracked = TRACKED.get(code)
+            if tracked is not None:
+                self.stepper.called(tracked, self.kind.script_frame(frame.f_back) if self.stack else None)
+            return None
         if kind not in ("module", "function"):
             return None
         if kind == "function" and (torch._C._current_graph_task_id() != -1 or self.kind.called_back(frame)):
