@@ -77,9 +77,14 @@ def script_filename(origin: str) -> str:
     return origin if os.path.isfile(origin) else f"<{origin.strip('<>') or 'script'}>"
 
 
+COMPILE_WRAPPER_FILE = os.path.join("torch", "_dynamo", "eval_frame.py")
+"""Where the function ``torch.compile`` returns (``compile_wrapper``) is defined."""
+
+
 class CodeKinds:
     """What runs in a frame, by its code object: ``module``, ``function`` (stepped), ``lambda`` (locals
-    shown, not stepped), ``other`` (comprehensions, class bodies) or ``library`` (not the script's file)."""
+    shown, not stepped), ``other`` (comprehensions, class bodies), ``library`` (not the script's file)
+    or ``compiled`` (a function ``torch.compile`` made)."""
 
     def __init__(self, filename: str) -> None:
         self.filename = filename
@@ -91,7 +96,8 @@ class CodeKinds:
         kind = self.known.get(code)
         if kind is None:
             if code.co_filename != self.filename:
-                kind = "library"
+                compiled = code.co_name == "compile_wrapper" and code.co_filename.endswith(COMPILE_WRAPPER_FILE)
+                kind = "compiled" if compiled else "library"
             elif code.co_name == "<module>":
                 kind = "module"
             elif code.co_name == "<lambda>":

@@ -60,6 +60,9 @@ STATEMENT_TEXT = frozenset({"setitem", "setattr", "augassign", "iterate"})
 """Kinds whose call is shown as the whole statement (``w[0] = 5``, ``w.data = z``, ``w += 1``)."""
 
 
+_jit_tracing = torch._C._get_tracing_state
+
+
 @dataclass(frozen=True)
 class _Spec:
     name: str
@@ -195,8 +198,15 @@ class OpMode(TorchFunctionMode):
         if spec is None:
             spec = self._specs[func] = _spec(func)
         recorder = self.recording.recorder
-        if spec.skip or not recorder.active():
+        if spec.skip or not recorder.active() or _jit_tracing():
+            # (While torch.jit.trace runs, every torch call would be traced into its graph:
+            # the measurements of a record too.)
             return func(*args, **kwargs)
+        if recorder.full():  # (a library's loop of calls: gradcheck's) the limits still hold
+            self._check_size(spec, args, kwargs)
+            result = func(*args, **kwargs)
+            self._check_result(result)
+            return result
         # The recording is tcopy's own code: the line tracer (the process's trace function, called for
         # every Python call) is off while it runs, and on while torch runs the call.
         tracer = sys.gettrace()

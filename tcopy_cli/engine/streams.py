@@ -68,7 +68,13 @@ def redirected(
             contextlib.redirect_stderr(output),  # type: ignore[type-var]
             warnings.catch_warnings(),
         ):
+            # What Python shows by default, each time it happens (every step shows its own):
+            # deprecations only where the script itself triggers them; pending deprecations,
+            # import and resource warnings never. The script's own filters go before these.
             warnings.simplefilter("always")
+            for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+                warnings.filterwarnings("ignore", category=category)
+            warnings.filterwarnings("always", category=DeprecationWarning, module="__main__")
             warnings.showwarning = on_warning
             yield
     finally:

@@ -30,6 +30,7 @@ import ast
 import builtins
 import inspect
 import io
+import linecache
 import os
 import sys
 from collections.abc import Iterator
@@ -51,6 +52,7 @@ from tcopy_cli.engine.frames import (
 from tcopy_cli.engine.index import StatementIndex
 from tcopy_cli.engine.loops import Loops, Turn
 from tcopy_cli.engine.reading import contexts, matches
+from tcopy_cli.engine.recorder import OpMode
 from tcopy_cli.engine.streams import Printed, redirected
 from tcopy_cli.errors import StopRun, TcopyError, TimeoutExceeded
 from tcopy_cli.program import Program
@@ -126,6 +128,30 @@ class _Running:
     """``node`` is the ``yield`` statement the frame goes on in, reported when the frame waited there."""
 
 
+class _Restore:
+    """The local trace function of a compiled function's call: puts tcopy's mode back when it returns."""
+
+    def __init__(self, mode: OpMode) -> None:
+        self.mode = mode
+
+    def __call__(self, frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "return":
+            torch._C._push_on_torch_function_stack(self.mode)
+            return None
+        return self
+
+
+def _keep_out_of_compiles(*functions: Any) -> None:
+    """Tell torch.compile never to compile these functions or what they call (where this torch can)."""
+    try:
+        from torch._dynamo.eval_frame import set_code_exec_strategy  # type: ignore[attr-defined]
+        from torch._dynamo.types import FrameAction, FrameExecStrategy  # type: ignore[attr-defined]
+    except ImportError:
+        return
+    for fn in functions:
+        set_code_exec_strategy(fn.__code__, FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP))
+
+
 class Tracer:
     """Executes a program with CPython under a line tracer and tells the Stepper about its statements."""
 
@@ -134,6 +160,10 @@ class Tracer:
         self.stepper = stepper
         self.filename = script_filename(program.origin)
         self.kind = CodeKinds(self.filename)
+        # inspect.getsource, torch.compile and tracebacks read the script's lines through linecache:
+        # they get the text that runs (also for stdin and -e), and never need the file itself, which
+        # the wall may not let them read. (No modification time: linecache never checks it again.)
+        linecache.cache[self.filename] = (len(program.source), None, program.source.splitlines(True), self.filename)
         self.index = StatementIndex(program.tree)
         self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins, "torch": torch}
         if os.path.isfile(program.origin):
@@ -154,6 +184,7 @@ class Tracer:
         # the run stops with StopRun, which the script can't catch, and it is raised again once
         # the script is unwound.
         self.escaped: BaseException | None = None
+        self._compiles_seen = False
 
     # --- what the Stepper reads ------------------------------------------------------
 
@@ -288,9 +319,15 @@ class Tracer:
             if tracked is not None:
                 self.stepper.called(tracked, self.kind.script_frame(frame.f_back) if self.stack else None)
             return None
+        if kind == "compiled":
+            return self._compiled(frame)
         if kind not in ("module", "function"):
             return None
-        if kind == "function" and (torch._C._current_graph_task_id() != -1 or self.kind.called_back(frame)):
+        if kind == "function" and (
+            torch._C._current_graph_task_id() != -1
+            or torch._C._get_tracing_state() is not None
+            or self.kind.called_back(frame)
+        ):
             # A hook torch runs during backward, or a function a library calls back: no steps of its
             # own; the step that ran it names it.
             if self.stack:
@@ -307,6 +344,20 @@ class Tracer:
         if self.index.shared and POSITIONS:
             frame.f_trace_opcodes = True  # to see each statement of a shared line begin
         return self._trace_line
+
+    def _compiled(self, frame: FrameType) -> Any:
+        """A function torch.compile made is called: it runs without tcopy's mode, which torch would
+        otherwise compile into the function's graph (its ops are the graph's, not the script's), and
+        torch never compiles tcopy's trace functions (they run in every frame the function calls)."""
+        if not self._compiles_seen:
+            self._compiles_seen = True
+            _keep_out_of_compiles(self._trace_call, self._trace_line, _Restore.__call__)
+        stack = torch._C._len_torch_function_stack()
+        top = torch._C._get_function_stack_at(stack - 1) if stack else None
+        if not isinstance(top, OpMode):
+            return None
+        torch._C._pop_torch_function_stack()
+        return _Restore(top)
 
     def _trace_line(self, frame: FrameType, event: str, arg: Any) -> Any:
         try:

@@ -655,9 +655,10 @@ class Observer:
         """(label, bytes, base address) of a tensor's storage (``grad``: a gradient's)."""
         try:
             st = t.untyped_storage()
+            base = int(st.data_ptr())  # a wrapper subclass (MaskedTensor) has a storage with no memory
         except (RuntimeError, NotImplementedError):
             return f"{_NO_STORAGE}{id(t)}", 0, 0
-        return self.labels.label(st, t, grad), int(st.nbytes()), int(st.data_ptr())
+        return self.labels.label(st, t, grad), int(st.nbytes()), base
 
     def _record(
         self,

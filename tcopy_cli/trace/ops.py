@@ -302,6 +302,10 @@ class OpRecorder:
         """Whether a step is running (operations are recorded into it)."""
         return bool(self._stack)
 
+    def full(self) -> bool:
+        """Whether the running step holds as many operations as one records (``MAX_OPS_PER_STEP``)."""
+        return len(self._stack[-1].ops) >= MAX_OPS_PER_STEP
+
     def has_results(self) -> bool:
         """Whether the running step's operations returned tensors or arrays (names to resolve)."""
         return bool(self._stack and self._stack[-1].results)

@@ -138,8 +138,63 @@ CASES = {
         x = torch.ones(2)
         print(device, x.tolist())
     """,
+    # Found by measuring snippets from outside (PyTorch docs and issues):
+    "torch.jit.trace of a module defined in the script": """
+        import torch
+        class Cell(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.linear = torch.nn.Linear(4, 4)
+            def forward(self, x, h):
+                return torch.tanh(self.linear(x) + h)
+        torch.manual_seed(0)
+        cell = Cell()
+        x, h = torch.rand(3, 4), torch.rand(3, 4)
+        traced = torch.jit.trace(cell, (x, h))
+        print(torch.equal(traced(x, h), cell(x, h)))
+    """,
+    "torch.compile of a function defined in the script": """
+        import torch
+        def foo(x, y):
+            return torch.sin(x) + torch.cos(y)
+        opt = torch.compile(foo, backend="eager")
+        x, y = torch.ones(3), torch.zeros(3)
+        print(torch.allclose(opt(x, y), foo(x, y)))
+    """,
+    "a MaskedTensor (a wrapper subclass with no memory of its own)": """
+        import torch
+        from torch.masked import as_masked_tensor
+        x = torch.tensor([1.0, 1.0], requires_grad=True)
+        div = torch.tensor([0.0, 1.0])
+        y = x / div
+        mask = div != 0
+        loss = as_masked_tensor(y, mask).sum()
+        loss.backward()
+        print(x.grad)
+    """,
+    "a sparse tensor a graph saved": """
+        import torch
+        a = torch.randn(2, 3).to_sparse().requires_grad_(True)
+        b = torch.randn(3, 2).to_sparse()
+        y = torch.sparse.mm(a, b)
+        print(y.is_sparse, y.requires_grad)
+    """,
+    "a library's deprecation warning is not the script's": """
+        import warnings
+        import torch
+        warnings.warn("the script's own", DeprecationWarning)
+        import torch._dynamo
+        print(len(torch.ones(2)))
+    """,
 }
 ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+
+
+def _floats(values: object) -> object:
+    """Values as python's tolist() gives them (the record writes inf and nan as strings, as JSON must)."""
+    if isinstance(values, list):
+        return [_floats(v) for v in values]
+    return float(values) if isinstance(values, str) else values
 
 
 def _python(source: str) -> str:
@@ -161,11 +216,19 @@ def test_runs_as_in_python(source: str) -> None:
     exec(compile(source, "<t>", "exec"), ns)
     last = trace.steps[-1].tensors
     for name, value in ns.items():
-        if isinstance(value, torch.Tensor) and not value.is_sparse and name in last and value.numel() <= 100:
-            assert last[name].values == value.detach().tolist() or "randn" in source, name
+        plain = type(value) in (torch.Tensor, torch.nn.Parameter)
+        if plain and not value.is_sparse and name in last and value.numel() <= 100:
+            assert _floats(last[name].values) == value.detach().tolist() or "randn" in source, name
 
 
 def test_the_operation_record_names_what_torch_func_was_given() -> None:
     trace = run_source(textwrap.dedent(CASES["torch.func.vmap and grad"]).strip())
     vmapped = next(s for s in trace.steps if s.source.startswith("sq ="))
     assert any(i.name == "x" for op in vmapped.ops for i in op.inputs), [o.call for o in vmapped.ops]
+
+
+def test_warnings_are_the_ones_python_shows() -> None:
+    """Python's default filters: the script's own deprecations show, a library's don't; each step shows its own."""
+    source = textwrap.dedent(CASES["a library's deprecation warning is not the script's"]).strip()
+    shown = [w for s in run_source(source).steps for w in s.warnings]
+    assert shown == ["the script's own"]
