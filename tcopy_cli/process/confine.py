@@ -110,19 +110,26 @@ def _cap_threads(result: Confinement, ns: namespaces.Namespaces) -> None:
     result.threads = ", ".join(ways)
 
 
+OPEN_FILES = 512
+"""The most files the worker holds open. Each epoll instance can watch each of them once, and the
+watches count against the user's ``fs.epoll.max_user_watches`` (a few million, shared by all their
+processes): 512 files allow at most 256 x 256 of them."""
 STACK_LIMIT = 64 * 1024**2
 """The main thread's stack when the user's limit is unlimited: it grows outside RLIMIT_DATA."""
 
 
 def _fix_limits() -> None:
     """Limits the worker could raise up to their hard value are fixed at their soft one: open files
-    (each holds kernel memory) and the main thread's stack (not counted by RLIMIT_DATA)."""
+    (each holds kernel memory; at most ``OPEN_FILES``) and the main thread's stack (not counted by
+    RLIMIT_DATA)."""
     import resource
 
     for which in (resource.RLIMIT_NOFILE, resource.RLIMIT_STACK):
         soft, hard = resource.getrlimit(which)
         if soft == resource.RLIM_INFINITY and which == resource.RLIMIT_STACK:
             soft = STACK_LIMIT if hard == resource.RLIM_INFINITY else min(STACK_LIMIT, hard)
+        if which == resource.RLIMIT_NOFILE and (soft == resource.RLIM_INFINITY or soft > OPEN_FILES):
+            soft = OPEN_FILES
         try:
             resource.setrlimit(which, (soft, soft))
         except (OSError, ValueError):

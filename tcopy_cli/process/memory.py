@@ -14,7 +14,9 @@ The parent starts the worker with ``--max-bytes`` + ``STARTUP_DATA_HEADROOM``
 to the private memory it holds then (its intra-op thread pool started), plus
 ``--max-bytes``, plus ``DATA_HEADROOM`` for Python, the observer and a statement's
 temporaries, plus ``STACK_PER_CPU`` per CPU for the stacks of threads torch starts later.
-The seccomp filter refuses shared anonymous mappings, which this limit would not count.
+The seccomp filter refuses shared anonymous mappings and ``MAP_GROWSDOWN`` (counted as stack),
+which this limit would not count; ``RLIMIT_AS`` (what is mapped then + twice ``--max-bytes`` +
+``ADDRESS_HEADROOM``) bounds the page tables of huge reservations that are only read.
 
 Measured (VmData after ``import torch``; after a 50-step MLP and a 10-step CNN with Adam):
 torch 2.13 CPU build 227 MB, 340 MB; torch 2.14 CUDA 13 build on the CPU 792 MB, 911 MB.
@@ -26,6 +28,10 @@ from __future__ import annotations
 
 DATA_HEADROOM = 512 * 1024**2
 """Private memory the confined worker may hold beyond --max-bytes and what it held once torch was imported."""
+ADDRESS_HEADROOM = 16 * 1024**3
+"""Address space beyond what is mapped once torch is imported and twice --max-bytes: glibc's malloc
+arenas (64 MiB reserved each), thread stacks, files read through mmap. Page tables for all of it:
+at most about 40 MB."""
 STACK_PER_CPU = 16 * 1024**2
 """Room for the stacks of threads torch starts later (its inter-op pool: one per CPU, 8 MiB each,
 counted whole by RLIMIT_DATA); the intra-op pool is started before the limit is measured."""
@@ -33,10 +39,15 @@ counted whole by RLIMIT_DATA); the intra-op pool is started before the limit is 
 
 def private_memory() -> int:
     """This process's private writable memory now (VmData, bytes); 0 if unknown."""
+    return _status_bytes("VmData:")
+
+
+def _status_bytes(field: str) -> int:
+    """A size in this process's /proc/self/status (bytes); 0 if unknown."""
     try:
         with open("/proc/self/status") as fh:
             for line in fh:
-                if line.startswith("VmData:"):
+                if line.startswith(field):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
@@ -66,4 +77,25 @@ def set_ceiling(max_bytes: int) -> int:
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     except (OSError, ValueError):
         return 0
+    _bound_address_space(max_bytes)
     return limit
+
+
+def _bound_address_space(max_bytes: int) -> None:
+    """``RLIMIT_AS``: what is mapped now (the libraries included) + twice ``--max-bytes`` + ``ADDRESS_HEADROOM``.
+
+    Memory nobody wrote costs nothing, but the page tables of a huge reservation read page by page do
+    (2 GB per TiB), and RLIMIT_DATA does not count read-only mappings: this bounds them."""
+    import resource
+
+    mapped = _status_bytes("VmSize:")
+    if not mapped:
+        return
+    limit = mapped + 2 * max_bytes + ADDRESS_HEADROOM
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    except (OSError, ValueError):
+        pass

@@ -26,9 +26,10 @@ only the options that read state, name a thread or a mapping, or tighten the pro
 (not ``PR_SET_PDEATHSIG``, ``PR_SET_DUMPABLE``, ``PR_SET_PTRACER``, ``PR_SET_MM``,
 ``PR_CAP_AMBIENT`` ...). ``fcntl`` refuses ``F_SETOWN``/``F_SETSIG`` (signals to another
 process through an fd) and locks; ``ioctl`` refuses ``TIOCSTI`` and ``TIOCLINUX``
-(typing into a terminal). On the CPU device ``open``/``openat`` refuse write access,
+(typing into a terminal) and the file ioctls that change a file through a descriptor open
+for reading (flags, attributes, fs-verity, encryption). On the CPU device ``open``/``openat`` refuse write access,
 ``O_CREAT`` and ``O_TRUNC`` with EACCES (Landlock refuses the same where it is present;
-this holds where it is not), and ``mmap`` refuses shared anonymous memory, which ``RLIMIT_DATA``
+this holds where it is not), and ``mmap`` refuses shared anonymous memory and ``MAP_GROWSDOWN``, which ``RLIMIT_DATA``
 would not count.
 
 The program is written here (libseccomp 2.5's rules can't say "allow if argument 0 is
@@ -206,7 +207,16 @@ FCNTL_ALLOWED = tuple(
         ("F_GET_SEALS", 1034),
     )
 )
-IOCTL_REFUSED = tuple(v for v in (getattr(termios, "TIOCSTI", 0x5412), getattr(termios, "TIOCLINUX", 0x541C)))
+IOCTL_REFUSED = (
+    getattr(termios, "TIOCSTI", 0x5412),  # typing into a terminal
+    getattr(termios, "TIOCLINUX", 0x541C),
+    # Changes to a file through a descriptor opened for reading (its owner may make them):
+    0x40086602, 0x40046602,  # FS_IOC_SETFLAGS (the 32-bit value too): append-only, immutable, sync ...
+    0x401C5820,  # FS_IOC_FSSETXATTR
+    0x40087602, 0x40047602,  # FS_IOC_SETVERSION
+    0x40806685,  # FS_IOC_ENABLE_VERITY: makes the file read-only for good
+    0x800C6613, 0xC0506617,  # FS_IOC_SET_ENCRYPTION_POLICY, FS_IOC_ADD_ENCRYPTION_KEY
+)  # fmt: skip
 
 CLONE_THREAD = 0x00010000
 CLONE_NAMESPACES = 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x00020000 | 0x80
@@ -215,6 +225,8 @@ MAP_TYPE = 0x0F
 MAP_SHARED = 0x01
 MAP_SHARED_VALIDATE = 0x03
 MAP_ANONYMOUS = 0x20
+MAP_GROWSDOWN = 0x0100
+"""A mapping the kernel counts as stack: RLIMIT_DATA does not bound it."""
 PRIO_PROCESS = 0
 OWN_PID_ONLY = (
     "kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "prlimit64", "sched_setaffinity",
@@ -254,9 +266,8 @@ def policy(pid: int, gpu: bool = False) -> list[Call]:
     }  # fmt: skip
     if not gpu and MMAP_FLAGS_CHECKED:
         shared_anonymous = (MAP_SHARED | MAP_ANONYMOUS, MAP_SHARED_VALIDATE | MAP_ANONYMOUS)
-        special["mmap"] = Call(
-            "mmap", RET_ALLOW, tuple(Rule(EPERM, (Masked(3, MAP_TYPE | MAP_ANONYMOUS, v),)) for v in shared_anonymous)
-        )
+        refused = tuple(Rule(EPERM, (Masked(3, MAP_TYPE | MAP_ANONYMOUS, v),)) for v in shared_anonymous)
+        special["mmap"] = Call("mmap", RET_ALLOW, (*refused, Rule(EPERM, (Masked(3, MAP_GROWSDOWN, MAP_GROWSDOWN),))))
     calls: list[Call] = []
     seen: set[str] = set()
     for name in (*MEASURED, "prctl", "fcntl", "getpriority", "setpriority", *OWN_PID_ONLY, *ALSO_ALLOWED):

@@ -399,6 +399,59 @@ attempt("private_anon", lambda: len(mmap.mmap(-1, 1 << 20, flags=mmap.MAP_PRIVAT
     assert results["private_anon"] == f"ALLOWED: {1 << 20}"
 
 
+@needs_seccomp
+def test_memory_the_private_memory_ceiling_would_not_count_growsdown_and_page_tables() -> None:
+    """MAP_GROWSDOWN makes a mapping the kernel counts as stack (outside RLIMIT_DATA); a 1 TiB reservation
+    read page by page grows page tables, 2 GB per TiB, that no data limit counts (public: page-table bloat)."""
+    results = in_worker("""
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+def mapped(size, prot, flags):
+    p = libc.mmap(None, size, prot, flags, -1, 0)
+    if p in (None, ctypes.c_void_p(-1).value):
+        raise OSError(ctypes.get_errno(), "mmap")
+    return "mapped"
+attempt("growsdown", lambda: mapped(1 << 30, 3, 0x02 | 0x20 | 0x100))
+attempt("reserve_1tib", lambda: mapped(1 << 40, 1, 0x02 | 0x20 | 0x4000))
+attempt("private_1gib", lambda: mapped(1 << 30, 3, 0x02 | 0x20))
+""")
+    assert_refused(results, "growsdown", "reserve_1tib")
+    assert results["private_1gib"] == "ALLOWED: 'mapped'"
+
+
+@needs_seccomp
+def test_epoll_watches_the_user_shares_and_file_flags_set_through_a_read_only_fd(tmp_path: object) -> None:
+    """Every epoll watch counts against the user's fs.epoll.max_user_watches (all their programs get ENOSPC
+    once it is used up); FS_IOC_SETFLAGS changes a file its owner opened for reading (public: resource
+    exhaustion of a per-user kernel limit; chattr through a read-only descriptor)."""
+    results = in_worker("""
+import fcntl, os, resource, select, struct, sys
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+attempt("nofile_over_512", lambda: soft > 512 or hard > 512 or "at most 512")
+fd = os.open(sys.executable, os.O_RDONLY)
+attempt("setflags", lambda: fcntl.ioctl(fd, 0x40086602, struct.pack("l", 0)))
+os.close(fd)
+def watches():
+    fds = []
+    try:
+        while len(fds) < 600:
+            fds.append(os.eventfd(0))
+        ep = select.epoll()
+        for one in fds:
+            ep.register(one, select.EPOLLIN)
+        ep.close()
+        return len(fds)
+    finally:
+        for one in fds:
+            os.close(one)
+attempt("600_watches", watches)
+""")
+    assert results["nofile_over_512"] == "ALLOWED: 'at most 512'", results["nofile_over_512"]
+    assert_refused(results, "600_watches", "setflags")
+
+
 def _hwm(results: dict[str, str]) -> int:
     return int(results["hwm"]) * 1024
 
