@@ -150,6 +150,11 @@ def main() -> int:
 
         _prepare_for_confinement()
         readable = [str(p) for p in request.get("allow_read", [])]
+        script = request.get("origin")
+        if isinstance(script, str) and os.path.isfile(script):
+            # The script's own file, which the user handed to tcopy: torch.compile hashes the file
+            # a compiled function comes from.
+            readable.append(os.path.realpath(script))
         confinement = confine.confine(request.get("device", "cpu"), readable).describe()
         # No directory is writable now. Creating an optimizer imports torch._dynamo, which
         # asks for a cache directory and creates it: name one that exists, and keep
@@ -350,4 +355,14 @@ def _worker_runner(program: Any, options: Any, channel: Channel, hook: dict[str,
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    # Every frame is flushed as it is written. Ending here, without the interpreter's teardown,
+    # runs none of the script's atexit handlers or finalizers after its last frame, and lets
+    # the process end at once (the parent waits for it, and its resource use then counts as
+    # tcopy's, as time(1) reports it).
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)

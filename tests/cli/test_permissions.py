@@ -97,6 +97,43 @@ def test_allow_read_imports_the_module_and_still_no_file_is_written(project: Pat
     assert [e for e in events if e["event"] == "step"][-2]["tensors"]["a"]["grad"]["values"] == [2.0, 2.0]
 
 
+def test_a_write_torch_refuses_inside_its_own_code_names_trust(tmp_path: Path) -> None:
+    """torch.save reports the kernel's refusal as its own RuntimeError: the explanation still names the flag."""
+    (tmp_path / "save.py").write_text("import torch\nt = torch.ones(2)\ntorch.save(t, 'saved.pt')\n")
+    done = _tcopy("save.py", "-f", "json", cwd=tmp_path)
+    assert done.returncode == 1
+    error = [json.loads(line) for line in done.stdout.splitlines()][-2]
+    assert error["line"] == 3 and error["error"]["type"] == "RuntimeError"
+    assert "Permission denied" in error["error"]["message"]
+    assert "refused to let torch write the file" in error["error"]["explanation"]
+    assert "--trust" in error["error"]["explanation"]
+    assert not (tmp_path / "saved.pt").exists()
+
+
+def test_the_script_reads_its_own_file_as_python_does(tmp_path: Path) -> None:
+    """inspect.getsource and torch.compile read the script's own file: the run may, and nothing else beside it."""
+    script = (
+        "import inspect\n"
+        "def f(x):\n"
+        "    return x + 1\n"
+        "print(inspect.getsource(f))\n"
+        "print(open(inspect.getfile(f)).read().count('def'))\n"
+        "try:\n"
+        "    open('other.txt').read()\n"
+        "    print('other: read')\n"
+        "except PermissionError:\n"
+        "    print('other: refused')\n"
+    )
+    (tmp_path / "own.py").write_text(script)
+    (tmp_path / "other.txt").write_text("secret")
+    python = subprocess.run([sys.executable, "own.py"], cwd=tmp_path, capture_output=True, text=True, check=True)
+    done = _tcopy("own.py", "-f", "json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    printed = "".join(e.get("stdout", "") for e in map(json.loads, done.stdout.splitlines()) if e["event"] == "step")
+    assert python.stdout.endswith("other: read\n") and printed.endswith("other: refused\n")
+    assert printed.split("other:")[0] == python.stdout.split("other:")[0]  # the source and its 'def' count
+
+
 def test_allow_read_names_paths_and_refuses_missing_ones(
     project: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:

@@ -478,7 +478,7 @@ CASES = [
 
 # Entries about tcopy itself (limits, what the confined worker refuses), not about torch; the
 # permission entries are raised for real by the confined worker in tests/cli/test_permissions.py.
-TCOPY_ONLY = {"script.limit", "permission.denied", "permission.module"}
+TCOPY_ONLY = {"script.limit", "permission.denied", "permission.module", "permission.inside_torch"}
 
 
 def _plain(script: str) -> BaseException | None:

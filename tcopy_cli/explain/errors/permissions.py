@@ -48,3 +48,22 @@ def missing_module(ctx: ErrorContext, m: re.Match[str]) -> str:
         f"run can't read it: --allow-read lets the script read its own directory. Otherwise install it into the "
         f"Python that runs tcopy (pip install {name})."
     )
+
+
+@entry(
+    "permission.inside_torch",
+    r"PermissionError: \[Errno (?P<errno>1|13)\]|open file failed with strerror: Permission denied",
+    "RuntimeError",
+    "InductorError",
+    "InternalTorchDynamoError",
+    "BackendCompilerFailed",
+)
+def denied_inside_torch(ctx: ErrorContext, m: re.Match[str]) -> str:
+    statement = ctx.step.source if ctx.step is not None else ""
+    if "strerror" in m[0] or _WRITING.search(statement):
+        what = "write the file (no file can be written, created or removed anywhere)"
+    elif ctx.error.type in ("InductorError", "InternalTorchDynamoError", "BackendCompilerFailed"):
+        what = "do what torch.compile does to build a kernel (write its cache, start a C++ compiler)"
+    else:
+        what = "make a system call torch made for it"
+    return f"The script ran confined, and the kernel refused to let torch {what}. {TRUST}"
