@@ -27,6 +27,7 @@ import ast
 import dataclasses
 import json
 import os
+import re
 import selectors
 import signal
 import subprocess
@@ -44,6 +45,9 @@ from tcopy_cli.trace.records import ErrorInfo, Note, RunInfo, RunSummary, Step
 
 TIMEOUT_GRACE = 1.0
 """Seconds past --timeout the worker gets to report the timeout itself before it is killed."""
+
+FINISH_GRACE = 2.0
+"""Seconds a worker that sent its final frame gets to end by itself before it is killed."""
 DEFAULT_MAX_WIRE_BYTES = 512 * 1024**2
 """Everything the worker may send (records, notes, values, stderr) in one run."""
 STDERR_KEPT = 16 * 1024
@@ -128,6 +132,8 @@ class _State:
     stack: wire.RunningStack = field(default_factory=wire.RunningStack)
     furthest: tuple[int, int] = (0, 0)
     """The furthest (line, column) the worker announced a statement at."""
+    latest: tuple[int, int, int, int] = (0, 0, 0, 0)
+    """Where the statement the worker announced last is (line, column, end line, end column)."""
     source: str = ""
     """The script (an ``end`` frame is checked against its last top-level statement)."""
     wire_bytes: int = 0
@@ -239,7 +245,10 @@ def _serve(
     try:
         _pump(proc, options, state, emit, start)
     finally:
-        stop(proc)
+        # A worker that sent its final frame ends by itself in a moment: let it (killed, the
+        # processes between tcopy and it never collect its exit, and its CPU time and memory
+        # go uncounted in tcopy's).
+        stop(proc, grace=FINISH_GRACE if state.final is not None and state.killed_for is None else 0.0)
     return proc
 
 
@@ -476,6 +485,7 @@ def _frame(frame: frames.Frame, state: _State, emit: Callable[[Step], None], sta
     if kind == "running":
         position = (data["line"], data["col"], data["end_line"], data["end_col"])
         state.stack.running(position)
+        state.latest = position
         if position[:2] > state.furthest:
             state.furthest = position[:2]
         return False
@@ -552,7 +562,7 @@ def _summary(sent: RunSummary, state: _State) -> RunSummary:
     summary = dataclasses.replace(summary, missing=state.missing)
     if summary.status == "ok":
         last = _last_statement(state.source)
-        if last is not None and state.furthest < last:
+        if last is not None and state.furthest < last and not _may_exit(state.source, state.latest):
             raise frames.WireError(
                 f"an end frame before the script's last statement (line {last[0]}) started, in a run without errors"
             )
@@ -579,6 +589,20 @@ def _announced(node: ast.stmt) -> bool:
     return True
 
 
+_EXIT = re.compile(r"\b(?:exit|quit|SystemExit)\b")
+
+
+def _may_exit(source: str, position: tuple[int, int, int, int]) -> bool:
+    """Whether the statement at ``position`` (the last one announced) can end the run early with
+    ``sys.exit(0)``, ``exit()``, ``quit()`` or ``raise SystemExit`` (read in the parent's own copy of the
+    script: a worker can't make a statement say it)."""
+    lines = source.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    line, _, end_line, _ = position
+    if not 1 <= line <= end_line <= len(lines):
+        return False
+    return any(_EXIT.search(text) for text in lines[line - 1 : end_line])
+
+
 def _last_statement(source: str) -> tuple[int, int] | None:
     """(line, column) of the script's last top-level statement that a run announces, if any."""
     text = source.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")  # as parse_script reads it
@@ -592,8 +616,14 @@ def _last_statement(source: str) -> tuple[int, int] | None:
     return None
 
 
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    """Make sure the worker and anything it started are gone (its process group)."""
+def stop(proc: subprocess.Popen[bytes], grace: float = 0.0) -> None:
+    """Make sure the worker and anything it started are gone (its process group), after
+    ``grace`` seconds for it to end by itself."""
+    if grace > 0 and proc.poll() is None:
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
     if proc.poll() is None:
         try:
             os.killpg(proc.pid, signal.SIGKILL)

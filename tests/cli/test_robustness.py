@@ -157,3 +157,23 @@ def test_timeout_stops_a_long_single_operation(tmp_path: Path) -> None:
     assert b"timed out" in proc.stderr or b"TimeoutExceeded" in proc.stdout
     assert b"Traceback" not in proc.stderr
     assert elapsed < 60
+
+
+@pytest.mark.parametrize(
+    ("script", "code", "steps"),
+    [
+        ("import sys\nx = 1\nsys.exit(0)\nraise RuntimeError('never')\n", 0, 3),
+        ("import sys\ndef leave():\n    sys.exit()\nleave()\nprint('never')\n", 0, 3),
+        ("import sys\nx = 1\nsys.exit(3)\nprint('never')\n", 1, 3),
+    ],
+    ids=["sys.exit(0)", "sys.exit() in a function", "sys.exit(3)"],
+)
+def test_sys_exit_ends_the_run_as_python_does(tmp_path: Path, script: str, code: int, steps: int) -> None:
+    """Python ends at sys.exit: the statements after it never run, and exit status 0 is a run that ended ok."""
+    path = tmp_path / "leave.py"
+    path.write_text(script)
+    python = subprocess.run([sys.executable, str(path)], capture_output=True, check=False)
+    got, out, err = invoke("run", str(path), "-f", "json")
+    events = [json.loads(x) for x in out.splitlines()]
+    assert (got, events[-1]["steps"]) == (code, steps), err
+    assert (python.returncode == 0) == (code == 0) and "never" not in out
