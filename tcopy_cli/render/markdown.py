@@ -80,7 +80,11 @@ class MarkdownRenderer:
         """Title and run facts."""
         self.device = info.device
         # A heading's trailing #s would be read as its closing sequence: escaped.
-        title = re.sub(r"#+(?=\s*$)", lambda m: "\\#" * len(m[0]), _prose(info.title))
+        # (Counted, not matched: a pattern for it backtracks over a long run of #s.)
+        prose = _prose(info.title)
+        kept = prose.rstrip()
+        marks = len(kept) - len(kept.rstrip("#"))
+        title = kept[: len(kept) - marks] + "\\#" * marks + prose[len(kept) :]
         heading = title if info.title else f"tcopy: {code_span(info.source)}"
         self.out.write(
             f"# {heading}\n\ntcopy {info.tcopy} · torch {info.torch} · device {code_span(info.device)}"

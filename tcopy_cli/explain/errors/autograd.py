@@ -219,13 +219,18 @@ def grad_assign(ctx: ErrorContext, m: re.Match[str]) -> str:
     )
 
 
+_DOTTED = re.compile(r"[A-Za-z_][\w.]*")
+
+
 @entry("grad.none", r"'NoneType' object has no attribute '(?P<attr>\w+)'", "AttributeError")
 def grad_none(ctx: ErrorContext, m: re.Match[str]) -> str:
     text = ctx.step.source if ctx.step is not None else ""
-    found = re.search(r"([A-Za-z_][\w.]*)\.grad\." + re.escape(m["attr"]), text)
-    if found is None or found[1] not in ctx.tensors:
+    # The dotted name before ".grad.ATTR", read from each dotted word (a pattern that finds it in one go
+    # backtracks over a long name).
+    suffix = ".grad." + m["attr"]
+    who = next((w[: w.find(suffix)] for w in _DOTTED.findall(text) if w.find(suffix) > 0), None)
+    if who is None or who not in ctx.tensors:
         return f"A value on {ctx.where} is None, and None has no attribute '{m['attr']}'."
-    who = found[1]
     r = ctx.record(who)
     if not r.requires_grad:
         why = f"{who} does not require grad, so backward never gives it a gradient"
