@@ -132,6 +132,9 @@ class _State:
     stack: wire.RunningStack = field(default_factory=wire.RunningStack)
     furthest: tuple[int, int] = (0, 0)
     """The furthest (line, column) the worker announced a statement at."""
+    max_printed: int = 0
+    """The most the script's steps may have printed, all together (``--max-output``; 0: not checked)."""
+    printed: int = 0
     latest: tuple[int, int, int, int] = (0, 0, 0, 0)
     """Where the statement the worker announced last is (line, column, end line, end column)."""
     source: str = ""
@@ -168,7 +171,13 @@ def run_in_worker(
     ``proc``: the worker ``launch`` started for this run (the caller prepared its views
     meanwhile); None starts one here.
     """
-    state = _State(hook=on_hook, source=source, printable=options.printable, timeout=options.limits.timeout)
+    state = _State(
+        hook=on_hook,
+        source=source,
+        printable=options.printable,
+        timeout=options.limits.timeout,
+        max_printed=options.limits.max_output,
+    )
     proc = _serve(proc if proc is not None else launch(source, origin, options), options, state, emit, start)
     return _conclude(proc, source, options, state, emit, start)
 
@@ -519,6 +528,10 @@ def _step(step: Step, plain: bool, state: _State, emit: Callable[[Step], None]) 
     if step.index != state.steps + 1:
         raise frames.WireError(f"step {step.index} after step {state.steps}")
     state.stack.finished(step.line)
+    state.printed += len(step.stdout)
+    if state.max_printed and state.printed > state.max_printed:
+        # The worker cuts what a script prints at --max-output: a frame past it was not the worker's.
+        raise frames.WireError(f"steps that printed more than --max-output ({state.max_printed:,} characters)")
     state.steps = step.index
     if step.error is not None:
         state.errors += 1

@@ -226,6 +226,13 @@ def test_a_name_10_mb_long(tmp_path: Any) -> None:
     assert list(events[1]["tensors"]) == [name]
 
 
+def test_steps_that_printed_more_than_max_output_are_invalid(tmp_path: Any) -> None:
+    """The worker cuts printed text at --max-output: 15 MB of it in one frame was drawn for two minutes."""
+    printed = "line\n" * 250_000
+    proc = tcopy_with_frames([running(2), step_frame(1, stdout=printed), end(1)], tmp_path)
+    refused_as_invalid(proc, "more than --max-output (1,000,000 characters)")
+
+
 # --- the run's summary is the parent's -----------------------------------------------------
 
 FIVE = "import torch\na = torch.ones(2)\nb = a + 1\nc = b * 2\nd = c.sum()\n"
