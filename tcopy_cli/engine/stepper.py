@@ -221,11 +221,16 @@ class Stepper:
             self.recorder.carry(self.recorder.pop())
             self.recorder.unwind(running.token)
 
-    def called(self, function: str, frame: FrameType | None) -> None:
+    def called(self, function: str, frame: FrameType | None, args: tuple[Any, ...] = ()) -> None:
         """A tracked library call ran (``tracer.TRACKED``): ``zero_grad`` is recorded among the statement's
-        operations; saved-tensor hooks stop the observer reading saved tensors."""
+        operations; saved-tensor hooks stop the observer reading saved tensors; tensors about to be swapped
+        lose the observer's weak references (``swap_tensors`` refuses a tensor that has one)."""
         if function == "saved_tensors_hooks":
             self.observer.read_saved = False
+        elif function == "swap_tensors":
+            self.observer.forget(*args)
+            for obj in args:
+                self.recording.recorder.forget(obj)
         elif frame is not None:
             with torch._C.DisableTorchFunction():
                 self.recording.record_call(function, frame)

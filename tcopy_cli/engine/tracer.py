@@ -67,13 +67,15 @@ TRACKED = {
         (torch.optim.Optimizer.zero_grad, "zero_grad"),
         (torch.nn.Module.zero_grad, "zero_grad"),
         (torch.autograd.graph.saved_tensors_hooks.__init__, "saved_tensors_hooks"),
+        (getattr(torch.utils, "swap_tensors", None), "swap_tensors"),
     )
     if (code := getattr(inspect.unwrap(fn), "__code__", None)) is not None
 }
 """Library functions no torch dispatch sees whose call the Stepper is told of (by code object):
 ``zero_grad`` of an optimizer or a module (recorded in its place among the statement's operations,
 which the notes tell from a backward's gradient), and hooks that pack saved tensors (from then on the
-observer leaves saved tensors unread: reading one would run the script's unpack hook)."""
+observer leaves saved tensors unread: reading one would run the script's unpack hook), and
+``torch.utils.swap_tensors``, which refuses tensors with weak references (the observer drops its own)."""
 
 
 @dataclass(frozen=True)
@@ -317,7 +319,8 @@ class Tracer:
         if kind == "library":
             tracked = TRACKED.get(code)
             if tracked is not None:
-                self.stepper.called(tracked, self.kind.script_frame(frame.f_back) if self.stack else None)
+                args = (frame.f_locals.get("t1"), frame.f_locals.get("t2")) if tracked == "swap_tensors" else ()
+                self.stepper.called(tracked, self.kind.script_frame(frame.f_back) if self.stack else None, args)
             return None
         if kind == "compiled":
             return self._compiled(frame)

@@ -142,6 +142,11 @@ class StorageLabels:
         self._memory[key] = _MemoryEntry(label, span, [weakref.ref(tensor)])
         return label
 
+    def forget(self, obj: Any) -> None:
+        """Hold no weak reference to tensor ``obj`` any more (its storage's label stays with the others)."""
+        for entry in self._memory.values():
+            entry.tensors = [ref for ref in entry.tensors if ref() is not obj]
+
     def _alive(self, key: tuple[int, str], entry: _MemoryEntry) -> bool:
         """True while the storage of ``entry`` surely still exists (dead references are dropped)."""
         entry.tensors = [ref for ref in entry.tensors if (t := ref()) is not None and _storage_key(t) == key[0]]
@@ -176,6 +181,12 @@ class VersionLabels:
     def __init__(self) -> None:
         self._seen: dict[int, tuple[weakref.ref[torch.Tensor], str]] = {}
         self._count = 0
+
+    def forget(self, obj: Any) -> None:
+        """Hold no weak reference to ``obj`` any more (``torch.utils.swap_tensors`` refuses a tensor that has one)."""
+        entry = self._seen.get(id(obj))
+        if entry is not None and entry[0]() is obj:
+            del self._seen[id(obj)]
 
     def assign(self, tensors: list[tuple[str, torch.Tensor]], shares: dict[str, list[str]]) -> dict[str, str]:
         """name -> label for this step's tensors (``shares``: names sharing each one's counter)."""
@@ -484,6 +495,13 @@ class Observer:
         # The last record made under each name, with what it was made from: a tensor whose
         # facts all read the same as then gets that same record object again.
         self._previous: dict[str, tuple[tuple[Any, ...], TensorRecord]] = {}
+
+    def forget(self, *objs: Any) -> None:
+        """Hold no weak reference to these tensors (about to be swapped: ``torch.utils.swap_tensors``)."""
+        for obj in objs:
+            if isinstance(obj, torch.Tensor):
+                self.labels.forget(obj)
+                self.versions.forget(obj)
 
     def snapshot(self, ns: dict[str, Any], walked: Walked | None = None) -> Snapshot:
         """Records for every tensor and array name, total bytes, and saved-tensor events.

@@ -302,6 +302,20 @@ class OpRecorder:
         """Whether a step is running (operations are recorded into it)."""
         return bool(self._stack)
 
+    def forget(self, obj: Any) -> None:
+        """Hold no weak reference to ``obj`` any more (``torch.utils.swap_tensors`` refuses a tensor that has
+        one): an operation's result or input that was ``obj`` is no longer related to it."""
+
+        def kept(ref: Any) -> Any:
+            return None if isinstance(ref, weakref.ref) and ref() is obj else ref
+
+        for step in self._stack:
+            step.results = [(o, r, kept(ref)) for o, r, ref in step.results]
+            if id(obj) in step.produced and kept(step.produced[id(obj)][1]) is None:
+                del step.produced[id(obj)]
+            for index, inputs in step.held.items():
+                step.held[index] = [(record, kept(ref)) for record, ref in inputs]
+
     def full(self) -> bool:
         """Whether the running step holds as many operations as one records (``MAX_OPS_PER_STEP``)."""
         return len(self._stack[-1].ops) >= MAX_OPS_PER_STEP

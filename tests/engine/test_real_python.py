@@ -179,6 +179,20 @@ CASES = {
         y = torch.sparse.mm(a, b)
         print(y.is_sparse, y.requires_grad)
     """,
+    "torch.utils.swap_tensors (it refuses a tensor anything holds a weak reference to)": """
+        import torch
+        t1 = torch.arange(2)
+        t2 = torch.arange(3)
+        torch.utils.swap_tensors(t1, t2)
+        print(t1, t2)
+        torch.__future__.set_swap_module_params_on_conversion(True)
+        torch.manual_seed(0)
+        m = torch.nn.Linear(3, 5)
+        w = m.weight
+        m.bfloat16()
+        print(m.weight.dtype, w is m.weight)
+        torch.__future__.set_swap_module_params_on_conversion(False)
+    """,
     "a library's deprecation warning is not the script's": """
         import warnings
         import torch
