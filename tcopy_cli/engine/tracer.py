@@ -67,9 +67,9 @@ TRACKED = {
         (torch.optim.Optimizer.zero_grad, "zero_grad"),
         (torch.nn.Module.zero_grad, "zero_grad"),
         (torch.autograd.graph.saved_tensors_hooks.__init__, "saved_tensors_hooks"),
-        (getattr(torch.utils, "swap_tensors", None), "swap_tensors"),
+        (getattr(torch.utils, "swap_tensors", None), "swap_tensors"),  # torch 2.3+
     )
-    if (code := getattr(inspect.unwrap(fn), "__code__", None)) is not None
+    if fn is not None and (code := getattr(inspect.unwrap(fn), "__code__", None)) is not None
 }
 """Library functions no torch dispatch sees whose call the Stepper is told of (by code object):
 ``zero_grad`` of an optimizer or a module (recorded in its place among the statement's operations,
