@@ -201,13 +201,14 @@ def test_a_line_longer_than_a_frame_may_be_is_refused_before_it_ends(tmp_path: A
 
 
 def test_600_mb_of_valid_frames_end_at_the_output_limit(tmp_path: Any) -> None:
-    # Steps of 30 MB of printed text each: valid frames, until the run's 512 MiB of output.
+    # Steps of a 30 MB warning each: valid frames, until the run's 512 MiB of output. (Printed text
+    # past --max-output is refused before: test_steps_that_printed_more_than_max_output_are_invalid.)
     code = (
         "import json\n"
         "from tcopy_cli.trace import records, wire\n"
         "for i in range(20):\n"
-        "    s = records.Step(index=i + 1, line=2, source='x', status='ok', error=None, stdout='a' * 30_000_000,\n"
-        "                     warnings=[], tensors={}, arrays={})\n"
+        "    s = records.Step(index=i + 1, line=2, source='x', status='ok', error=None, stdout='',\n"
+        "                     warnings=['a' * 30_000_000], tensors={}, arrays={})\n"
         "    ch.out.write(wire.frame_line({'kind': 'step', 'step': wire.encode(s)}))\n"
     )
     proc = tcopy_with({"code": code}, tmp_path, "json", timeout=300)
