@@ -15,6 +15,7 @@ from tcopy_cli.explain.changes import (
     in_place_writes,
     joined_graph,
     numpy_aliases,
+    numpy_views_written,
     requires_grad_flip,
     untracked_write,
 )
@@ -25,7 +26,7 @@ from tcopy_cli.explain.facts import Rule, each_kept_name, each_new_name
 from tcopy_cli.explain.grads import corrupted_grads, grad_changes
 from tcopy_cli.explain.history import chained_graph, collected_graphs
 from tcopy_cli.explain.ops import op_notes
-from tcopy_cli.explain.relations import new_memory, rebinding, same_object, shared_memory
+from tcopy_cli.explain.relations import grad_alias, new_memory, rebinding, same_node, same_object, shared_memory
 from tcopy_cli.explain.saved import saved_tensor_events
 from tcopy_cli.explain.torch_warnings import torch_warnings
 from tcopy_cli.trace import Trace
@@ -36,9 +37,10 @@ NOTE_RULES: tuple[Rule, ...] = (
     caught_error,
     expect_outcome,
     op_notes,
-    each_new_name(same_object, shared_memory, new_memory, rebinding),
+    each_new_name(same_object, grad_alias, same_node, shared_memory, new_memory, rebinding),
     each_kept_name(requires_grad_flip, joined_graph, untracked_write),
     in_place_writes,
+    numpy_views_written,
     numpy_aliases,
     chained_graph,
     collected_graphs,

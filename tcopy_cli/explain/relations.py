@@ -11,7 +11,7 @@ taken as provenance.
 from __future__ import annotations
 
 from tcopy_cli.explain.facts import StepFacts, names_text, note, overlaps, storage_text
-from tcopy_cli.explain.ops import explained_names, step_input_names
+from tcopy_cli.explain.ops import explained_names, inference_note, step_input_names
 from tcopy_cli.trace.records import Note, TensorRecord, is_local
 
 
@@ -42,9 +42,56 @@ def same_object(f: StepFacts, name: str) -> list[Note]:
     ]
 
 
+def _told(f: StepFacts, name: str) -> bool:
+    """Whether ``grad_alias`` or ``same_node`` told what ``name`` is (the rules after them are fallbacks)."""
+    return any(n.kind in ("relation.grad-alias", "relation.same-node") and n.tensors[:1] == (name,) for n in f.notes)
+
+
+def grad_alias(f: StepFacts, name: str) -> list[Note]:
+    """``g = w.grad``: a name for the very tensor another tensor holds as its ``.grad`` (measured identity)."""
+    b = f.tensors[name]
+    owners = [n for n in f.others(name) if (g := f.tensors[n].grad) is not None and g.object_id == b.object_id]
+    if not owners or is_local(name) or f.same_object(name):
+        return []
+    owner = owners[0]
+    return [
+        note(
+            "relation.grad-alias",
+            f"{name} is {owner}.grad itself (the same tensor object, not a copy): a backward that adds into "
+            f"{owner}.grad writes into it in place, so {name} changes too. Once {owner}.grad is replaced "
+            f"({owner}.grad = None, or zero_grad(), which sets it to None by default), {name} keeps the old "
+            f"gradient; {owner}.grad.clone() would be a snapshot instead.",
+            [name, owner],
+        )
+    ]
+
+
+def same_node(f: StepFacts, name: str) -> list[Note]:
+    """Another tensor object at the same place in the graph, on the same memory and version counter
+    (``s = y.grad_fn._saved_result``: what autograd saved is not ``y`` itself)."""
+    b = f.tensors[name]
+    if b.grad_fn is None or name in explained_names(f) or f.same_object(name):
+        return []
+    for other in f.others(name):
+        a = f.tensors[other]
+        if a.node_id != b.node_id or a.storage != b.storage or a.object_id == b.object_id:
+            continue
+        counter = " and version counter" if other in b.shares_version_with else ""
+        return [
+            note(
+                "relation.same-node",
+                f"{name} is not {other} (`{name} is {other}` is False): it is another tensor object, on "
+                f"{other}'s memory ({storage_text(b)}){counter} and with the same grad_fn ({b.grad_fn}). A "
+                f"change through one shows in the other, and backward from either goes through the same node.",
+                [name, other],
+            )
+        ]
+    return []
+
+
 def shared_memory(f: StepFacts, name: str) -> list[Note]:
     """A view, a detached alias, ``.data``: another tensor on a storage a name already uses."""
-    if f.same_object(name):
+    if f.same_object(name) or _told(f, name):
         return []
     # Not a tensor computed from this one (f:w = p[0] for a new argument p): p is not "on w's memory".
     sharing = [n for n in _candidates(f, name, f.sharing(name)) if name not in f.tensors[n].reaches]
@@ -109,7 +156,7 @@ def _alias(name: str, b: TensorRecord, src: str, a: TensorRecord) -> tuple[str, 
 
 def new_memory(f: StepFacts, name: str) -> list[Note]:
     """A tensor in memory no other name uses: a result in the graph, or one made with grad off."""
-    if name in explained_names(f) or f.same_object(name) or f.sharing(name):
+    if name in explained_names(f) or f.same_object(name) or f.sharing(name) or _told(f, name):
         return []
     b = f.tensors[name]
     sources = _candidates(f, name, [n for n in f.others(name) if n in b.reaches])
@@ -123,6 +170,8 @@ def new_memory(f: StepFacts, name: str) -> list[Note]:
                 [name, *sources],
             )
         ]
+    if b.version < 0:
+        return [inference_note(name)]
     if not f.step.grad_enabled and not b.requires_grad:
         return [
             note(

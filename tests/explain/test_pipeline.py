@@ -31,7 +31,7 @@ SCRIPT = (
     + "t = torch.tensor(a)\n"
     + "w = torch.zeros(3)\n"
     + "n = w.numpy()\n"
-    + "m = w + 1  # expect: RuntimeError\n"
+    + "m = w + 1; w.add_(1)  # expect: RuntimeError\n"
     + "try:\n"
     + "    q = torch.ones(2).view(3)\n"
     + "except RuntimeError:\n"
