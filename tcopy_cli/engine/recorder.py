@@ -45,6 +45,8 @@ SKIPPED = frozenset(
     """.split()
 )
 """Calls that return no tensor and change nothing: not recorded (a table would list nothing for them)."""
+HOOK_CALLS = frozenset({"register_hook", "register_post_accumulate_grad_hook"})
+"""Calls that register a function torch calls back during backward (recorded with its name)."""
 SHOWN_ATTRIBUTES = frozenset({"data", "grad", "T", "mT", "H", "mH", "real", "imag"})
 """Attributes whose read gives a tensor worth recording (``w.data``); other getters (``shape``,
 ``grad_fn`` ...) are metadata."""
@@ -216,6 +218,11 @@ class OpMode(TorchFunctionMode):
         pending = recorder.begin(None, kind, spec.name, inputs, text, extra, frame.f_lineno if frame is not None else 0)
         if pending is None:
             return func(*args, **kwargs)
+        if spec.name in HOOK_CALLS:  # which function the hook is (the step that runs it names it so)
+            hook = args[1] if len(args) > 1 else kwargs.get("hook")
+            code = getattr(hook, "__code__", None)
+            if code is not None:
+                pending.detail["hook"] = display_name(code)
         try:
             result = func(*args, **kwargs)
         except BaseException as exc:

@@ -81,7 +81,7 @@ def step_input_names(ops: list[OpRecord]) -> set[str]:
     return {i.name for op in ops for i in op.inputs if i.name is not None}
 
 
-def _defining(ops: list[OpRecord], name: str) -> tuple[OpRecord, OpResult] | None:
+def defining(ops: list[OpRecord], name: str) -> tuple[OpRecord, OpResult] | None:
     """The last operation (not a plain binding) whose result the statement bound to ``name``."""
     found: tuple[OpRecord, OpResult] | None = None
     bound: tuple[OpRecord, OpResult] | None = None
@@ -125,7 +125,7 @@ def _analyse(f: StepFacts, explained: set[str]) -> list[Note]:
     notes = Findings()
     first: dict[tuple[int, int], str] = {}  # (operation, object) -> the first name of it the step bound
     for name in f.new_names:
-        found = _defining(ops, name)
+        found = defining(ops, name)
         if found is None or (is_local(name) and found[0].kind in STRUCTURAL):
             continue
         op, res = found
@@ -160,7 +160,7 @@ def _analyse(f: StepFacts, explained: set[str]) -> list[Note]:
         old = f.state.previous_arrays.get(name)
         if old is not None and old.data_ptr == a.data_ptr:
             continue
-        found = _defining(ops, name)
+        found = defining(ops, name)
         if found is not None:
             made = _array_notes(ops, found[0], found[1], name, a)
             if made:
@@ -235,7 +235,7 @@ def _module_note(f: StepFacts, op: OpRecord, names: list[str]) -> Note:
     """The parameters of a module that ``copy.deepcopy(model)`` made."""
     pairs: list[tuple[str, str]] = []
     for n in names:
-        found = _defining(f.step.ops, n)
+        found = defining(f.step.ops, n)
         src = _preferred(sources(f.step.ops, found[0], found[1])) if found is not None else None
         pairs.append((n, src.name if src is not None else "?"))
     made, given = [n for n, _ in pairs], [s for _, s in pairs]
@@ -773,13 +773,22 @@ def _setattr_notes(f: StepFacts, op: OpRecord, explained: set[str]) -> Iterator[
             op=op.index,
         )
     if "grad" in replaced:
+        old_grad = f.before[t].grad if t in f.before else None
+        holders = [n for n, rec in f.tensors.items() if old_grad is not None and rec.object_id == old_grad.object_id]
+        still = (
+            f" {names_text(holders)} still {agree(holders, 'holds', 'hold')} the old gradient ({old_grad.preview}): "
+            f"{agree(holders, 'it is', 'they are')} the tensor {t}.grad was, and this only dropped {t}'s reference "
+            f"to it."
+            if holders and old_grad is not None
+            else ""
+        )
         if not after.get("has_grad"):
             text = (
                 f"{_call(op)} removed {t}'s gradient: the next backward stores a fresh {t}.grad instead of "
-                f"adding to the old one (what optimizer.zero_grad() does by default)."
+                f"adding to the old one (what optimizer.zero_grad() does by default).{still}"
             )
         else:
-            text = f"{_call(op)} set {t}.grad directly: the next backward adds its gradient to this tensor."
+            text = f"{_call(op)} set {t}.grad directly: the next backward adds its gradient to this tensor.{still}"
             if not r.requires_grad:
                 text = (
                     f"{_call(op)} set {t}.grad directly; {t} does not require grad, so no backward will add to it "

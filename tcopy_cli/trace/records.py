@@ -511,6 +511,9 @@ class Step:
     call; they run without steps of their own."""
     ops: list[OpRecord] = field(default_factory=list)
     """The operations the statement performed, in the order they finished."""
+    hooks_replaced: list[str] = field(default_factory=list)
+    """Of ``hooks``, those that returned a tensor other than the one they were given first: a tensor
+    hook that does so replaces the gradient flowing through its tensor."""
 
     loops: tuple[LoopContext, ...] = ()
     """Enclosing loops, outermost first (loops of calling code included)."""

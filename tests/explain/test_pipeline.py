@@ -43,6 +43,10 @@ SCRIPT = (
     + "for i in range(2):\n"
     + "    total = total + (a * i).sum()\n"
     + "    hist.append(total)\n"
+    + "k = torch.arange(3) / 2\n"
+    + "h = torch.ones(2, dtype=torch.float16); h += torch.ones(2, dtype=torch.float64)\n"
+    + "g2 = torch.autograd.grad((a * 2).sum(), a)\n"
+    + "e = a.exp(); e.retain_grad()\n"
     + "z = torch.linalg.inv(torch.ones(2))\n"
 )
 
