@@ -28,7 +28,15 @@ from tcopy_cli.explain.history import chained_graph, collected_graphs
 from tcopy_cli.explain.hooks import hook_notes
 from tcopy_cli.explain.ops import op_notes
 from tcopy_cli.explain.promotion import promotions
-from tcopy_cli.explain.relations import grad_alias, new_memory, rebinding, same_node, same_object, shared_memory
+from tcopy_cli.explain.relations import (
+    grad_alias,
+    new_memory,
+    rebinding,
+    rebound_graph_used,
+    same_node,
+    same_object,
+    shared_memory,
+)
 from tcopy_cli.explain.saved import saved_tensor_events
 from tcopy_cli.explain.torch_warnings import torch_warnings
 from tcopy_cli.explain.writes import write_effects
@@ -52,6 +60,7 @@ NOTE_RULES: tuple[Rule, ...] = (
     grad_changes,
     corrupted_grads,
     grad_call,
+    rebound_graph_used,
     hook_notes,
     saved_tensor_events,
     torch_warnings,

@@ -884,12 +884,19 @@ def _rebind_unheld(f: StepFacts, op: OpRecord, name: str) -> Iterator[Note]:
         return  # not new memory: ``b = a`` binds b to a tensor already there (its relation note says so)
     if f.step.loops:  # each turn of a loop rebinds its names: routine there, and folded lines show it
         return
+    graphs = [n for n, r in f.tensors.items() if old.node_id in r.reach_ids]
+    kept = (
+        f", though the graph of {names_text(graphs)} still holds it (a backward through "
+        f"{agree(graphs, 'it', 'them')} uses the old {name})"
+        if graphs
+        else ""
+    )
     yield note(
         "rebind.new-object",
         f"{_call(op)} bound {name} to a new tensor in new memory ({new.storage}; the old {name} was in "
-        f"{old.storage}); no name in the script holds the old {name} any more. `{name} += ...` or "
+        f"{old.storage}); no name in the script holds the old {name} any more{kept}. `{name} += ...` or "
         f"`{name}.add_(...)` would have written into the old memory instead.",
-        [name],
+        [name, *graphs],
         op=op.index,
     )
 

@@ -10,9 +10,12 @@ taken as provenance.
 
 from __future__ import annotations
 
-from tcopy_cli.explain.facts import StepFacts, names_text, note, overlaps, storage_text
+from dataclasses import dataclass
+
+from tcopy_cli.explain.facts import Origin, StepFacts, names_text, note, overlaps, storage_text
 from tcopy_cli.explain.ops import explained_names, inference_note, step_input_names
-from tcopy_cli.trace.records import Note, TensorRecord, is_local
+from tcopy_cli.trace.records import Note, OpInput, TensorRecord, is_local
+from tcopy_cli.trace.values import code_span
 
 
 def _candidates(f: StepFacts, name: str, names: list[str]) -> list[str]:
@@ -202,6 +205,8 @@ def rebinding(f: StepFacts, name: str) -> list[Note]:
                     [name],
                 )
             ]
+        if any(loop.iteration > 1 for loop in f.step.loops):
+            return []  # (x = x + 1 in every turn: told in the first)
         return [
             note(
                 "rebind.computed-from-old",
@@ -210,13 +215,73 @@ def rebinding(f: StepFacts, name: str) -> list[Note]:
                 [name],
             )
         ]
-    if held:
-        return [
-            note(
-                "rebind.held-by-graph",
-                f"The name {name} now refers to a new tensor, but the graph of {names_text(held)} still holds the "
-                f"old {name}: rebinding a name does not change what backward computes.",
-                [name, *held],
-            )
-        ]
+    if held and old.requires_grad:
+        # Told when a backward goes through the graph that holds it (``rebound_graph_used``), not now:
+        # a loop rebinds its names every turn, and an old graph no backward uses again changes nothing.
+        rebound = f.state.extra.setdefault(_REBOUND, [])
+        assert isinstance(rebound, list)
+        rebound.append(Rebound(name, old.node_id, Origin.of(f.step)))
+        del rebound[:-MAX_REBOUND]
     return []
+
+
+_REBOUND = "rebound"
+MAX_REBOUND = 64
+"""Rebindings remembered at once (the oldest are forgotten)."""
+
+
+@dataclass(frozen=True)
+class Rebound:
+    """A name bound to a new tensor while a graph still held the old one."""
+
+    name: str
+    node: int
+    origin: Origin
+
+
+BACKWARD_CALLS = frozenset({"backward", "grad"})
+
+
+def rebound_graph_used(f: StepFacts) -> list[Note]:
+    """A backward through a graph that holds a tensor a name held before it was rebound: the gradients
+    flowed through the old tensor, not through the one the name holds now."""
+    rebound = f.state.extra.get(_REBOUND)
+    if not rebound or not isinstance(rebound, list):
+        return []
+    out: list[Note] = []
+    for op in f.step.ops:
+        if op.error is not None or op.kind != "call" or op.function not in BACKWARD_CALLS or not op.inputs:
+            continue
+        roots = [i for i in op.inputs if i.role == "self" or i.role.startswith(("arg0", "outputs="))]
+        reached = set().union(*(_reach(f, op_input) for op_input in roots)) if roots else set()
+        for r in [r for r in rebound if r.node in reached]:
+            rebound.remove(r)
+            now = f.tensors.get(r.name)
+            apart = now is not None and r.node not in (now.reach_ids | {now.node_id})
+            also = f", and the tensor {r.name} names now took no part" if apart else ""
+            out.append(
+                note(
+                    "rebind.held-by-graph",
+                    f"{code_span(op.call)} went back through the old {r.name}, the tensor {r.name} named until "
+                    f"line {r.origin.line} ({code_span(r.origin.source)}) bound {r.name} to another one: the "
+                    f"graph still held the old tensor, so the gradients flowed through it{also}. Rebinding a name "
+                    f"does not change what backward computes.",
+                    [r.name],
+                    op=op.index,
+                )
+            )
+    return out
+
+
+def _reach(f: StepFacts, given: OpInput, depth: int = 8) -> set[int]:
+    """Graph nodes behind a tensor an operation was given: a name's (as it was before the step), or,
+    for a temporary, those behind the named tensors the step made it from."""
+    if given.name is not None:
+        r = f.before.get(given.name) or f.tensors.get(given.name)
+        return set(r.reach_ids) | {r.node_id} if r is not None else set()
+    if given.from_op is None or depth == 0:
+        return set()
+    made = next((o for o in f.step.ops if o.index == given.from_op), None)
+    if made is None:
+        return set()
+    return set().union(*(_reach(f, i, depth - 1) for i in made.inputs)) if made.inputs else set()
