@@ -37,6 +37,7 @@ from tcopy_cli.explain.relations import (
     same_object,
     shared_memory,
 )
+from tcopy_cli.explain.resets import grads_not_reset
 from tcopy_cli.explain.saved import saved_tensor_events
 from tcopy_cli.explain.torch_warnings import torch_warnings
 from tcopy_cli.explain.writes import write_effects
@@ -58,6 +59,7 @@ NOTE_RULES: tuple[Rule, ...] = (
     chained_graph,
     collected_graphs,
     grad_changes,
+    grads_not_reset,
     corrupted_grads,
     grad_call,
     rebound_graph_used,

@@ -459,6 +459,8 @@ class Note:
     tensors: tuple[str, ...] = ()
     op: int | None = None
     """Index (in the step's ``ops``) of the operation the note is about, if one is."""
+    fix: str | None = None
+    """A line of code the note says to add (``opt.zero_grad()``), where it gives one."""
 
     @property
     def line(self) -> str:
@@ -473,6 +475,7 @@ class Note:
             "text": self.text,
             "tensors": list(self.tensors),
             "op": self.op,
+            **({"fix": self.fix} if self.fix is not None else {}),
         }
 
 
