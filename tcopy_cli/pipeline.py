@@ -40,7 +40,7 @@ from tcopy_cli.explain.relations import (
 from tcopy_cli.explain.resets import grads_not_reset
 from tcopy_cli.explain.saved import saved_tensor_events
 from tcopy_cli.explain.torch_warnings import torch_warnings
-from tcopy_cli.explain.writes import write_effects
+from tcopy_cli.explain.writes import memory_swapped, write_effects
 from tcopy_cli.trace import Trace
 
 P = ParamSpec("P")
@@ -54,6 +54,7 @@ NOTE_RULES: tuple[Rule, ...] = (
     each_kept_name(requires_grad_flip, joined_graph, untracked_write),
     in_place_writes,
     write_effects,
+    memory_swapped,
     numpy_views_written,
     numpy_aliases,
     chained_graph,

@@ -159,6 +159,14 @@ def _moved(
     if not run.backwards:
         if same and ((zeros and not _all_zero(og.values)) or (g.values is None and last_reset >= 0)):
             return "grad.zeroed", "", 0
+        if not same and g.object_id == og.object_id and g.object_id:
+            # the grad kept its object but not its memory: ``.data`` swapped under it (a module's .double(), .to())
+            dtype = f", {g.dtype} (was {og.dtype})" if g.dtype != og.dtype else ""
+            text = (
+                f"{name}.grad is the same tensor object on other memory now ({g.storage}){dtype}: its memory was "
+                f"swapped, not added to, and no backward ran; values {og.preview} → {g.preview}."
+            )
+            return "grad.written", text, "keep"
         if not same:
             text = f"{name}.grad is another tensor now ({g.storage}): {change}, though no backward ran."
             return "grad.written", text, 1  # as for `x.grad = t`: the next backward adds to it

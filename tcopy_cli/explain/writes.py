@@ -13,8 +13,8 @@ import math
 import re
 from collections.abc import Iterator
 
-from tcopy_cli.explain.facts import StepFacts, note
-from tcopy_cli.trace.records import Note, OpInput, OpRecord, TensorRecord
+from tcopy_cli.explain.facts import StepFacts, agree, names_text, note
+from tcopy_cli.trace.records import Note, OpInput, OpRecord, TensorRecord, is_local
 from tcopy_cli.trace.values import code_span
 
 
@@ -157,3 +157,55 @@ def _overlap_note(f: StepFacts, op: OpRecord, target: OpInput, call: str, name: 
         [name, *([base] if base else [])],
         op=op.index,
     )
+
+
+def memory_swapped(f: StepFacts) -> list[Note]:
+    """Tensors that are the same objects as before the step but lie on other memory, where no ``x.data = ...``
+    of the script tells it (a module's ``.double()`` or ``.to()`` swaps each parameter's ``.data``)."""
+    told = {t for n in f.notes if n.kind == "change.data-swap" for t in n.tensors}
+    written = {op.inputs[i].name for op in f.step.ops for i in op.bumped} | {
+        i.name for op in f.step.ops if op.kind == "setattr" for i in op.inputs
+    }
+    names = [
+        name
+        for name in f.kept_names
+        if not is_local(name)
+        and name not in told
+        and name not in written
+        and f.tensors[name].object_id == f.before[name].object_id
+        and f.tensors[name].storage != f.before[name].storage
+    ]
+    if not names:
+        return []
+    now, was = [f.tensors[n] for n in names], [f.before[n] for n in names]
+    dtypes = {(o.dtype, r.dtype) for o, r in zip(was, now)}
+    dtype = ""
+    if len(dtypes) == 1:
+        (before, after) = dtypes.pop()
+        dtype = f", {after} (was {before})" if before != after else ""
+    versions = {o.version for o, r in zip(was, now) if o.version == r.version}
+    kept = len(versions) == 1 and all(o.version == r.version for o, r in zip(was, now))
+    version = (
+        f" {agree(names, 'Its version counter', 'Their version counters')} did not move (version {versions.pop()})."
+        if kept
+        else ""
+    )
+    old_storages = {o.storage for o in was}
+    left = [n for n, r in f.tensors.items() if n not in names and r.storage in old_storages and n in f.before]
+    behind = (
+        f" {names_text(left)} still {agree(left, 'uses', 'use')} the old memory and no longer "
+        f"{agree(left, 'shares', 'share')} it with {agree(names, 'it', 'them')}."
+        if left
+        else ""
+    )
+    storages = ", ".join(r.storage for r in now)
+    return [
+        note(
+            "change.data-swap",
+            f"{code_span(f.step.source)} swapped the memory under {names_text(names)}: "
+            f"{agree(names, 'it is the same tensor object', 'they are the same tensor objects')} (same names, same "
+            f"place in any optimizer that holds {agree(names, 'it', 'them')}) on other memory now "
+            f"({storages}){dtype}.{version}{behind}",
+            names + left,
+        )
+    ]

@@ -47,6 +47,7 @@ SCRIPT = (
     + "h = torch.ones(2, dtype=torch.float16); h += torch.ones(2, dtype=torch.float64)\n"
     + "g2 = torch.autograd.grad((a * 2).sum(), a)\n"
     + "e = a.exp(); e.retain_grad()\n"
+    + "lin = torch.nn.Linear(1, 1); lin.double()\n"
     + "z = torch.linalg.inv(torch.ones(2))\n"
 )
 
