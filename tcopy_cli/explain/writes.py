@@ -108,8 +108,8 @@ def _converted(op: OpRecord, target: OpInput, r: TensorRecord, call: str, name: 
         return note(
             "change.converted",
             f"{name} stays {r.dtype}: an in-place result takes the dtype of the tensor written into, so the "
-            f"{src.dtype} values from {what} were rounded to {r.dtype} without a warning (`{name} = {name} + ...` "
-            f"would make a new {src.dtype} tensor instead).",
+            f"result, computed with {what}'s {src.dtype} values, was rounded to {r.dtype} without a warning "
+            f"(`{name} = {name} + ...` would make a new {src.dtype} tensor instead).",
             [name],
             op=op.index,
         )

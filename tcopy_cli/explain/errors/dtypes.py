@@ -94,8 +94,9 @@ def cast(ctx: ErrorContext, m: re.Match[str]) -> str:
         out = next((c for c in ctx.calls if "out=" in " ".join(c.args)), None)
         where = f"{out.text} on {ctx.where}" if out else f"The operation on {ctx.where}"
         return (
-            f"{where}: the result must be stored in the {m['out']} tensor given as out=, and {rule}. Fix: convert "
-            f"the inputs (e.g. target.float()), or store into a {m['result']} tensor."
+            f"{where}: the result must be stored in the {m['out']} tensor given as out=, and {rule}. Fix: store "
+            f"into a {m['result']} tensor (call it without out=, or give out= a {m['result']} tensor), or, to convert "
+            f"on purpose, copy the result in with copy_."
         )
     return (
         f"{call.text} on {ctx.where} writes a {m['result']} result into {who}, which is {ctx.record(who).dtype}; "

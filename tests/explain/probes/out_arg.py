@@ -10,3 +10,10 @@ q = torch.ones(3, requires_grad=True)
 torch.add(q, 1, out=o)  # expect: RuntimeError
 k = torch.zeros(3, dtype=torch.int64)
 torch.add(a, 0.5, out=k)  # expect: RuntimeError
+# plain: import pytest
+# plain: with pytest.raises(RuntimeError):
+# plain:     torch.add(a.long(), 0.5, out=k)  # converting the inputs is no fix: the result is float
+# plain: k.copy_(torch.add(a, 0.5))
+# plain: assert k.tolist() == [1, 1, 1]
+# says: store into a Float tensor (call it without out=, or give out= a Float tensor)
+# never: convert the inputs
