@@ -15,6 +15,7 @@ from tcopy_cli.explain.changes import (
     in_place_writes,
     joined_graph,
     numpy_aliases,
+    numpy_views_written,
     requires_grad_flip,
     untracked_write,
 )
@@ -22,12 +23,24 @@ from tcopy_cli.explain.debugger import debugger_calls
 from tcopy_cli.explain.errors import caught_error, expect_outcome, explain_step_error
 from tcopy_cli.explain.explainer import Explainer
 from tcopy_cli.explain.facts import Rule, each_kept_name, each_new_name
-from tcopy_cli.explain.grads import corrupted_grads, grad_changes
+from tcopy_cli.explain.grads import corrupted_grads, grad_call, grad_changes
 from tcopy_cli.explain.history import chained_graph, collected_graphs
+from tcopy_cli.explain.hooks import hook_notes
 from tcopy_cli.explain.ops import op_notes
-from tcopy_cli.explain.relations import new_memory, rebinding, same_object, shared_memory
+from tcopy_cli.explain.promotion import promotions
+from tcopy_cli.explain.relations import (
+    grad_alias,
+    new_memory,
+    rebinding,
+    rebound_graph_used,
+    same_node,
+    same_object,
+    shared_memory,
+)
+from tcopy_cli.explain.resets import grads_not_reset
 from tcopy_cli.explain.saved import saved_tensor_events
 from tcopy_cli.explain.torch_warnings import torch_warnings
+from tcopy_cli.explain.writes import memory_swapped, write_effects
 from tcopy_cli.trace import Trace
 
 P = ParamSpec("P")
@@ -36,14 +49,22 @@ NOTE_RULES: tuple[Rule, ...] = (
     caught_error,
     expect_outcome,
     op_notes,
-    each_new_name(same_object, shared_memory, new_memory, rebinding),
+    each_new_name(same_object, grad_alias, same_node, shared_memory, new_memory, rebinding),
+    promotions,
     each_kept_name(requires_grad_flip, joined_graph, untracked_write),
     in_place_writes,
+    write_effects,
+    memory_swapped,
+    numpy_views_written,
     numpy_aliases,
     chained_graph,
     collected_graphs,
     grad_changes,
+    grads_not_reset,
     corrupted_grads,
+    grad_call,
+    rebound_graph_used,
+    hook_notes,
     saved_tensor_events,
     torch_warnings,
     debugger_calls,

@@ -453,6 +453,16 @@ def _add(
             if name is not None and id(item) not in seen:
                 seen.add(id(item))
                 out.append((input_record(f"{role}[{i}]", f"{sub.id}[{i}]", name, item), item))
+    elif isinstance(obj, torch.nn.Module):  # ``copy.deepcopy(model)``: its parameters, by their table names
+        try:
+            params = list(torch.nn.Module.named_parameters(obj))[:MODULE_INPUTS]
+        except AttributeError:  # a module whose __init__ never called Module.__init__
+            params = []
+        for pname, param in params:
+            name = table.get(param, f"{key}.{pname}") if _traceable(param) else None
+            if name is not None and id(param) not in seen:
+                seen.add(id(param))
+                out.append((input_record(f"{role}.{pname}", f"{sub.id}.{pname}", name, param), param))
 
 
 def _index_detail(index: ast.expr, names: dict[str, Any], function: str | None) -> str | None:

@@ -45,6 +45,8 @@ SKIPPED = frozenset(
     """.split()
 )
 """Calls that return no tensor and change nothing: not recorded (a table would list nothing for them)."""
+HOOK_CALLS = frozenset({"register_hook", "register_post_accumulate_grad_hook"})
+"""Calls that register a function torch calls back during backward (recorded with its name)."""
 SHOWN_ATTRIBUTES = frozenset({"data", "grad", "T", "mT", "H", "mH", "real", "imag"})
 """Attributes whose read gives a tensor worth recording (``w.data``); other getters (``shape``,
 ``grad_fn`` ...) are metadata."""
@@ -252,7 +254,14 @@ class OpMode(TorchFunctionMode):
         if spec.kind == "setattr" and args:
             extra = args[0]
         line = frame.f_lineno if frame is not None else 0
-        return rec.recorder.begin(None, kind, spec.name, inputs, text, extra, line)
+        pending = rec.recorder.begin(None, kind, spec.name, inputs, text, extra, line)
+        if pending is not None and spec.name in HOOK_CALLS:
+            # which function the hook is (the step that runs it names it so)
+            hook = args[1] if len(args) > 1 else kwargs.get("hook")
+            code = getattr(hook, "__code__", None)
+            if code is not None:
+                pending.detail["hook"] = display_name(code)
+        return pending
 
     def _check_size(self, spec: _Spec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """--max-elements before the call allocates, where its size can be told from the arguments (a

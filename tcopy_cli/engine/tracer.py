@@ -110,6 +110,9 @@ class Ended:
     hooks: list[str] = field(default_factory=list)
     frame: FrameType | None = None
     """The frame it ran in (only while the event is told)."""
+    replaced: list[str] = field(default_factory=list)
+    """Of ``hooks``, those that returned a tensor other than the one they were given first (a tensor
+    hook that does so replaces the gradient)."""
 
 
 @dataclass
@@ -122,6 +125,7 @@ class _Running:
     grad_enabled: bool = True
     order: dict[str, None] = field(default_factory=dict)
     hooks: dict[str, None] = field(default_factory=dict)
+    replaced: dict[str, None] = field(default_factory=dict)
     loops: list[Turn] = field(default_factory=list)
     raised: BaseException | None = None
     """The exception the frame's last event raised, until a line of the frame runs again (one that
@@ -335,6 +339,7 @@ class Tracer:
             # own; the step that ran it names it.
             if self.stack:
                 self.stack[-1].hooks[display_name(code)] = None
+                return self._returned(frame)
             return None
         state = _Running()
         if code.co_flags & SUSPENDING:
@@ -361,6 +366,21 @@ class Tracer:
             return None
         torch._C._pop_torch_function_stack()
         return _Restore(top)
+
+    def _returned(self, frame: FrameType) -> Any:
+        """A local tracer for a function torch called back: it only notes, when the function returns,
+        whether it returned a tensor other than its first argument (a hook that replaced a gradient)."""
+        code = frame.f_code
+        given = frame.f_locals.get(code.co_varnames[0]) if code.co_argcount else None
+        running = self.stack[-1]
+        frame.f_trace_lines = False
+
+        def on_return(_frame: FrameType, event: str, arg: Any) -> Any:
+            if event == "return" and isinstance(arg, torch.Tensor) and arg is not given:
+                running.replaced[display_name(code)] = None
+            return on_return
+
+        return on_return
 
     def _trace_line(self, frame: FrameType, event: str, arg: Any) -> Any:
         try:
@@ -428,6 +448,7 @@ class Tracer:
         state.out = io.StringIO()
         state.warned = []
         state.hooks = {}
+        state.replaced = {}
         state.grad_enabled = torch.is_grad_enabled()
 
     def _end(
@@ -441,8 +462,8 @@ class Tracer:
         if node is None:
             return
         state.node = None
-        printed, warned, hooks = state.out.getvalue(), state.warned, list(state.hooks)
-        state.out, state.warned, state.hooks = io.StringIO(), [], {}
+        printed, warned, hooks, replaced = state.out.getvalue(), state.warned, list(state.hooks), list(state.replaced)
+        state.out, state.warned, state.hooks, state.replaced = io.StringIO(), [], {}, {}
         if state.resumed:
             state.resumed = False
             if error is None and caught is None:
@@ -463,6 +484,7 @@ class Tracer:
                 self.index.is_header(node),
                 hooks,
                 frame,
+                replaced,
             )
             self.stepper.ended(ended)
         finally:

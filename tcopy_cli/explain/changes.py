@@ -70,7 +70,23 @@ def untracked_write(f: StepFacts, name: str) -> list[Note]:
     r, old = f.tensors[name], f.before[name]
     if name in explained_names(f):  # e.g. x.data = ...: the record says what replaced the values
         return []
-    if r.version == old.version and r.values != old.values and r.values is not None and old.values is not None:
+    if r.values == old.values or r.values is None or old.values is None:
+        return []
+    if r.version < 0 or old.version < 0:  # an inference tensor: no version counter at all
+        failed = [op for op in f.step.ops if op.error is not None and op.inputs and op.inputs[0].name == name]
+        if not failed:
+            return []
+        return [
+            note(
+                "change.write-before-error",
+                f"{code_span(failed[0].call)} raised an error, yet {name}'s values changed ({old.preview} → "
+                f"{r.preview}): the write happened before torch refused it. {name} is an inference tensor, "
+                f"with no version counter to show writes.",
+                [name],
+                op=failed[0].index,
+            )
+        ]
+    if r.version == old.version:
         through = _alias_write(f, name)
         how = (
             f"{code_span(through[0])} wrote into its memory through {through[1]}"
@@ -122,24 +138,25 @@ def _alias_write(f: StepFacts, name: str) -> tuple[str, str] | None:
 
 
 def in_place_writes(f: StepFacts) -> list[Note]:
-    """Version counters that moved, grouped by storage and counter; tensors each on their own
-    memory whose versions moved alike (as ``opt.step()`` moves every parameter's) in one note."""
+    """Version counters that moved, grouped by counter (a shared counter moves for every tensor
+    on it, whatever memory each uses); tensors each on their own counter whose versions moved
+    alike (as ``opt.step()`` moves every parameter's) in one note."""
     groups: dict[tuple[str, int, int], list[str]] = {}
     for name, r in f.tensors.items():
         old = f.before.get(name)
         if old is not None and name not in f.new_names and r.version > old.version >= 0:
-            groups.setdefault((r.storage, old.version, r.version), []).append(name)
+            groups.setdefault((r.version_counter or r.storage, old.version, r.version), []).append(name)
     found = Findings()
-    for (storage, v0, v1), names in groups.items():
+    for (_, v0, v1), names in groups.items():
         if len(names) == 1:
             found.group((v0, v1), names[0])
         else:
-            found.add([_shared_write(f, storage, v0, v1, names)])
+            found.add([_shared_write(f, v0, v1, names)])
     return found.notes(_own_writes)
 
 
 def _own_writes(versions: tuple[int, int], names: list[str]) -> Note:
-    """Tensors on memory of their own (one per storage), each changed in place."""
+    """Tensors each with a version counter (and memory) of its own, each changed in place."""
     v0, v1 = versions
     own = ", each on its own memory" if len(names) > 1 else ""
     return note("change.in-place", _written_sentence(names, v0, v1, own), names)
@@ -150,13 +167,16 @@ def _written_sentence(names: list[str], v0: int, v1: int, how: str) -> str:
     return f"{names_text(names)} {agree(names, 'was', 'were')} changed in place (version {v0} → {v1}){how}."
 
 
-def _shared_write(f: StepFacts, storage: str, v0: int, v1: int, names: list[str]) -> Note:
-    """Names on one storage whose shared version counter moved."""
-    # Names on the storage whose own bytes were not written (values equal) only
-    # share the counter: say so, rather than claim they changed.
+def _shared_write(f: StepFacts, v0: int, v1: int, names: list[str]) -> Note:
+    """Names whose shared version counter moved (on one storage, or on several: ``w.data = ...``
+    keeps w's counter on new memory, and a ``w.detach()`` made before keeps the old memory)."""
+    # Names whose own bytes were not written (values equal) only share the counter: say so,
+    # rather than claim they changed.
     untouched = [n for n in names if f.tensors[n].values is not None and f.tensors[n].values == f.before[n].values]
     written = [n for n in names if n not in untouched] or names
-    together = f" together: they share memory ({storage}) and one version counter" if len(written) > 1 else ""
+    storages = {f.tensors[n].storage for n in written}
+    shared = f"memory ({next(iter(storages))}) and one version counter" if len(storages) == 1 else "one version counter"
+    together = f" together: they share {shared}" if len(written) > 1 else ""
     sentence = _written_sentence(written, v0, v1, together)
     if untouched and untouched != names:
         its = agree(untouched, "its", "their")
@@ -165,6 +185,31 @@ def _shared_write(f: StepFacts, storage: str, v0: int, v1: int, names: list[str]
             f"{its} version moved too, but {its} own bytes were not written."
         )
     return note("change.in-place", sentence, names)
+
+
+def numpy_views_written(f: StepFacts) -> list[Note]:
+    """NumPy arrays on the memory of tensors an in-place operation wrote: the array shows the write."""
+    out = []
+    for name, a in f.step.arrays.items():
+        old = f.state.previous_arrays.get(name)
+        if old is None or old.data_ptr != a.data_ptr or old.values == a.values or a.values is None:
+            continue
+        written = [
+            n
+            for n in a.shares_memory_with
+            if n in f.tensors and n in f.before and 0 <= f.before[n].version < f.tensors[n].version
+        ]
+        if written:
+            out.append(
+                note(
+                    "change.numpy-sees-write",
+                    f"The NumPy array {name} changed too ({old.preview} → {a.preview}): it lies on the memory of "
+                    f"{names_text(written)}, so an in-place write to {agree(written, 'that tensor', 'those tensors')} "
+                    f"shows in the array (a copy made with .numpy().copy() would not change).",
+                    [name, *written],
+                )
+            )
+    return out
 
 
 def numpy_aliases(f: StepFacts) -> list[Note]:

@@ -189,9 +189,17 @@ def each_kept_name(*rules: NameRule) -> Rule:
     return run
 
 
-def note(kind: str, text: str, tensors: Sequence[str] = (), severity: Severity = "info", op: int | None = None) -> Note:
-    """A Note (names deduplicated, in order); ``op``: the operation of the step it is about."""
-    return Note(kind=kind, severity=severity, text=text, tensors=tuple(dict.fromkeys(tensors)), op=op)
+def note(
+    kind: str,
+    text: str,
+    tensors: Sequence[str] = (),
+    severity: Severity = "info",
+    op: int | None = None,
+    fix: str | None = None,
+) -> Note:
+    """A Note (names deduplicated, in order); ``op``: the operation of the step it is about; ``fix``: a
+    line of code the note says to add."""
+    return Note(kind=kind, severity=severity, text=text, tensors=tuple(dict.fromkeys(tensors)), op=op, fix=fix)
 
 
 @dataclass(frozen=True)

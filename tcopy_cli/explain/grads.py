@@ -159,6 +159,14 @@ def _moved(
     if not run.backwards:
         if same and ((zeros and not _all_zero(og.values)) or (g.values is None and last_reset >= 0)):
             return "grad.zeroed", "", 0
+        if not same and g.object_id == og.object_id and g.object_id:
+            # the grad kept its object but not its memory: ``.data`` swapped under it (a module's .double(), .to())
+            dtype = f", {g.dtype} (was {og.dtype})" if g.dtype != og.dtype else ""
+            text = (
+                f"{name}.grad is the same tensor object on other memory now ({g.storage}){dtype}: its memory was "
+                f"swapped, not added to, and no backward ran; values {og.preview} → {g.preview}."
+            )
+            return "grad.written", text, "keep"
         if not same:
             text = f"{name}.grad is another tensor now ({g.storage}): {change}, though no backward ran."
             return "grad.written", text, 1  # as for `x.grad = t`: the next backward adds to it
@@ -306,3 +314,42 @@ def corrupted_grads(f: StepFacts) -> list[Note]:
             )
             f.state.corrupted.remove(bump)
     return out
+
+
+def grad_call(f: StepFacts) -> list[Note]:
+    """``torch.autograd.grad(y, x)``: the gradients are returned, and ``x.grad`` is left as it was."""
+    out = []
+    for op in f.step.ops:
+        if op.error is not None or op.kind != "call" or op.function != "grad":
+            continue
+        wrt = [i.name for i in op.inputs if i.role.startswith(("arg1", "inputs=")) and i.name in f.tensors]
+        left = [
+            n
+            for n in dict.fromkeys(wrt)
+            if n is not None and n in f.before and _same_grad(f.tensors[n].grad, f.before[n].grad)
+        ]
+        if not left:
+            continue
+        given = [r.name for r in op.results if r.name is not None]
+        returned = f" (as {names_text(given)})" if given else ""
+        states = names_text([f"{n}.grad" for n in left])
+        before = f.before[left[0]].grad
+        was = f" ({before.preview})" if before is not None and len(left) == 1 else " (None)" if len(left) == 1 else ""
+        out.append(
+            note(
+                "grad.returned",
+                f"{code_span(op.call)} returned the gradient{returned} and left {states} as "
+                f"{agree(left, 'it was', 'they were')}{was}: unlike backward(), torch.autograd.grad does not add "
+                f"into .grad.",
+                left,
+                op=op.index,
+            )
+        )
+    return out
+
+
+def _same_grad(g: TensorRecord | None, og: TensorRecord | None) -> bool:
+    """The same .grad before and after (both none, or one tensor with the same values and version)."""
+    if g is None or og is None:
+        return g is None and og is None
+    return g.object_id == og.object_id and g.version == og.version and g.values == og.values

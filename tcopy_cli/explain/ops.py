@@ -10,6 +10,7 @@ tensors (``CopySlices``), tensors born at version 1.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
@@ -80,7 +81,7 @@ def step_input_names(ops: list[OpRecord]) -> set[str]:
     return {i.name for op in ops for i in op.inputs if i.name is not None}
 
 
-def _defining(ops: list[OpRecord], name: str) -> tuple[OpRecord, OpResult] | None:
+def defining(ops: list[OpRecord], name: str) -> tuple[OpRecord, OpResult] | None:
     """The last operation (not a plain binding) whose result the statement bound to ``name``."""
     found: tuple[OpRecord, OpResult] | None = None
     bound: tuple[OpRecord, OpResult] | None = None
@@ -122,25 +123,44 @@ def _analyse(f: StepFacts, explained: set[str]) -> list[Note]:
     if not ops:
         return []
     notes = Findings()
+    first: dict[tuple[int, int], str] = {}  # (operation, object) -> the first name of it the step bound
     for name in f.new_names:
-        found = _defining(ops, name)
+        found = defining(ops, name)
         if found is None or (is_local(name) and found[0].kind in STRUCTURAL):
             continue
         op, res = found
-        made = _result_notes(f, ops, op, res, name)
-        born = _born_reason(op, res, f.tensors[name])
+        b = f.tensors[name]
+        earlier = first.setdefault((op.index, b.object_id), name)
+        if earlier != name:  # one object the call gave twice (deepcopy's memo: one copy per object)
+            explained.add(name)
+            notes.add([_same_result(op, name, earlier)])
+            continue
+        if op.function == "deepcopy" and res.item.startswith("."):  # a module's parameters: one note
+            module = _module_copy(f, ops, op, res, name)
+            if module is not None:
+                explained.add(name)
+                notes.group(("module", op.index), module)
+                continue
+        made = _result_notes(f, ops, op, res, name) + _shared_results(f, op, name, first)
+        born = _born_reason(op, res, b)
         if made or born:
             explained.add(name)
         notes.add(made)
-        if born is not None:  # the names one call made at one version, for one reason: one note
-            notes.group((op.index, f.tensors[name].version, born), name)
+        if born is not None:  # the names one call as written made at one version, for one reason: one note
+            notes.group((_written_as(ops, op), b.version, born), name)
     by_index = {op.index: op for op in ops}
-    out = notes.notes(lambda key, names: _born_note(by_index[key[0]], key[1], key[2], names))
+    out = notes.notes(
+        lambda key, names: (
+            _module_note(f, by_index[key[1]], names)
+            if key[0] == "module"
+            else _born_note(by_index[key[0]], key[1], key[2], names)
+        )
+    )
     for name, a in f.step.arrays.items():
         old = f.state.previous_arrays.get(name)
         if old is not None and old.data_ptr == a.data_ptr:
             continue
-        found = _defining(ops, name)
+        found = defining(ops, name)
         if found is not None:
             made = _array_notes(ops, found[0], found[1], name, a)
             if made:
@@ -150,6 +170,103 @@ def _analyse(f: StepFacts, explained: set[str]) -> list[Note]:
         if op.error is None:
             out += _effect_notes(f, op, explained)
     return out
+
+
+def _written_as(ops: list[OpRecord], op: OpRecord) -> int:
+    """The first operation of the step made by the same call as written (``copy.deepcopy(xs)`` runs
+    one ``__deepcopy__`` per tensor)."""
+    return next(o.index for o in ops if (o.call, o.line, o.function) == (op.call, op.line, op.function))
+
+
+def _same_result(op: OpRecord, name: str, earlier: str) -> Note:
+    """A call that returned one tensor object twice (``deepcopy`` of a list holding one tensor twice)."""
+    why = (
+        " deepcopy copies each object once (it remembers what it copied), so a container that held one tensor "
+        "twice gets one copy, held twice."
+        if op.function == "deepcopy"
+        else ""
+    )
+    return note(
+        "relation.same-object",
+        f"{name} is the same tensor object as {earlier}: {_call(op)} gave one tensor for both.{why} A change "
+        f"through one name shows through the other.",
+        [name, earlier],
+        op=op.index,
+    )
+
+
+def _shared_results(f: StepFacts, op: OpRecord, name: str, first: dict[tuple[int, int], str]) -> list[Note]:
+    """A result on the memory of another result of the same call as written, with a version counter
+    of its own (``copy.deepcopy([a, a[1:]])``: the storage is copied once, each tensor set onto it anew)."""
+    b = f.tensors[name]
+    by_index = {o.index: o for o in f.step.ops}
+    for (index, _), other in first.items():
+        made = by_index.get(index)
+        if made is None or (made.call, made.line) != (op.call, op.line) or other == name or other not in f.tensors:
+            continue
+        r = f.tensors[other]
+        if r.storage != b.storage or not b.version_counter or r.version_counter == b.version_counter:
+            continue
+        how = (
+            " (deepcopy copies a storage once, and each tensor that used it is set onto the copy)"
+            if op.function == "deepcopy"
+            else ""
+        )
+        return [
+            note(
+                "relation.untracked-alias",
+                f"{name} shares {other}'s memory ({r.storage}){how}, but each has its own version counter: "
+                f"an in-place write through one changes the other's values without moving its version, so "
+                f"autograd would not notice it.{_disjoint(r, b)}",
+                [name, other],
+                op=op.index,
+            )
+        ]
+    return []
+
+
+def _module_copy(f: StepFacts, ops: list[OpRecord], op: OpRecord, res: OpResult, name: str) -> str | None:
+    """``name`` if it is a parameter of a module ``deepcopy`` made, a copy of the parameter given."""
+    src = _preferred(sources(ops, op, res))
+    return name if src is not None and src.relation == "copy" else None
+
+
+def _module_note(f: StepFacts, op: OpRecord, names: list[str]) -> Note:
+    """The parameters of a module that ``copy.deepcopy(model)`` made."""
+    pairs: list[tuple[str, str]] = []
+    for n in names:
+        found = defining(f.step.ops, n)
+        src = _preferred(sources(f.step.ops, found[0], found[1])) if found is not None else None
+        pairs.append((n, src.name if src is not None else "?"))
+    made, given = [n for n, _ in pairs], [s for _, s in pairs]
+    dropped = [
+        s for n, s in pairs if (a := f.tensors.get(s)) is not None and a.grad is not None and f.tensors[n].grad is None
+    ]
+    grads = (
+        f" {names_text([s + '.grad' for s in dropped])} {agree(dropped, 'was', 'were')} not copied: the copies "
+        f"start with no .grad."
+        if dropped
+        else ""
+    )
+    return note(
+        "relation.module-copy",
+        f"{_call(op)} made a new module whose parameters {names_text(made)} hold the values of "
+        f"{names_text(given)} in new memory: independent copies, leaves of their own with no autograd link to "
+        f"the originals, so training one module leaves the other unchanged.{grads}",
+        [*made, *given],
+        op=op.index,
+    )
+
+
+_STRENGTH = {"same-object": 0, "view": 1, "alias": 2, "shares-memory": 3, "copy": 4, "new": 5}
+
+
+def _preferred(srcs: list[Source]) -> Source | None:
+    """The source a note is about: the first direct one with the closest measured relation."""
+    if not srcs:
+        return None
+    direct = [s for s in srcs if s.direct] or srcs
+    return min(direct, key=lambda s: _STRENGTH.get(s.relation, 9))
 
 
 def _tensor(f: StepFacts, name: str) -> TensorRecord | None:
@@ -162,9 +279,9 @@ def _tensor(f: StepFacts, name: str) -> TensorRecord | None:
 def _result_notes(f: StepFacts, ops: list[OpRecord], op: OpRecord, res: OpResult, name: str) -> list[Note]:
     b = f.tensors[name]
     srcs = sources(ops, op, res)
-    if not srcs:
+    src = _preferred(srcs)
+    if src is None:
         return []
-    src = srcs[0]
     if src.name == name and src.relation == "same-object":
         return []
     a = _tensor(f, src.name)
@@ -223,7 +340,7 @@ def _relation_note(
             f"through the array."
         )
     elif src.relation == "copy":
-        kind, text = _copy_text(op, name, b, src, a)
+        kind, text = _copy_text(f, op, name, b, src, a)
     else:
         return _new_note(f, op, name, b, srcs)
     return note(kind, text, [name, s], op=op.index)
@@ -295,28 +412,70 @@ def _view_text(op: OpRecord, name: str, b: TensorRecord, src: Source, a: TensorR
     )
 
 
-def _copy_reason(op: OpRecord, src: Source, b: TensorRecord, a: TensorRecord | None) -> str:
+def _copy_reason(f: StepFacts, op: OpRecord, src: Source, b: TensorRecord, a: TensorRecord | None) -> str:
     fn, s = op.function, src.name
     if op.kind == "index":
         return _index_reason(op)
     if fn in MAY_COPY and src.direct and not src.input.contiguous:
         return (
-            f"{_call(op)} had to copy: {s} is not contiguous (its elements are not laid out in row order, as "
-            f"after a transpose), so no view could express the new shape. "
+            f"{_call(op)} had to copy: {s} is not contiguous{layout_cause(a, _made(f, s))}, so no view could "
+            f"express the new shape. "
         )
     if fn == "contiguous" and src.direct and not src.input.contiguous:
-        return f"{_call(op)} copied because {s} was not contiguous. "
+        return f"{_call(op)} copied because {s} was not contiguous{layout_cause(a, _made(f, s))}. "
     if fn in CONVERTERS | {"as_tensor"} and a is not None and src.direct:
         if a.dtype != b.dtype:
             return f"{_call(op)} had to copy: the dtype changes ({a.dtype} → {b.dtype}). "
         if a.device != b.device:
             return f"{_call(op)} had to copy: the device changes ({a.device} → {b.device}). "
+    if src.input.kind == "ndarray" and src.direct and fn in AS_TENSOR:
+        if src.input.dtype and src.input.dtype != b.dtype:
+            return (
+                f"{_call(op)} had to copy: the array is {src.input.dtype} and the tensor {b.dtype} (as_tensor "
+                f"shares an array's memory only when the dtype and device stay the same), so later writes to "
+                f"{s} don't show in the tensor. "
+            )
+        if b.device != "cpu":
+            return f"{_call(op)} had to copy: the tensor is on {b.device}, the array in the CPU's memory. "
+        return f"{_call(op)} copied the array's data, so later writes to {s} don't show in the tensor. "
     if src.input.kind == "ndarray" and src.direct:
         return (
             f"{_call(op)} copies the array's data (unlike torch.from_numpy or torch.as_tensor, which share it), "
             f"so later writes to {s} don't show in the tensor. "
         )
     return ""
+
+
+def _made(f: StepFacts, name: str) -> str:
+    """`` (s got it at line 3: `a.expand(2, 3)`)`` where the explain state knows the step that bound it."""
+    origin = f.state.bound_at.get(name)
+    if origin is None or name in f.new_names:
+        return ""
+    return f"; {name} got this tensor at line {origin.line}: {code_span(origin.source)}"
+
+
+def layout_cause(a: TensorRecord | None, made: str = "") -> str:
+    """Why a tensor that is not contiguous is not, from its measured sizes and strides: a stride 0
+    (``expand``), dimensions out of order (a transpose or permute), or gaps (a slice that skips
+    elements); empty where the strides are not known. ``made``: where the tensor was made."""
+    if a is None or len(a.stride) != len(a.shape):
+        return ""
+    dims = [(i, size, stride) for i, (size, stride) in enumerate(zip(a.shape, a.stride)) if size > 1]
+    strides = tuple(a.stride)
+    zero = [str(i) for i, _, stride in dims if stride == 0]
+    if zero:
+        why = (
+            f"stride 0 in dim {', '.join(zero)}, strides {strides}: it repeats values without copying them, as "
+            f"expand or broadcasting makes, so the repeated values exist once in memory"
+        )
+    elif any(x[2] < y[2] for x, y in itertools.pairwise(dims)):
+        why = f"strides {strides}: its dimensions lie in memory in another order, as after a transpose or permute"
+    else:
+        why = (
+            f"strides {strides} for shape {tuple(a.shape)}: its rows have gaps in memory, as a slice that skips "
+            f"elements leaves"
+        )
+    return f" ({why}{made})"
 
 
 def _index_reason(op: OpRecord) -> str:
@@ -334,9 +493,11 @@ def _index_reason(op: OpRecord) -> str:
     return ""
 
 
-def _copy_text(op: OpRecord, name: str, b: TensorRecord, src: Source, a: TensorRecord | None) -> tuple[str, str]:
+def _copy_text(
+    f: StepFacts, op: OpRecord, name: str, b: TensorRecord, src: Source, a: TensorRecord | None
+) -> tuple[str, str]:
     s = src.name
-    reason = _copy_reason(op, src, b, a) or f"{_call(op)}: "
+    reason = _copy_reason(f, op, src, b, a) or f"{_call(op)}: "
     if src.input.kind == "ndarray":
         return "relation.numpy-copy", (
             f"{reason}{name} holds {s}'s values in its own memory ({storage_text(b)}): an independent copy."
@@ -345,12 +506,43 @@ def _copy_text(op: OpRecord, name: str, b: TensorRecord, src: Source, a: TensorR
         return "relation.copy-in-graph", (
             f"{reason}{name} is a copy of {s} in new memory ({storage_text(b)}) that stays in the graph "
             f"({b.grad_fn}): in-place changes to {name} don't affect {s}, and gradients through {name} flow "
-            f"back into {s}."
+            f"back into {s}.{_kept_layout(op, name, b, s, a)}"
         )
     return "relation.independent-copy", (
         f"{reason}{name} holds {s}'s values in new memory ({storage_text(b)}) with no autograd link to it: an "
         f"independent copy. Changes to either don't affect the other, and no gradient flows from {name} to {s}."
+        f"{_copied_grad(op, name, b, s, a)}{_kept_layout(op, name, b, s, a)}"
     )
+
+
+def _copied_grad(op: OpRecord, name: str, b: TensorRecord, s: str, a: TensorRecord | None) -> str:
+    """A copy that got a .grad of its own from the call (``copy.deepcopy`` copies a leaf's grad too)."""
+    if a is None or a.grad is None or b.grad is None or b.grad.storage == a.grad.storage:
+        return ""
+    return (
+        f" {_call(op)} copied {s}.grad too: {name}.grad holds {b.grad.preview} in its own memory "
+        f"({b.grad.storage}), and a backward that reaches {name} adds to it."
+    )
+
+
+def _kept_layout(op: OpRecord, name: str, b: TensorRecord, s: str, a: TensorRecord | None) -> str:
+    """A copy that kept its source's layout (``clone`` preserves strides): not contiguous either."""
+    if a is None or not a.stride or b.stride != a.stride or row_major(b.shape, b.stride):
+        return ""
+    return (
+        f" {_call(op)} kept {s}'s layout (strides {tuple(b.stride)}), so {name} is not contiguous either; "
+        f"{s}.contiguous() would copy into row order."
+    )
+
+
+def row_major(shape: list[int], stride: list[int]) -> bool:
+    """Whether sizes and strides lay the elements out contiguously in row order."""
+    expected = 1
+    for size, step in zip(reversed(shape), reversed(stride)):
+        if size != 1 and step != expected:
+            return False
+        expected *= size
+    return True
 
 
 JOINERS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack"})
@@ -373,7 +565,7 @@ def _new_note(f: StepFacts, op: OpRecord, name: str, b: TensorRecord, srcs: list
     linked = list(dict.fromkeys(s.name for s in srcs if s.graph))
     src = srcs[0]
     a = _tensor(f, src.name)
-    reason = _copy_reason(op, src, b, a)
+    reason = _copy_reason(f, op, src, b, a)
     # The name the statement rebound (x = f(x)) held another tensor when the call ran.
     linked = [f"the old {n}" if n == name else n for n in linked]
     if linked and b.grad_fn is not None:
@@ -399,6 +591,8 @@ def _new_note(f: StepFacts, op: OpRecord, name: str, b: TensorRecord, srcs: list
             [name, *(n for n in linked + plain if n in f.tensors and n != name)],
             op=op.index,
         )
+    if b.version < 0:
+        return inference_note(name)
     if not f.step.grad_enabled and not b.requires_grad and any(s.input.requires_grad for s in srcs):
         return note(
             "relation.no-grad",
@@ -446,24 +640,28 @@ def _born_reason(op: OpRecord, res: OpResult, b: TensorRecord) -> str | None:
 def _born_note(op: OpRecord, version: int, reason: str, names: list[str]) -> Note:
     """The names ``op`` made that start at ``version`` for one ``reason``: one note."""
     one = len(names) == 1
-    why = {
-        "deepcopy": "deepcopy makes an empty tensor and then copies the values into it in place"
-        if one
-        else "deepcopy makes empty tensors and then copies the values into them in place",
-        "layers": "each layer initialises its parameters in place (its reset_parameters)",
-        "layer": f"the layer initialises its parameters in place (for example {op.function}'s reset_parameters)",
-        "filled": f"the call filled {agree(names, 'it', 'them')} in place after creating {agree(names, 'it', 'them')}",
-    }[reason]
-    if one:
-        text = (
-            f"{names[0]} starts at version {version}, not 0: {_call(op)} created it and {why}; the version "
-            f"counter counts that write too. Nothing is wrong with it."
+    it = agree(names, "it", "them")
+    if reason == "deepcopy":  # Tensor.__deepcopy__: new_empty([]) then set_() onto the copied storage
+        why = (
+            f"deepcopy makes {agree(names, 'an empty tensor', 'empty tensors')} and then points {it} at a copy of "
+            f"the original memory with set_(), an in-place change that moves the version counter (no values "
+            f"are written then)"
         )
+        counted = ""
     else:
-        text = (
-            f"{names_text(names)} start at version {version}, not 0: {_call(op)} created them and {why}; their "
-            f"version counters count those writes too. Nothing is wrong with them."
+        why = {
+            "layers": "each layer initialises its parameters in place (its reset_parameters)",
+            "layer": f"the layer initialises its parameters in place (for example {op.function}'s reset_parameters)",
+            "filled": f"the call wrote into {it} in place after creating {it}",
+        }[reason]
+        counted = (
+            "; the version counter counts that write too" if one else "; their version counters count those writes too"
         )
+    subject = f"{names[0]} starts" if one else f"{names_text(names)} start"
+    text = (
+        f"{subject} at version {version}, not 0: {_call(op)} created {it} and {why}{counted}. Nothing is "
+        f"wrong with {it}."
+    )
     return note("relation.born-version", text, names, op=op.index)
 
 
@@ -558,29 +756,70 @@ def _setattr_notes(f: StepFacts, op: OpRecord, explained: set[str]) -> Iterator[
             if (kept and old is not None)
             else ""
         )
+        counter = [n for n in kept if r.version_counter and f.tensors[n].version_counter == r.version_counter]
+        if counter:  # measured: w keeps its counter, and a w.detach() made before still shares it
+            tail += (
+                f" {names_text(counter)} still {agree(counter, 'shares', 'share')} {t}'s version counter: an "
+                f"in-place write to {t} moves {agree(counter, 'its', 'their')} version too, though it no longer "
+                f"changes {agree(counter, 'its', 'their')} values."
+            )
         yield note(
             "change.data-swap",
             f"{_call(op)} swapped the memory under {t}: {t} is still the same tensor object (same names, "
             f"requires_grad={r.requires_grad}, same place in the graph) but now uses other memory "
             f"({storage_text(r)}{shape}). Its version counter did not move (version {r.version}), so autograd "
-            f"can't tell; a graph that saved {t} before keeps the old values.{tail}",
+            f"can't tell.{_swap_readers(f, t)}{_swap_dtype(before, after, r, t)}{tail}",
             [t, *kept],
             op=op.index,
         )
     if "grad" in replaced:
+        old_grad = f.before[t].grad if t in f.before else None
+        holders = [n for n, rec in f.tensors.items() if old_grad is not None and rec.object_id == old_grad.object_id]
+        still = (
+            f" {names_text(holders)} still {agree(holders, 'holds', 'hold')} the old gradient ({old_grad.preview}): "
+            f"{agree(holders, 'it is', 'they are')} the tensor {t}.grad was, and this only dropped {t}'s reference "
+            f"to it."
+            if holders and old_grad is not None
+            else ""
+        )
         if not after.get("has_grad"):
             text = (
                 f"{_call(op)} removed {t}'s gradient: the next backward stores a fresh {t}.grad instead of "
-                f"adding to the old one (what optimizer.zero_grad() does by default)."
+                f"adding to the old one (what optimizer.zero_grad() does by default).{still}"
             )
         else:
-            text = f"{_call(op)} set {t}.grad directly: the next backward adds its gradient to this tensor."
+            text = f"{_call(op)} set {t}.grad directly: the next backward adds its gradient to this tensor.{still}"
             if not r.requires_grad:
                 text = (
                     f"{_call(op)} set {t}.grad directly; {t} does not require grad, so no backward will add to it "
                     f"(the value stays what was assigned)."
                 )
         yield note("change.grad-replaced", text, [t], op=op.index)
+
+
+def _swap_readers(f: StepFacts, t: str) -> str:
+    """What the graph nodes that saved ``t`` read after its memory was swapped, where measured:
+    a node that saved ``t`` itself (a leaf, an input) reads the new memory; one that saved a
+    copy of the handle (its own output) keeps the old. Only a measured change is told."""
+    nodes = list(dict.fromkeys(ev.node for ev in f.step.saved_events if ev.kind == "silent" and ev.tensor == t))
+    if not nodes:
+        return ""
+    return (
+        f" {names_text(nodes)} saved {t} for backward and now {'reads' if len(nodes) == 1 else 'read'} the new "
+        f"memory: the next backward through {agree(nodes, 'it', 'them')} computes from the new values."
+    )
+
+
+def _swap_dtype(before: dict[str, object], after: dict[str, object], r: TensorRecord, t: str) -> str:
+    """A swap that changed the dtype: the gradient keeps its own."""
+    if before.get("dtype") == after.get("dtype"):
+        return ""
+    grad = (
+        f" {t}.grad is still {r.grad.dtype}: .data = ... replaces the values, not the gradient."
+        if r.grad is not None and r.grad.dtype != r.dtype
+        else ""
+    )
+    return f" {t} is now {after.get('dtype')} (was {before.get('dtype')}).{grad}"
 
 
 def _flag_notes(f: StepFacts, op: OpRecord, explained: set[str]) -> Iterator[Note]:
@@ -645,12 +884,19 @@ def _rebind_unheld(f: StepFacts, op: OpRecord, name: str) -> Iterator[Note]:
         return  # not new memory: ``b = a`` binds b to a tensor already there (its relation note says so)
     if f.step.loops:  # each turn of a loop rebinds its names: routine there, and folded lines show it
         return
+    graphs = [n for n, r in f.tensors.items() if old.node_id in r.reach_ids]
+    kept = (
+        f", though the graph of {names_text(graphs)} still holds it (a backward through "
+        f"{agree(graphs, 'it', 'them')} uses the old {name})"
+        if graphs
+        else ""
+    )
     yield note(
         "rebind.new-object",
         f"{_call(op)} bound {name} to a new tensor in new memory ({new.storage}; the old {name} was in "
-        f"{old.storage}); no name in the script holds the old {name} any more. `{name} += ...` or "
+        f"{old.storage}); no name in the script holds the old {name} any more{kept}. `{name} += ...` or "
         f"`{name}.add_(...)` would have written into the old memory instead.",
-        [name],
+        [name, *graphs],
         op=op.index,
     )
 
@@ -676,3 +922,16 @@ def _copy_slices(f: StepFacts, op: OpRecord) -> Iterator[Note]:
                     f"(was {old.grad_fn}), so backward through {target} passes through this write."
                 )
             yield note("change.copy-slices", text, [target, *([via.name] if via and via.name else [])], op=op.index)
+
+
+def inference_note(name: str) -> Note:
+    """A tensor with no version counter: an inference tensor (made under ``torch.inference_mode()``)."""
+    return note(
+        "relation.inference",
+        f"{name} is an inference tensor (made under torch.inference_mode()): no grad_fn, requires_grad=False, "
+        f"and no version counter at all (the version shown as -1 means none). Autograd can't save it for "
+        f"backward, so an operation that must save it (multiplying it by a tensor that requires grad) fails, "
+        f"and outside inference_mode() it can't be changed in place. {name}.clone() made outside "
+        f"inference_mode() is a normal tensor.",
+        [name],
+    )

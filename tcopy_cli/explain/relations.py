@@ -10,9 +10,12 @@ taken as provenance.
 
 from __future__ import annotations
 
-from tcopy_cli.explain.facts import StepFacts, names_text, note, overlaps, storage_text
-from tcopy_cli.explain.ops import explained_names, step_input_names
-from tcopy_cli.trace.records import Note, TensorRecord, is_local
+from dataclasses import dataclass
+
+from tcopy_cli.explain.facts import Origin, StepFacts, names_text, note, overlaps, storage_text
+from tcopy_cli.explain.ops import explained_names, inference_note, step_input_names
+from tcopy_cli.trace.records import Note, OpInput, TensorRecord, is_local
+from tcopy_cli.trace.values import code_span
 
 
 def _candidates(f: StepFacts, name: str, names: list[str]) -> list[str]:
@@ -42,9 +45,56 @@ def same_object(f: StepFacts, name: str) -> list[Note]:
     ]
 
 
+def _told(f: StepFacts, name: str) -> bool:
+    """Whether ``grad_alias`` or ``same_node`` told what ``name`` is (the rules after them are fallbacks)."""
+    return any(n.kind in ("relation.grad-alias", "relation.same-node") and n.tensors[:1] == (name,) for n in f.notes)
+
+
+def grad_alias(f: StepFacts, name: str) -> list[Note]:
+    """``g = w.grad``: a name for the very tensor another tensor holds as its ``.grad`` (measured identity)."""
+    b = f.tensors[name]
+    owners = [n for n in f.others(name) if (g := f.tensors[n].grad) is not None and g.object_id == b.object_id]
+    if not owners or is_local(name) or f.same_object(name):
+        return []
+    owner = owners[0]
+    return [
+        note(
+            "relation.grad-alias",
+            f"{name} is {owner}.grad itself (the same tensor object, not a copy): a backward that adds into "
+            f"{owner}.grad writes into it in place, so {name} changes too. Once {owner}.grad is replaced "
+            f"({owner}.grad = None, or zero_grad(), which sets it to None by default), {name} keeps the old "
+            f"gradient; {owner}.grad.clone() would be a snapshot instead.",
+            [name, owner],
+        )
+    ]
+
+
+def same_node(f: StepFacts, name: str) -> list[Note]:
+    """Another tensor object at the same place in the graph, on the same memory and version counter
+    (``s = y.grad_fn._saved_result``: what autograd saved is not ``y`` itself)."""
+    b = f.tensors[name]
+    if b.grad_fn is None or name in explained_names(f) or f.same_object(name):
+        return []
+    for other in f.others(name):
+        a = f.tensors[other]
+        if a.node_id != b.node_id or a.storage != b.storage or a.object_id == b.object_id:
+            continue
+        counter = " and version counter" if other in b.shares_version_with else ""
+        return [
+            note(
+                "relation.same-node",
+                f"{name} is not {other} (`{name} is {other}` is False): it is another tensor object, on "
+                f"{other}'s memory ({storage_text(b)}){counter} and with the same grad_fn ({b.grad_fn}). A "
+                f"change through one shows in the other, and backward from either goes through the same node.",
+                [name, other],
+            )
+        ]
+    return []
+
+
 def shared_memory(f: StepFacts, name: str) -> list[Note]:
     """A view, a detached alias, ``.data``: another tensor on a storage a name already uses."""
-    if f.same_object(name):
+    if f.same_object(name) or _told(f, name):
         return []
     # Not a tensor computed from this one (f:w = p[0] for a new argument p): p is not "on w's memory".
     sharing = [n for n in _candidates(f, name, f.sharing(name)) if name not in f.tensors[n].reaches]
@@ -109,7 +159,7 @@ def _alias(name: str, b: TensorRecord, src: str, a: TensorRecord) -> tuple[str, 
 
 def new_memory(f: StepFacts, name: str) -> list[Note]:
     """A tensor in memory no other name uses: a result in the graph, or one made with grad off."""
-    if name in explained_names(f) or f.same_object(name) or f.sharing(name):
+    if name in explained_names(f) or f.same_object(name) or f.sharing(name) or _told(f, name):
         return []
     b = f.tensors[name]
     sources = _candidates(f, name, [n for n in f.others(name) if n in b.reaches])
@@ -123,6 +173,8 @@ def new_memory(f: StepFacts, name: str) -> list[Note]:
                 [name, *sources],
             )
         ]
+    if b.version < 0:
+        return [inference_note(name)]
     if not f.step.grad_enabled and not b.requires_grad:
         return [
             note(
@@ -153,6 +205,8 @@ def rebinding(f: StepFacts, name: str) -> list[Note]:
                     [name],
                 )
             ]
+        if any(loop.iteration > 1 for loop in f.step.loops):
+            return []  # (x = x + 1 in every turn: told in the first)
         return [
             note(
                 "rebind.computed-from-old",
@@ -161,13 +215,73 @@ def rebinding(f: StepFacts, name: str) -> list[Note]:
                 [name],
             )
         ]
-    if held:
-        return [
-            note(
-                "rebind.held-by-graph",
-                f"The name {name} now refers to a new tensor, but the graph of {names_text(held)} still holds the "
-                f"old {name}: rebinding a name does not change what backward computes.",
-                [name, *held],
-            )
-        ]
+    if held and old.requires_grad:
+        # Told when a backward goes through the graph that holds it (``rebound_graph_used``), not now:
+        # a loop rebinds its names every turn, and an old graph no backward uses again changes nothing.
+        rebound = f.state.extra.setdefault(_REBOUND, [])
+        assert isinstance(rebound, list)
+        rebound.append(Rebound(name, old.node_id, Origin.of(f.step)))
+        del rebound[:-MAX_REBOUND]
     return []
+
+
+_REBOUND = "rebound"
+MAX_REBOUND = 64
+"""Rebindings remembered at once (the oldest are forgotten)."""
+
+
+@dataclass(frozen=True)
+class Rebound:
+    """A name bound to a new tensor while a graph still held the old one."""
+
+    name: str
+    node: int
+    origin: Origin
+
+
+BACKWARD_CALLS = frozenset({"backward", "grad"})
+
+
+def rebound_graph_used(f: StepFacts) -> list[Note]:
+    """A backward through a graph that holds a tensor a name held before it was rebound: the gradients
+    flowed through the old tensor, not through the one the name holds now."""
+    rebound = f.state.extra.get(_REBOUND)
+    if not rebound or not isinstance(rebound, list):
+        return []
+    out: list[Note] = []
+    for op in f.step.ops:
+        if op.error is not None or op.kind != "call" or op.function not in BACKWARD_CALLS or not op.inputs:
+            continue
+        roots = [i for i in op.inputs if i.role == "self" or i.role.startswith(("arg0", "outputs="))]
+        reached = set().union(*(_reach(f, op_input) for op_input in roots)) if roots else set()
+        for r in [r for r in rebound if r.node in reached]:
+            rebound.remove(r)
+            now = f.tensors.get(r.name)
+            apart = now is not None and r.node not in (now.reach_ids | {now.node_id})
+            also = f", and the tensor {r.name} names now took no part" if apart else ""
+            out.append(
+                note(
+                    "rebind.held-by-graph",
+                    f"{code_span(op.call)} went back through the old {r.name}, the tensor {r.name} named until "
+                    f"line {r.origin.line} ({code_span(r.origin.source)}) bound {r.name} to another one: the "
+                    f"graph still held the old tensor, so the gradients flowed through it{also}. Rebinding a name "
+                    f"does not change what backward computes.",
+                    [r.name],
+                    op=op.index,
+                )
+            )
+    return out
+
+
+def _reach(f: StepFacts, given: OpInput, depth: int = 8) -> set[int]:
+    """Graph nodes behind a tensor an operation was given: a name's (as it was before the step), or,
+    for a temporary, those behind the named tensors the step made it from."""
+    if given.name is not None:
+        r = f.before.get(given.name) or f.tensors.get(given.name)
+        return set(r.reach_ids) | {r.node_id} if r is not None else set()
+    if given.from_op is None or depth == 0:
+        return set()
+    made = next((o for o in f.step.ops if o.index == given.from_op), None)
+    if made is None:
+        return set()
+    return set().union(*(_reach(f, i, depth - 1) for i in made.inputs)) if made.inputs else set()

@@ -463,7 +463,7 @@ class StepFlow:
         # --depth N: the notes of the steps it hides go under the next step shown at depth N or less
         # (the statement whose call ran them); JSON, which keeps every step, passes False.
         self.carry_notes = carry_notes and view.depth is not None
-        self.held_notes: dict[tuple[str, int, str, str], tuple[Note, int]] = {}
+        self.held_notes: dict[tuple[str, int, str, str], tuple[Note, int, bool]] = {}
         self.tracker = LoopTracker()
         self.seen = _Seen(depth=view.depth)
         # --step/--from/--to select exact steps, shown as they are.
@@ -497,16 +497,19 @@ class StepFlow:
         if step.depth > self.view.depth:
             for n in step.explanations:
                 key = (n.kind, step.line, step.function or "", n.tensors[0] if n.tensors else "")
-                self.held_notes[key] = (n, self.held_notes.get(key, (n, 0))[1] + 1)
+                kept, count, _ = self.held_notes.get(key, (n, 0, False))
+                # A warning outranks the shorter reminders of it that later turns give (grad.not-reset).
+                first = kept.severity == "warning" and n.severity != "warning"
+                self.held_notes[key] = (kept if first else n, count + 1, first)
             # Its notes go with the step that takes them: folding judges that step by them, not this one.
             return evolve(step, explanations=[]) if step.explanations else step
         if not self.held_notes:
             return step
         held = []
-        for (_, line, function, _), (n, count) in self.held_notes.items():
+        for (_, line, function, _), (n, count, first) in self.held_notes.items():
             if n.tensors and n.tensors[0] in step.tensors:  # a function's locals are gone after its call
                 where = f"line {line}, in {function}()" if function else f"line {line}"
-                times = f", the last of {count} like it" if count > 1 else ""
+                times = f", the {'first' if first else 'last'} of {count} like it" if count > 1 else ""
                 held.append(evolve(n, text=f"{where}{times}: {n.text}"))
         self.held_notes = {}
         return evolve(step, explanations=[*held, *step.explanations]) if held else step

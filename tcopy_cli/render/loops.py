@@ -16,6 +16,7 @@ from typing import Any
 from tcopy_cli.render import plural
 from tcopy_cli.render.names import item_runs, run_name, unlisted_change, unlisted_pairs
 from tcopy_cli.trace.records import LoopContext, RunSummary, Step, TensorRecord, is_local
+from tcopy_cli.trace.values import code_span
 
 SPARKS = "▁▂▃▄▅▆▇█"
 
@@ -144,6 +145,58 @@ class Evolution:
         return out
 
 
+def _listed(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+LOOP_FINDINGS = frozenset({"grad.not-reset"})
+"""Kinds of step notes a loop summary gathers over its turns (``explain.resets``)."""
+
+
+@dataclass
+class LoopFinding:
+    """What notes of one kind found in several turns of a loop: the tensors, the turns, the fix."""
+
+    kind: str
+    severity: str
+    tensors: list[str] = field(default_factory=list)
+    turns: list[int] = field(default_factory=list)
+    fix: str | None = None
+    line: int = 0
+    """The line of the statement whose step carried the note (where the fix goes before)."""
+
+    def text(self, iterations: int) -> str:
+        """The finding in words (the table, Markdown and JSON say the same)."""
+        grads = _listed([n + ".grad" for n in self.tensors])
+        turns = self.turns
+        # Said from what was measured: each backward added into what an earlier turn left (not that the
+        # gradients grew: a sum of gradients of opposite signs shrinks).
+        if turns == list(range(turns[0], iterations + 1)):
+            when = f"from turn {turns[0]} on" + (f" (turns {turns[0]}–{turns[-1]})" if len(turns) > 1 else "")
+            used = "so each update used the sum of every turn's gradient so far"
+        else:
+            when = f"in turns {', '.join(map(str, turns))}"
+            used = "so those updates used a sum of several turns' gradients"
+        fix = f" Add {code_span(self.fix)} in the loop before the backward at line {self.line}." if self.fix else ""
+        return (
+            f"{grads} never reset in the loop: {when}, each backward added its gradient to what the turns "
+            f"before had left in {'it' if len(self.tensors) == 1 else 'them'}, {used}.{fix}"
+        )
+
+    def to_json(self, iterations: int) -> dict[str, Any]:
+        """An entry of a ``loop`` event's ``findings``."""
+        return {
+            "kind": self.kind,
+            "severity": self.severity,
+            "tensors": self.tensors,
+            "turns": self.turns,
+            "fix": self.fix,
+            "line": self.line,
+            "text": self.text(iterations),
+        }
+
+
 @dataclass
 class LoopSummary:
     """One run of a loop, once it ended."""
@@ -163,6 +216,8 @@ class LoopSummary:
     """``Step.unlisted`` at the end of the last turn."""
     labels_before: int = 0
     """The number of the newest storage label (``S12``: 12) seen before the loop's first step."""
+    findings: dict[str, LoopFinding] = field(default_factory=dict)
+    """Notes of ``LOOP_FINDINGS`` kinds its turns' steps carried (a loop's own steps, not a nested loop's), by kind."""
 
     @property
     def level(self) -> int:
@@ -201,7 +256,19 @@ class LoopSummary:
             "enclosing": [c.to_json() for c in self.enclosing],
             "tensors": {name: ev.to_json() for name, ev in self.changed().items()},
             **({"unlisted": {n: list(pair) for n, pair in self.unlisted.items()}} if self.unlisted else {}),
+            **({"findings": [f.to_json(self.iterations) for f in self.findings.values()]} if self.findings else {}),
         }
+
+    def gather(self, step: Step, turn: int) -> None:
+        """Take in the notes of ``LOOP_FINDINGS`` kinds of one of its steps (in turn ``turn``)."""
+        for n in step.explanations:
+            if n.kind not in LOOP_FINDINGS:
+                continue
+            found = self.findings.setdefault(n.kind, LoopFinding(n.kind, n.severity))
+            found.tensors += [t for t in n.tensors if t not in found.tensors]
+            if turn not in found.turns:
+                found.turns.append(turn)
+            found.fix, found.line = n.fix or found.fix, step.line
 
     @property
     def unlisted(self) -> dict[str, tuple[int, int]]:
@@ -281,6 +348,8 @@ class LoopTracker:
                 was = peaks.get(name)
                 if was is None or norm > was or math.isnan(norm):  # a NaN gradient stays told
                     peaks[name] = norm
+            if level == len(step.loops) - 1:
+                running.summary.gather(step, loop.iteration)
             running.last = step
             running.summary.last_step = step.index
             running.summary.iterations = max(running.summary.iterations, loop.iteration)

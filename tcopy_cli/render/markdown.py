@@ -214,6 +214,9 @@ class MarkdownRenderer:
             for name, parts in rows:
                 w(f"| {_code_cell(name)} | " + _cell(" · ".join(parts)) + " |\n")
             w("\n")
+        for finding in summary.findings.values():
+            if not self.options.watch or any(self.options.watches(t) for t in finding.tensors):
+                w(f"⚠ {_prose(finding.text(summary.iterations))}\n\n")
 
     def rejected(self, info: RunInfo, line: int, column: int, message: str) -> None:
         """Refusal notice (no heading: nothing ran)."""

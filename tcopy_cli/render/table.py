@@ -217,6 +217,9 @@ class TableRenderer:
                 out.append(Text.assemble(f"    {name:<{width}}  ", (parts[0], "cyan"), *rest))
         for name, words in unlisted_rows(self.options.watched_only(summary.unlisted)):
             out.append(Text.assemble(f"    {name:<{width}}  ", (words, "dim")))
+        for finding in summary.findings.values():
+            if not self.options.watch or any(self.options.watches(t) for t in finding.tensors):
+                out.append(Text.assemble(("    ⚠ ", "bold yellow"), finding.text(summary.iterations)))
         out.append(Text(""))
         self.console.print(Trimmed(Group(*out)))
 

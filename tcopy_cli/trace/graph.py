@@ -123,12 +123,15 @@ class GraphWalk:
 
 
 def version_groups(groups: Iterable[list[tuple[str, torch.Tensor]]]) -> dict[str, list[str]]:
-    """name -> other names whose tensor shares its version counter.
+    """name -> other names in its group whose tensor shares its version counter.
 
-    Only tensors on one storage can share a counter. The probe sets one tensor's counter
-    to an unusual value, reads the others, and restores it, so nothing observable
-    changes. Where torch offers no way to set a counter, the result is empty and
-    ``compat.degraded()`` says the fact is not measurable.
+    A counter can be shared across storages (``old = w.detach()`` and then ``w.data = ...``:
+    ``w`` keeps its counter on new memory), so a group is any set of tensors. The probe is
+    linear in a group's size: it sets the counter of the i-th tensor to ``_PROBE + i``, in
+    order, then reads each one's: tensors sharing a counter all read the number of the last
+    of them that was set, and tensors on different counters read different numbers. Every
+    counter is then set back, so nothing observable changes. Where torch offers no way to set
+    a counter, the result is empty and ``compat.degraded()`` says the fact is not measurable.
     """
     out: dict[str, list[str]] = {}
     set_version = compat.version_setter()
@@ -137,27 +140,29 @@ def version_groups(groups: Iterable[list[tuple[str, torch.Tensor]]]) -> dict[str
     for members in groups:
         if len(members) < 2:
             continue
-        for i, (name, t) in enumerate(members):
+        original: list[tuple[str, torch.Tensor, int]] = []
+        for name, t in members:
             try:
-                original = t._version
+                original.append((name, t, t._version))
             except RuntimeError:  # inference tensors have no counter
-                continue
-            try:
-                set_version(t, _PROBE)
-            except (RuntimeError, TypeError):  # a tensor kind the setter refuses
-                continue
-            try:
-                shared = []
-                for j, (other, u) in enumerate(members):
-                    if i != j:
-                        try:
-                            if u._version == _PROBE:
-                                shared.append(other)
-                        except RuntimeError:
-                            pass
-            finally:
-                set_version(t, original)
-            out[name] = shared
+                pass
+        probed: list[tuple[str, torch.Tensor, int]] = []
+        try:
+            for i, (name, t, version) in enumerate(original):
+                try:
+                    set_version(t, _PROBE + i)
+                except (RuntimeError, TypeError):  # a tensor kind the setter refuses
+                    continue
+                probed.append((name, t, version))
+            by_counter: dict[int, list[str]] = {}
+            for name, t, _ in probed:
+                by_counter.setdefault(int(t._version), []).append(name)
+        finally:
+            for _, t, version in reversed(probed):
+                set_version(t, version)
+        for names in by_counter.values():
+            for name in names:
+                out[name] = [n for n in names if n != name]
     return out
 
 

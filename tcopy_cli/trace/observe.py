@@ -571,10 +571,8 @@ class Observer:
         names_of_node: dict[int, list[str]] = {}
         for name, nid in node_of.items():
             names_of_node.setdefault(nid, []).append(name)
-        groups: dict[str, list[tuple[str, torch.Tensor]]] = {}
-        for name, t in tensors:
-            groups.setdefault(storage_of[name], []).append((name, t))
-        shares_version = version_groups(groups.values())
+        # One group: a counter can be shared across storages (``w.data = ...`` keeps w's).
+        shares_version = version_groups([tensors])
         events: list[SavedEvent] = []
         saved: list[torch.Tensor] = []  # the tensors the graph saved for backward, read once
         if self.read_saved and (walk.nodes or self.saved.entries):  # (no graph now, none tracked before: none)

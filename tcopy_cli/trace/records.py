@@ -459,6 +459,8 @@ class Note:
     tensors: tuple[str, ...] = ()
     op: int | None = None
     """Index (in the step's ``ops``) of the operation the note is about, if one is."""
+    fix: str | None = None
+    """A line of code the note says to add (``opt.zero_grad()``), where it gives one."""
 
     @property
     def line(self) -> str:
@@ -473,6 +475,7 @@ class Note:
             "text": self.text,
             "tensors": list(self.tensors),
             "op": self.op,
+            **({"fix": self.fix} if self.fix is not None else {}),
         }
 
 
@@ -511,6 +514,9 @@ class Step:
     call; they run without steps of their own."""
     ops: list[OpRecord] = field(default_factory=list)
     """The operations the statement performed, in the order they finished."""
+    hooks_replaced: list[str] = field(default_factory=list)
+    """Of ``hooks``, those that returned a tensor other than the one they were given first: a tensor
+    hook that does so replaces the gradient flowing through its tensor."""
 
     loops: tuple[LoopContext, ...] = ()
     """Enclosing loops, outermost first (loops of calling code included)."""

@@ -147,6 +147,14 @@ CASES = [
         "with torch.inference_mode():\n    t = torch.ones(3)\nt.add_(1)",
         "t.add_(1) on line 3 writes into t",
         "t = t.clone()",
+        # measured: plain torch also writes before it refuses (tests/explain/probes/inference.py)
+        "It refused only after writing: t's values did change ([1., 1., 1.] → [2., 2., 2.])",
+    ),
+    case(
+        "autograd.out-argument",
+        "a = torch.ones(3, requires_grad=True)\no = torch.empty(3)\ntorch.add(a, 1, out=o)",
+        "torch.add(a, 1, out=o) on line 3: a requires grad",
+        "o = torch.add(a, 1)",
     ),
     case(
         "autograd.requires-grad-non-leaf",

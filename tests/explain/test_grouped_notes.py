@@ -78,7 +78,8 @@ def test_a_single_born_tensor_keeps_its_sentence() -> None:
     assert made.tensors == ("d",)
     assert made.text == (
         "d starts at version 1, not 0: `copy.deepcopy(x)` created it and deepcopy makes an empty tensor and then "
-        "copies the values into it in place; the version counter counts that write too. Nothing is wrong with it."
+        "points it at a copy of the original memory with set_(), an in-place change that moves the version counter "
+        "(no values are written then). Nothing is wrong with it."
     )
 
 

@@ -31,7 +31,7 @@ SCRIPT = (
     + "t = torch.tensor(a)\n"
     + "w = torch.zeros(3)\n"
     + "n = w.numpy()\n"
-    + "m = w + 1  # expect: RuntimeError\n"
+    + "m = w + 1; w.add_(1)  # expect: RuntimeError\n"
     + "try:\n"
     + "    q = torch.ones(2).view(3)\n"
     + "except RuntimeError:\n"
@@ -43,6 +43,11 @@ SCRIPT = (
     + "for i in range(2):\n"
     + "    total = total + (a * i).sum()\n"
     + "    hist.append(total)\n"
+    + "k = torch.arange(3) / 2\n"
+    + "h = torch.ones(2, dtype=torch.float16); h += torch.ones(2, dtype=torch.float64)\n"
+    + "g2 = torch.autograd.grad((a * 2).sum(), a)\n"
+    + "e = a.exp(); e.retain_grad()\n"
+    + "lin = torch.nn.Linear(1, 1); lin.double()\n"
     + "z = torch.linalg.inv(torch.ones(2))\n"
 )
 
@@ -134,12 +139,13 @@ def test_each_rule_runs_alone_on_the_records(rule: Rule) -> None:
         said += len(own)
         # The rules before it in the list can't change what it says, only where it appears.
         assert all(n in full for n in own), (rule, step.source)
-    # corrupted_grads builds on grad_changes' notes, so alone it says nothing.
+    # corrupted_grads and grads_not_reset build on grad_changes' notes, rebound_graph_used on what
+    # rebinding remembered: alone they say nothing.
     if rule.__name__.startswith("each_new_name") or rule.__name__ == "numpy_aliases":
         # Fallbacks for names no operation-record note explains: where there is no record.
         bare = Explainer([rule])
         said += sum(len(bare.explain(replace(step, ops=[])).explanations) for step in steps)
-    assert said > 0 or rule.__name__ == "corrupted_grads"
+    assert said > 0 or rule.__name__ in ("corrupted_grads", "grads_not_reset", "rebound_graph_used")
 
 
 def test_a_new_rule_is_one_function() -> None:

@@ -242,3 +242,24 @@ def grad_none(ctx: ErrorContext, m: re.Match[str]) -> str:
         why = f"no backward() has reached {who} yet (or its .grad was set to None)"
         fix = f"call backward() on a result computed from {who} first, or guard with 'if {who}.grad is not None:'"
     return f"{who}.grad is None on {ctx.where}: {why}. Fix: {fix}."
+
+
+@entry(
+    "autograd.out-argument",
+    r"(?P<fn>\w+)\(\): functions with out=\.\.\. arguments don't support automatic differentiation, but one of "
+    r"the arguments requires grad",
+)
+def out_argument(ctx: ErrorContext, m: re.Match[str]) -> str:
+    call = next((c for c in ctx.calls if any(a.startswith("out=") for a in c.args)), None)
+    out = call.arg(99, "out") if call is not None else None
+    inputs = [n for n in ctx.tensors_in(*call.inputs) if n != out] if call is not None else []
+    grads = [n for n in inputs if ctx.record(n).requires_grad]
+    op = call.text if call is not None else f"{m['fn']}(..., out=...)"
+    who = f"{listed(grads)} {'requires' if len(grads) == 1 else 'require'} grad" if grads else "an input requires grad"
+    plain = call.text.replace(f", out={out}", "") if call is not None and out else f"{m['fn']}(...)"
+    target = out or "the out= tensor"
+    return (
+        f"{op} on {ctx.where}: {who}, and autograd does not differentiate a call that writes its result into a "
+        f"tensor given as out=, so torch refuses it. Fix: {target} = {plain} (a new tensor in the graph), or run "
+        f"it under torch.no_grad() if no gradient should flow through it."
+    )

@@ -195,10 +195,20 @@ class ErrorContext:
     def of(cls, facts: StepFacts, error: ErrorInfo) -> ErrorContext:
         """The context of a failing step."""
         tree = parse_statement(facts.step.source)
-        return cls(error, facts.step, facts.state, tree, call_sites(tree))
+        return cls(error, facts.step, facts.state, tree, call_sites(tree), before=facts.before)
 
     keys: dict[str, str] = field(default_factory=dict)
     """Each name as the statement can write it -> the record's name (``x`` -> ``f:x`` inside ``f``)."""
+    before: dict[str, TensorRecord] = field(default_factory=dict)
+    """The tensors before the failing statement, by the records' names."""
+
+    def changed_values(self, name: str) -> tuple[str, str] | None:
+        """(before, after) previews of a tensor whose listed values the failing statement changed."""
+        key = self.keys.get(name, name)
+        old, now = self.before.get(key), self.tensors.get(name)
+        if old is None or now is None or old.object_id != now.object_id or old.values is None:
+            return None
+        return (old.preview, now.preview) if old.values != now.values else None
 
     def __post_init__(self) -> None:
         if self.step is not None and not self.keys:

@@ -62,21 +62,46 @@ def mismatch(ctx: ErrorContext, m: re.Match[str]) -> str:
     )
 
 
+_CATEGORY = {"Bool": "boolean", "Byte": "integer", "Char": "integer", "Short": "integer", "Int": "integer"}
+_CATEGORY |= {"Long": "integer", "UInt16": "integer", "UInt32": "integer", "UInt64": "integer"}
+
+
+def _category(scalar_type: str) -> str:
+    """``Float`` -> ``floating-point``, ``Long`` -> ``integer`` (torch's scalar type names in messages)."""
+    if scalar_type.startswith("Complex"):
+        return "complex"
+    return _CATEGORY.get(scalar_type, "floating-point")
+
+
+def _cast_rule(result: str, out: str) -> str:
+    """The rule torch applied, in words: in place, a result is cast only to a dtype of its own category
+    or a higher one (bool < integer < floating point < complex), never down a category."""
+    return (
+        f"a {result} result is {_category(result)} and the tensor is {_category(out)}: torch stores a result "
+        f"into an existing tensor only when its dtype is of the same category or a higher one (bool < integer "
+        f"< floating point < complex). Within a category it rounds silently (float64 values go into a float16 "
+        f"tensor), but it won't go down one, where information would be lost (the fractions, for a float result "
+        f"into an integer tensor). copy_ is the exception: it converts to any dtype (i.copy_(f) drops f's fractions)"
+    )
+
+
 @entry("dtype.cast", r"result type (?P<result>\w+) can't be cast to the desired output type (?P<out>\w+)")
 def cast(ctx: ErrorContext, m: re.Match[str]) -> str:
     call = ctx.call(in_place=True)
     who = ctx.tensor(call.receiver) if call else None
+    rule = _cast_rule(m["result"], m["out"])
     if call is None or who is None:
         out = next((c for c in ctx.calls if "out=" in " ".join(c.args)), None)
         where = f"{out.text} on {ctx.where}" if out else f"The operation on {ctx.where}"
         return (
-            f"{where}: the result is {m['result']} but must be stored in a {m['out']} tensor, and torch won't round it "
-            f"silently. Fix: convert the inputs (e.g. target.float()), or store into a {m['result']} tensor."
+            f"{where}: the result must be stored in the {m['out']} tensor given as out=, and {rule}. Fix: store "
+            f"into a {m['result']} tensor (call it without out=, or give out= a {m['result']} tensor), or, to convert "
+            f"on purpose, copy the result in with copy_."
         )
     return (
-        f"{call.text} on {ctx.where} writes a {m['result']} result into {who}, which is {ctx.record(who).dtype}; an "
-        f"in-place result must fit the tensor it is written into, and torch won't round it silently. Fix: "
-        f"{out_of_place(call)} (a new {m['result']} tensor), or make {who} floating first: {who} = {who}.float()."
+        f"{call.text} on {ctx.where} writes a {m['result']} result into {who}, which is {ctx.record(who).dtype}; "
+        f"{rule}. Fix: {out_of_place(call)} (a new {m['result']} tensor), or make {who} floating first: "
+        f"{who} = {who}.float()."
     )
 
 

@@ -116,3 +116,27 @@ def inference_saved(ctx: ErrorContext, m: re.Match[str]) -> str:
         f"{who} for backward, and inference tensors can't be saved. Fix: {first} = {first}.clone() before this line "
         f"(a normal tensor), or create it under torch.no_grad() instead of inference_mode()."
     )
+
+
+@entry("inference.in-place", r"Inplace update to inference tensor outside InferenceMode is not allowed")
+def inference_in_place(ctx: ErrorContext, m: re.Match[str]) -> str:
+    call = ctx.call(in_place=True)
+    who = (ctx.tensor(call.receiver) or ctx.tensor(call.arg(0))) if call else None
+    op = call.text if call else "This in-place operation"
+    if who is None:
+        return (
+            f"{op} on {ctx.where} writes into an inference tensor (made under torch.inference_mode()); outside "
+            f"inference_mode() torch refuses in-place writes to those. Fix: clone() it first (a normal tensor), "
+            f"or do the write inside a torch.inference_mode() block."
+        )
+    changed = ctx.changed_values(who)
+    after = (
+        f" It refused only after writing: {who}'s values did change ({changed[0]} → {changed[1]})."
+        if changed is not None
+        else ""
+    )
+    return (
+        f"{op} on {ctx.where} writes into {who}, an inference tensor with no version counter{ctx.made_at(who)}; "
+        f"outside inference_mode() torch refuses in-place writes to those.{after} Fix: {who} = "
+        f"{who}.clone() before writing, or do the write inside a torch.inference_mode() block."
+    )

@@ -41,13 +41,6 @@ template(
     calls=("requires_grad_", "setattr"),
 )
 template(
-    "inference.in-place",
-    r"Inplace update to inference tensor outside InferenceMode is not allowed",
-    "{op} on {where} writes into {who}, an inference tensor{made}; outside inference_mode() those are read-only. "
-    "Fix: {who} = {who}.clone() before writing, or do the write inside a torch.inference_mode() block.",
-    in_place=True,
-)
-template(
     "autograd.retain-grad",
     r"can't retain_grad on Tensor that has requires_grad=False",
     "{op} on {where}: {who} does not require grad, so no gradient will ever reach it to be kept. Fix: compute "
