@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import TextIO
 
-from tcopy_cli.render import ViewOptions, error_counts, plural
+from tcopy_cli.render import ViewOptions, error_counts, plural, source_label
 from tcopy_cli.render.cells import COLUMNS, Before, Quiet, removed_names, step_rows
 from tcopy_cli.render.folding import FoldedTurn, SeenRows, StepFlow, printed_lines, turn_label, turn_parts
 from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading, summary_rows, unlisted_rows
@@ -83,12 +83,12 @@ class MarkdownRenderer:
         # A heading's trailing #s would be read as its closing sequence: escaped.
         first, _, rest = info.title.partition("\n")
         title = re.sub(r"#+(?=\s*$)", lambda m: "\\#" * len(m[0]), _prose(first))
-        heading = title if info.title else f"tcopy: {code_span(info.source)}"
+        heading = title if info.title else f"tcopy: {code_span(source_label(info.source))}"
         # the title's further lines under the heading, each a line of its own (a hard break after each)
         more = "".join(f"{_prose(line)}  \n" for line in rest.split("\n")) + "\n" if rest else ""
         self.out.write(
             f"# {heading}\n\n{more}tcopy {info.tcopy} · torch {info.torch} · device {code_span(info.device)}"
-            f" · {code_span(info.source)} · confinement {code_span(info.confinement)}"
+            f" · {code_span(source_label(info.source))} · confinement {code_span(info.confinement)}"
             f"{' · reads ' + ', '.join(code_span(p) for p in info.allow_read) if info.reads else ''}\n\n"
         )
         if info.trusted:

@@ -11,7 +11,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from tcopy_cli.render import ViewOptions, error_counts, plural
+from tcopy_cli.render import ViewOptions, error_counts, plural, source_label
 from tcopy_cli.render.cells import Before, Quiet, Row, removed_names, step_rows
 from tcopy_cli.render.folding import FoldedTurn, SeenRows, StepFlow, printed_lines, turn_label, turn_parts
 from tcopy_cli.render.graph import graph_tree
@@ -58,7 +58,7 @@ class TableRenderer:
                     " · device ",
                     (info.device, "bold"),
                     " · ",
-                    (info.source, "italic"),
+                    (source_label(info.source), "italic"),
                 )
             )
         )
