@@ -170,3 +170,23 @@ def test_graph_of_a_script_that_fails_says_why_on_stderr() -> None:
     assert done.returncode == 1
     assert "SumBackward0" in done.stdout  # the graph as it was when the line failed
     assert done.stderr.startswith("tcopy: line 5: RuntimeError: Trying to backward through the graph"), done.stderr
+
+
+def test_a_leading_comment_block_keeps_its_lines_through_a_pipe() -> None:
+    script = "# source: https://example.com/snippet\n# about: views share memory\n# notes:\n#   - one\nimport torch\n"
+    done = subprocess.run(
+        [sys.executable, "-m", "tcopy_cli", "run", "-", "--width", "100"],
+        input=script,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
+        timeout=300,
+    )
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0, done.stderr
+    assert lines[0].endswith(" · <stdin>")  # standard input is named so, not "-"
+    assert lines[1:5] == ["source: https://example.com/snippet", "about: views share memory", "notes:", "- one"]
+
+
+TWICE = "x = torch.ones(2, requires_grad=True)\ny = (x * 2).sum()\ny.backward()\ny.backward()\n"
