@@ -190,3 +190,20 @@ def test_a_leading_comment_block_keeps_its_lines_through_a_pipe() -> None:
 
 
 TWICE = "x = torch.ones(2, requires_grad=True)\ny = (x * 2).sum()\ny.backward()\ny.backward()\n"
+
+
+def test_repl_zeroing_a_grad_already_zero_says_so_not_that_it_changed() -> None:
+    entries = "x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\n(x * 2).sum().backward()\n"
+    entries += "for i in range(2):\n    x.grad.zero_()\n\n:quit\n"
+    done = subprocess.run(
+        [sys.executable, "-m", "tcopy_cli", "repl"],
+        input=entries,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "COLUMNS": "100"},
+        timeout=300,
+    )
+    second = done.stdout.split("iteration 2/2")[-1]
+    assert "x.grad was zeroed in place" in second, done.stdout
+    assert "→ [0., 0., 0.]" not in done.stdout, done.stdout
