@@ -841,7 +841,8 @@ def turn_parts(
     parts += [f"{name} {number(was)} → {number(now)}" if was is not None else f"{name} = {number(now)}"
               for name, was, now in turn.scalars]  # fmt: skip
     updated = _updated(turn)
-    if updated and not (same_loop and previous is not None and _updated(previous) == updated):
+    # said again where the line would say nothing else (--watch w: w is all it shows, every turn)
+    if updated and (not parts or not (same_loop and previous is not None and _updated(previous) == updated)):
         parts.append(f"updated: {grouped_names(written(updated))}")
     if turn.added:
         parts.append(f"added: {grouped_names(turn.added)}")

@@ -142,6 +142,23 @@ def test_keys_pressed_while_a_step_computes_are_not_echoed(screen) -> None:  # t
     assert "zzz" not in out and re.search(r"(^| )echo( |$)", out, re.M), out  # the terminal echoes again after tcopy
 
 
+def test_a_leading_comment_block_keeps_its_lines_through_a_pipe() -> None:
+    script = "# source: https://example.com/snippet\n# about: views share memory\n# notes:\n#   - one\nimport torch\n"
+    done = subprocess.run(
+        [sys.executable, "-m", "tcopy_cli", "run", "-", "--width", "100"],
+        input=script,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
+        timeout=300,
+    )
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0, done.stderr
+    assert lines[0].endswith(" · <stdin>")  # standard input is named so, not "-"
+    assert lines[1:5] == ["source: https://example.com/snippet", "about: views share memory", "notes:", "- one"]
+
+
 TWICE = "x = torch.ones(2, requires_grad=True)\ny = (x * 2).sum()\ny.backward()\ny.backward()\n"
 
 
@@ -172,26 +189,6 @@ def test_graph_of_a_script_that_fails_says_why_on_stderr() -> None:
     assert done.stderr.startswith("tcopy: line 5: RuntimeError: Trying to backward through the graph"), done.stderr
 
 
-def test_a_leading_comment_block_keeps_its_lines_through_a_pipe() -> None:
-    script = "# source: https://example.com/snippet\n# about: views share memory\n# notes:\n#   - one\nimport torch\n"
-    done = subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", "run", "-", "--width", "100"],
-        input=script,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
-        timeout=300,
-    )
-    lines = done.stdout.splitlines()
-    assert done.returncode == 0, done.stderr
-    assert lines[0].endswith(" · <stdin>")  # standard input is named so, not "-"
-    assert lines[1:5] == ["source: https://example.com/snippet", "about: views share memory", "notes:", "- one"]
-
-
-TWICE = "x = torch.ones(2, requires_grad=True)\ny = (x * 2).sum()\ny.backward()\ny.backward()\n"
-
-
 def test_repl_zeroing_a_grad_already_zero_says_so_not_that_it_changed() -> None:
     entries = "x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\n(x * 2).sum().backward()\n"
     entries += "for i in range(2):\n    x.grad.zero_()\n\n:quit\n"
@@ -207,3 +204,31 @@ def test_repl_zeroing_a_grad_already_zero_says_so_not_that_it_changed() -> None:
     second = done.stdout.split("iteration 2/2")[-1]
     assert "x.grad was zeroed in place" in second, done.stdout
     assert "→ [0., 0., 0.]" not in done.stdout, done.stdout
+
+
+SGD = """\
+import torch
+w = torch.zeros(3, requires_grad=True)
+opt = torch.optim.SGD([w], lr=0.1)
+x = torch.ones(3)
+for i in range(30):
+    loss = ((w * x).sum() - 1) ** 2
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_watch_w_in_a_training_loop_never_draws_an_empty_folded_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tcopy_cli", "run", "-", "--watch", "w", "--width", "100"],
+        input=SGD,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
+        timeout=300,
+    )
+    folded = [line for line in done.stdout.splitlines() if "↻ iteration" in line]
+    assert len(folded) > 3, done.stdout
+    assert all(" · " in line for line in folded), done.stdout  # each says what its turns did to w
