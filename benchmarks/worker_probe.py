@@ -3,7 +3,7 @@
 No parent, no start-up: the interpreter, observing, encoding and writing each step's
 frames (the parent explains the steps). Prints CPU milliseconds per step (process time; on a busy machine wall
 time mostly measures waiting for a core). ``--no-send`` leaves out encoding and writing
-the step frames; ``--trust`` runs the script as ``tcopy run --trust`` does.
+the step frames. The probe runs unconfined (the wall's cost is one filtered ``write`` a step).
 
     python benchmarks/worker_probe.py benchmarks/cases/loop_4000.py
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 from tcopy_cli import worker
 from tcopy_cli.limits import Limits
-from tcopy_cli.script.parse import parse_script
+from tcopy_cli.program import parse_program
 
 
 class _Channel(worker.Channel):
@@ -37,11 +37,11 @@ class _Channel(worker.Channel):
 
 def main() -> None:
     path = next(a for a in sys.argv[1:] if not a.startswith("--"))
-    trusted = "--trust" in sys.argv
     limits = Limits(max_steps=1_000_000)
-    program = parse_script(open(path).read(), path, limits, validate=not trusted)  # noqa: SIM115
+    with open(path) as fh:
+        program = parse_program(fh.read(), path, limits)
     options = worker._run_options({}, "cpu", limits, False, False)
-    runner = worker._worker_runner(program, options, _Channel("--no-send" not in sys.argv), None, trusted)
+    runner = worker._worker_runner(program, options, _Channel("--no-send" not in sys.argv), None)
     gc.freeze()  # as the worker does before the run: the collector's passes skip what the imports made
     cpu = time.process_time()
     summary = runner.run()

@@ -16,10 +16,9 @@ statement (the parent parses the script; the worker announces each statement it 
 a script running in the worker can misreport its own facts, but it can't make tcopy crash,
 reach the terminal raw, or exit 0 for a run whose frames stop before the script's end.
 
-The worker gets resource limits before it starts (``preexec_fn``): ``RLIMIT_FSIZE`` 0
-and ``RLIMIT_CORE`` 0 always, ``RLIMIT_CPU`` from ``--timeout``, and ``RLIMIT_AS`` on the
-CPU device (CUDA reserves a huge address space). ``--trust`` keeps all but
-``RLIMIT_FSIZE`` (a trusted script may write files).
+The worker's command, environment and resource limits come from ``tcopy_cli.process.spawn``:
+``RLIMIT_FSIZE`` 0 and ``RLIMIT_CORE`` 0 always, ``RLIMIT_CPU`` from ``--timeout``, and
+``RLIMIT_DATA`` on the CPU device; an allow-listed environment unless ``--trust``.
 """
 
 from __future__ import annotations
@@ -27,12 +26,10 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
-import math
 import os
 import selectors
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,14 +38,12 @@ from typing import Any
 from tcopy_cli.errors import ScriptRejected, TcopyError, UsageError
 from tcopy_cli.limits import Limits
 from tcopy_cli.printable import printable_record
+from tcopy_cli.process import spawn
 from tcopy_cli.trace import frames, wire
 from tcopy_cli.trace.records import ErrorInfo, Note, RunInfo, RunSummary, Step
 
 TIMEOUT_GRACE = 1.0
 """Seconds past --timeout the worker gets to report the timeout itself before it is killed."""
-ADDRESS_SPACE_HEADROOM = 8 * 1024**3
-"""RLIMIT_AS on CPU: --max-bytes plus this much for Python, torch, NumPy and temporaries
-(a CUDA build of torch maps about 3.5 GB of libraries just by being imported, even on the CPU)."""
 DEFAULT_MAX_WIRE_BYTES = 512 * 1024**2
 """Everything the worker may send (records, notes, values, stderr) in one run."""
 STDERR_KEPT = 16 * 1024
@@ -102,57 +97,16 @@ def request(source: str, origin: str, options: WorkerOptions) -> dict[str, Any]:
 
 
 def _preexec(options: WorkerOptions) -> Callable[[], None]:
-    """Resource limits, set in the child between fork and exec."""
-    import resource
-
-    limits = options.limits
-    settings: list[tuple[int, int]] = [(resource.RLIMIT_CORE, 0)]
-    if not options.trust:  # a trusted script may write files (its outputs)
-        settings.append((resource.RLIMIT_FSIZE, 0))
-    if limits.timeout > 0:
-        cpu = math.ceil(limits.timeout * max(os.cpu_count() or 1, 1)) + 10
-        settings.append((resource.RLIMIT_CPU, cpu))
-    if options.device.strip().lower() == "cpu":
-        settings.append((resource.RLIMIT_AS, limits.max_bytes + ADDRESS_SPACE_HEADROOM))
-
-    def apply() -> None:
-        for which, value in settings:
-            _, hard = resource.getrlimit(which)
-            # RLIMIT_CPU: SIGXCPU at the soft limit, SIGKILL 5 s later.
-            new_hard = value + 5 if which == resource.RLIMIT_CPU else value
-            if hard != resource.RLIM_INFINITY:
-                value, new_hard = min(value, hard), min(new_hard, hard)
-            resource.setrlimit(which, (value, new_hard))
-        _die_with_parent()
-
-    return apply
+    """Resource limits and the parent-death signal, set in the child between fork and exec."""
+    return spawn.preexec(options)
 
 
-def _die_with_parent() -> None:
-    """PR_SET_PDEATHSIG: the worker gets SIGKILL if the parent dies first."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        try:
-            ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)
-        except (OSError, AttributeError):
-            pass
+def _environment(options: WorkerOptions | None = None) -> dict[str, str]:
+    """The worker's environment: an allow-list unless ``--trust`` (``process.spawn.environment``)."""
+    return spawn.environment(trust=options is not None and options.trust)
 
 
-def worker_command() -> list[str]:
-    """How to start a worker with this interpreter (and the import path of this tcopy)."""
-    return [sys.executable, "-X", "utf8", "-m", "tcopy_cli.worker"]
-
-
-def _environment() -> dict[str, str]:
-    env = dict(os.environ)
-    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    paths = [package_root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    env.setdefault("MALLOC_ARENA_MAX", "4")  # keeps the address space (RLIMIT_AS) predictable
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["PYTHONSAFEPATH"] = "1"  # the current directory is not on the import path (nor readable)
-    return env
+worker_command = spawn.worker_command
 
 
 STOPPED_BY = frozenset({None, "timeout", "max_steps", "max_output"})
@@ -300,7 +254,7 @@ def _start(req: dict[str, Any], options: WorkerOptions) -> subprocess.Popen[byte
             stderr=subprocess.PIPE,
             preexec_fn=_preexec(options),
             start_new_session=True,  # its own process group: killed as one, no terminal signals
-            env=_environment(),
+            env=_environment(options),
             close_fds=True,
         )
     except BaseException:
@@ -342,7 +296,7 @@ class WorkerSession:
             stderr=subprocess.PIPE,
             preexec_fn=_preexec(self.options),
             start_new_session=True,
-            env=_environment(),
+            env=_environment(self.options),
             close_fds=True,
         )
         self.proc = proc

@@ -33,7 +33,7 @@ Started by ``tcopy_cli.supervise`` as ``python -m tcopy_cli.worker``. Protocol:
   stderr, so nothing a C library prints can corrupt them.
 - stderr: free text (diagnostics, a crash dump from faulthandler), read by the parent.
 
-Unless the request says ``trust``, the worker confines itself (``tcopy_cli.confine``)
+Unless the request says ``trust``, the worker confines itself (``tcopy_cli.process.confine``)
 before importing torch, so torch's and NumPy's threads are confined too; the request's
 ``allow_read`` paths stay readable. Then CPython runs the script under the engine
 (``tcopy_cli.engine``) in every mode: ``trust`` (``tcopy run --trust``) only lifts the wall.
@@ -146,7 +146,7 @@ def main() -> int:
     if request.get("trust"):
         confinement = "none (--trust)"
     else:
-        from tcopy_cli import confine
+        from tcopy_cli.process import confine
 
         _prepare_for_confinement()
         readable = [str(p) for p in request.get("allow_read", [])]
@@ -158,6 +158,11 @@ def main() -> int:
 
         os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.sep)
         tempfile.tempdir = os.sep
+        if str(request.get("device", "cpu")).strip().lower() == "cpu":  # GPU drivers: not measured
+            from tcopy_cli.limits import Limits
+            from tcopy_cli.process import memory
+
+            memory.set_ceiling(int(request.get("limits", {}).get("max_bytes", Limits().max_bytes)))
     if request.get("require_confinement") and not confined(confinement):
         channel.send(
             "run_error",

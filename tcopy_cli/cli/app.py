@@ -39,9 +39,11 @@ def _version_callback(ctx: typer.Context, value: bool) -> None:
     if value:
         typer.echo(f"tcopy {__version__}")
         if "--verbose" in sys.argv[1:] or "-v" in sys.argv[1:] or ctx.params.get("verbose"):
-            from tcopy_cli import confine
+            from tcopy_cli.process import confine
 
             typer.echo(f"python {sys.version.split()[0]} ({sys.executable})")
+            for why in confine.missing():
+                typer.echo(f"not available: {why}")
             typer.echo(f"confinement available here: {confine.available()}")
         raise typer.Exit()
 

@@ -83,11 +83,12 @@ class CodeKinds:
 
     def __init__(self, filename: str) -> None:
         self.filename = filename
-        self._kinds: dict[CodeType, str] = {}
+        self.known: dict[CodeType, str] = {}
+        """The kind of each code object seen so far (read directly where every call counts)."""
         self._positions: dict[CodeType, list[Position]] = {}
 
     def __call__(self, code: CodeType) -> str:
-        kind = self._kinds.get(code)
+        kind = self.known.get(code)
         if kind is None:
             if code.co_filename != self.filename:
                 kind = "library"
@@ -99,7 +100,7 @@ class CodeKinds:
                 kind = "other"
             else:
                 kind = "function"
-            self._kinds[code] = kind
+            self.known[code] = kind
         return kind
 
     def position(self, frame: FrameType) -> Position | None:

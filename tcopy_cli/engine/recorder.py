@@ -194,18 +194,46 @@ class OpMode(TorchFunctionMode):
         spec = self._specs.get(func)
         if spec is None:
             spec = self._specs[func] = _spec(func)
-        rec = self.recording
-        recorder = rec.recorder
+        recorder = self.recording.recorder
         if spec.skip or not recorder.active():
             return func(*args, **kwargs)
+        # The recording is tcopy's own code: the line tracer (the process's trace function, called for
+        # every Python call) is off while it runs, and on while torch runs the call.
+        tracer = sys.gettrace()
+        sys.settrace(None)
+        try:
+            pending = self._begin(spec, args, kwargs, sys._getframe(1))
+        finally:
+            sys.settrace(tracer)
+        if pending is None:
+            return func(*args, **kwargs)
+        try:
+            result = func(*args, **kwargs)
+        except BaseException as exc:
+            sys.settrace(None)
+            try:
+                recorder.fail(pending, exc)
+            finally:
+                sys.settrace(tracer)
+            raise
+        sys.settrace(None)
+        try:
+            self._check_result(result)
+            recorder.end(pending, result)
+        finally:
+            sys.settrace(tracer)
+        return result
+
+    def _begin(self, spec: _Spec, args: tuple[Any, ...], kwargs: dict[str, Any], caller: FrameType) -> Any:
+        """The pending record of a call about to run (None: not recorded), after its size check."""
+        rec = self.recording
         self._check_size(spec, args, kwargs)
-        caller = sys._getframe(1)
         frame = rec.kinds.script_frame(caller)
         direct = caller is frame
         if not direct and (spec.kind in ("attribute", "setattr") or spec.name in FLAG_CALLS):
             # a library's own reads and writes of attributes and flags (an optimizer's p.grad, a module's
             # requires_grad_): the table shows what they changed
-            return func(*args, **kwargs)
+            return None
         rec.frame = frame
         text, syntax = rec.where(direct, direct and spec.kind in STATEMENT_TEXT)
         kind = spec.kind if spec.kind != "call" or not direct else syntax or "call"
@@ -213,17 +241,8 @@ class OpMode(TorchFunctionMode):
         extra = args[1] if spec.kind in ("index", "setitem") and len(args) > 1 else None
         if spec.kind == "setattr" and args:
             extra = args[0]
-        pending = recorder.begin(None, kind, spec.name, inputs, text, extra, frame.f_lineno if frame is not None else 0)
-        if pending is None:
-            return func(*args, **kwargs)
-        try:
-            result = func(*args, **kwargs)
-        except BaseException as exc:
-            recorder.fail(pending, exc)
-            raise
-        self._check_result(result)
-        recorder.end(pending, result)
-        return result
+        line = frame.f_lineno if frame is not None else 0
+        return rec.recorder.begin(None, kind, spec.name, inputs, text, extra, line)
 
     def _check_size(self, spec: _Spec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """--max-elements before the call allocates, where its size can be told from the arguments (a
