@@ -319,8 +319,10 @@ def fewest_lines(rows: list[Row], columns: list[Column], f: Fit) -> dict[str, in
     best = (sum(max([1, *h]) for h in heights), sum(map(sum, heights)), _order(chosen))
     least_cells = base_cells + sum(today)
     hopeful = []  # (the fewest lines and cell lines it could take, the widths of name, grad, shares, the rest)
+    # The name keeps its values-first width: it never wraps, and narrower it only says less.
+    named = chosen.get("name", 0) - f.least.get("name", 0)
     for combo in product(*(tried[k] for k in others)):
-        left = f.spare - sum(w - f.least[k] for k, w in zip(others, combo))
+        left = f.spare - named - sum(w - f.least[k] for k, w in zip(others, combo))
         if left >= 0:
             lines = [lines_at(k, w) for k, w in zip(others, combo)]
             hopeful.append(((sum(map(max, base, today, *lines)), least_cells + sum(map(sum, lines))), combo, left))
@@ -330,6 +332,8 @@ def fewest_lines(rows: list[Row], columns: list[Column], f: Fit) -> dict[str, in
         if could > best[:2]:
             break  # nor can the rest, even with the values at their fewest lines
         widths = dict(f.least)
+        if "name" in chosen:
+            widths["name"] = chosen["name"]
         widths.update(zip(others, combo))
         values = min(left, chosen["values"] - f.least["values"])
         widths["values"] = f.least["values"] + values

@@ -29,8 +29,6 @@ from tcopy_cli.trace.records import Step, TensorRecord
 
 MODULE_ROW = 2
 """At least this many tensors that behave alike share a module row."""
-NOTED_FEW = 2
-"""A note that names at most this many tensors of a module row (not all of them) gives each its own row."""
 
 
 def member_of(name: str) -> tuple[str, ...] | None:
@@ -68,22 +66,16 @@ def behaviour(row: Row) -> tuple[object, ...]:
 def view_rows(rows: list[Row], view: ViewOptions, step: Step | None = None) -> list[Row]:
     """The rows a table or Markdown view draws for a step: ``module_rows`` (none with --all-steps
     or in a failing step, where the error may be about any tensor; a name --watch gives below a
-    module's top opens it, as --depth does to that depth). A tensor a note names keeps its row
-    where the note is about few tensors (``NOTED_FEW``); one about many speaks of the row
-    (``model's 8 tensors start at version 1``)."""
+    module's top opens it, as --depth does to that depth). A note may name a tensor of a module's
+    row (``computed from model.conv1.weight``): the row stays, --watch model.conv1 opens it."""
     if not view.fold or (step is not None and step.error is not None):
         return rows
     opening = [w for w in view.watch or () if member_of(w) is not None]
-    notes = (
-        [frozenset(n.removesuffix(".grad") for n in note.tensors) for note in view.notes_of(step)]
-        if (step is not None and view.explain)
-        else []
-    )
 
     def opened(name: str) -> bool:
         return any(name == w or name.startswith((w + ".", w + "[")) for w in opening)
 
-    return module_rows(rows, opened, view.depth, notes)
+    return module_rows(rows, opened, view.depth)
 
 
 def _aliases(rows: list[Row]) -> set[int]:
@@ -104,14 +96,11 @@ def module_rows(
     rows: list[Row],
     opened: Callable[[str], bool] = lambda name: False,
     depth: int | None = None,
-    notes: Sequence[frozenset[str]] = (),
 ) -> list[Row]:
     """``rows``, where tensors of one module that behave alike (``behaviour``) share one row.
 
     ``opened(name)``: the tensor keeps its own row (``--watch`` names it or a module above it
-    below the top). ``depth``: module rows stand no higher than this many modules below the top.
-    ``notes``: the names each note under the step is about; a tensor one of them names keeps its
-    row where that note names few of the group (``NOTED_FEW``)."""
+    below the top). ``depth``: module rows stand no higher than this many modules below the top."""
     aliases = _aliases(rows)
     tops: dict[str, list[tuple[Row, tuple[str, ...]]]] = {}
     for row in rows:
@@ -128,9 +117,6 @@ def module_rows(
                 key = (*key, parts[: min(depth + 1, len(parts) - 1)])
             groups.setdefault(key, []).append((row, parts))
         for group in groups.values():
-            names = {row.cells["name"] for row, _ in group}
-            told = {n for note in notes if len(found := names & note) <= NOTED_FEW and found != names for n in found}
-            group = [(row, parts) for row, parts in group if row.cells["name"] not in told]
             if len(group) < MODULE_ROW:
                 continue
             merged[id(group[0][0])] = _group_row(group, members)
