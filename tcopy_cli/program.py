@@ -202,10 +202,11 @@ def _comments(lines: list[str]) -> dict[int, str]:
 
 
 def _title(comments: dict[int, str]) -> tuple[str, int]:
-    """The comment block that opens the script (its title) and the line after it."""
+    """The comment block that opens the script (its title), line by line as written (a block of
+    source, about and notes lines reads as those lines, not one paragraph), and the line after it."""
     parts: list[str] = []
     n = 1
     while n in comments:
         parts.append(comments[n])
         n += 1
-    return " ".join(p for p in parts if p), n
+    return "\n".join(p for p in parts if p), n

@@ -63,8 +63,14 @@ def _root(
 
 
 def stderr() -> Console:
-    """A console on stderr (NO_COLOR respected)."""
-    return Console(stderr=True, highlight=False, soft_wrap=True, no_color=bool(os.environ.get("NO_COLOR")) or None)
+    """A console on stderr (NO_COLOR respected): in a terminal a long message wraps between words
+    (the terminal would cut it anywhere); in a pipe or a file it stays one line."""
+    return Console(
+        stderr=True,
+        highlight=False,
+        soft_wrap=not sys.stderr.isatty(),
+        no_color=bool(os.environ.get("NO_COLOR")) or None,
+    )
 
 
 def say(message: str) -> None:

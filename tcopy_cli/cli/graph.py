@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from tcopy_cli.cli.app import EXIT_SCRIPT, say
+from tcopy_cli.cli.app import EXIT_SCRIPT, fail, say
 from tcopy_cli.cli.options import (
     AllowReadOpt,
     CodeOpt,
@@ -103,4 +103,10 @@ def graph_cmd(
     else:
         sys.stdout.write(rg.to_text(graph))
     if summary.status != "ok":  # an error not marked '# expect: NAME', or a marked one missing
-        raise typer.Exit(EXIT_SCRIPT)
+        failed = next((s for s in steps if (s.error is not None and not s.expected) or s.missed), None)
+        if failed is None:
+            raise typer.Exit(EXIT_SCRIPT)
+        what = (
+            failed.error.headline if failed.error is not None else f"expected {failed.expect}, but nothing was raised"
+        )
+        fail(f"line {failed.line}: {what} (the graph above is as the script left it there)", EXIT_SCRIPT)

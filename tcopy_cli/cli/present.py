@@ -170,13 +170,28 @@ KEYS: dict[str, str] = {
 """What each key (or escape sequence) does at the --pause prompt; any other key is ignored."""
 
 
-def _read_key() -> str:
-    """One key press from the terminal, without echo; an escape sequence is read whole."""
+def key_source() -> Optional[int]:
+    """Where --pause reads keys: standard input where it is a terminal, else the terminal itself
+    (``/dev/tty``: ``cat demo.py | tcopy run - --pause`` pipes the script, the keys still come from
+    the person at the terminal); None where there is no terminal to read."""
+    if sys.stdin.isatty():
+        return sys.stdin.fileno()
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+    except OSError:
+        return None
+    if not os.isatty(fd):
+        os.close(fd)
+        return None
+    return fd
+
+
+def _read_key(fd: int) -> str:
+    """One key press from the terminal ``fd``, without echo; an escape sequence is read whole."""
     import select
     import termios
     import tty
 
-    fd = sys.stdin.fileno()
     old = termios.tcgetattr(fd)
     try:
         tty.setcbreak(fd)
@@ -190,6 +205,39 @@ def _read_key() -> str:
         return key.decode("utf-8", "replace")
     finally:
         termios.tcsetattr(fd, termios.TCSADRAIN, old)
+
+
+PROMPTS = (
+    "── {where} · →/Space/Enter: next · ←/b: back · Home/End: first/last · q: quit",
+    "── {short} · →/Enter: next · ←/b: back · Home/End: first/last · q: quit",
+    "── {short} · →: next · ←: back · Home/End · q: quit",
+    "── {short} · → ← Home End q",
+)
+
+
+def prompt_text(at: int, shown: int, width: int) -> str:
+    """The --pause prompt at step ``at`` (from 0) of ``shown``, the longest form narrower than ``width``
+    (the last column left free: a line that fills it makes some terminals wrap)."""
+    where = f"step {at + 1} of {shown} shown" + (" (back)" if at + 1 < shown else "")
+    short = f"{at + 1}/{shown}" + (" (back)" if at + 1 < shown else "")
+    forms = [p.format(where=where, short=short) for p in PROMPTS]
+    for text in forms:
+        if cell_len(text) < width:
+            return text
+    return forms[-1][: max(width - 1, 1)]
+
+
+def first_sentence(headline: str, most: int = 100) -> str:
+    """``RuntimeError: Trying to backward through the graph a second time …``: an error's headline cut
+    after its first sentence, or at a word within ``most`` characters, ``…`` where something is left out."""
+    import re
+
+    end = re.search(r"[.;:](?=\s)", headline[headline.find(": ") + 2 :] if ": " in headline else headline)
+    start = headline.find(": ") + 2 if ": " in headline else 0
+    cut = headline[: start + end.start()] if end is not None else headline
+    if len(cut) > most:
+        cut = cut[:most].rsplit(" ", 1)[0]
+    return cut if cut == headline else cut.rstrip(" .,;:") + " …"
 
 
 class Presenter:
@@ -214,6 +262,8 @@ class Presenter:
         self.export_to = export_to
         self.title = title
         self.interactive = False
+        self.keys: Optional[int] = None
+        """The terminal --pause reads keys from (``key_source``)."""
         self.errors: list[Step] = []
         self.history: list[str] = []
         """Each step shown under --pause, as drawn (to draw it again on the way back)."""
@@ -225,9 +275,34 @@ class Presenter:
 
     def begin(self) -> None:
         """Decide whether --pause can wait for keys (it needs a terminal and tables)."""
-        self.interactive = self.pause and self.fmt is OutputFormat.table and sys.stdin.isatty() and sys.stdout.isatty()
+        wanted = self.pause and self.fmt is OutputFormat.table and sys.stdout.isatty()
+        self.keys = key_source() if wanted else None
+        self.interactive = self.keys is not None
         if self.pause and not self.interactive:
             say("--pause needs a terminal (and --format table); running without pausing")
+        if self.keys is not None:
+            self._quiet_keys(self.keys)
+
+    def _quiet_keys(self, fd: int) -> None:
+        """Keys pressed while a step or a folded loop computes are not echoed into the output (they
+        wait, unread, for the next prompt); the terminal is set back as it was when tcopy exits."""
+        import atexit
+        import termios
+        import tty
+
+        try:
+            old = termios.tcgetattr(fd)
+            tty.setcbreak(fd)
+        except termios.error:
+            return
+
+        def restore() -> None:
+            try:
+                termios.tcsetattr(fd, termios.TCSADRAIN, old)
+            except termios.error:
+                pass
+
+        atexit.register(restore)
 
     def event(self, renderer: Renderer, event: Event) -> None:
         """Draw what the step flow says: a step, a folded loop turn, or a loop's summary.
@@ -274,12 +349,21 @@ class Presenter:
         before folding, so folded lines and loop summaries get it too).
         """
         shown = shown or self.fmt is OutputFormat.json
+        stop = shown
         if self.interactive and shown:
             with self.console.capture() as capture:  # still recorded for --export
                 renderer.step(step, shown)
-            self.history.append(self.carried + capture.get())
-            self.carried = ""
-            self.console.file.write(self.history[-1])
+            drawn = capture.get()
+            if drawn.count("\n") <= 1 and step.error is None:
+                # a step drawn as its rule alone (``import torch``, no tensor changed) is no stop:
+                # it goes by with the next one, as folded loop turns do
+                self.carried += drawn
+                self.console.file.write(drawn)
+                stop = False
+            else:
+                self.history.append(self.carried + drawn)
+                self.carried = ""
+                self.console.file.write(self.history[-1])
         else:
             renderer.step(step, shown)
         if (step.error is not None and not step.expected) or step.missed:
@@ -288,23 +372,19 @@ class Presenter:
             self.shown += 1
             if self.cast is not None:
                 self.cast.take()
-        if shown and self.fmt is not OutputFormat.json:
+        if stop and self.fmt is not OutputFormat.json:
             if self.interactive:
                 self._wait_for_key()
             elif self.delay:
                 time.sleep(self.delay)
 
     def _prompt(self, at: int) -> None:
-        """The key line under a step, not recorded for --export."""
+        """The key line under a step, not recorded for --export: one line, shorter where the terminal
+        is narrow (a prompt that wrapped would leave its first line behind when erased)."""
         console = self.console
-        last = len(self.history)
-        where = f"step {at + 1} of {last} shown" + (" (back)" if at + 1 < last else "")
         console.record = False
         try:
-            console.print(
-                Text(f"── {where} · →/Space/Enter: next · ←/b: back · Home/End: first/last · q: quit", style="dim"),
-                end="",
-            )
+            console.print(Text(prompt_text(at, len(self.history), console.width), style="dim"), end="")
         finally:
             console.record = self.export_to is not None
         console.file.flush()
@@ -316,11 +396,14 @@ class Presenter:
     def _wait_for_key(self) -> None:
         """--pause: next, back, first, last or quit; other keys are ignored. Returns to run the next step."""
         at = len(self.history) - 1
+        assert self.keys is not None
         while True:
             self._prompt(at)
-            action = KEYS.get(_read_key())
-            self.console.file.write("\r\x1b[2K")  # erase the prompt line
-            self.console.file.flush()
+            try:
+                action = KEYS.get(_read_key(self.keys))
+            finally:  # Ctrl-C too: "tcopy: interrupted" starts a line of its own
+                self.console.file.write("\r\x1b[2K")  # erase the prompt line
+                self.console.file.flush()
             if action == QUIT:
                 raise Quit()
             if action == NEXT and at + 1 >= len(self.history):
@@ -348,4 +431,7 @@ class Presenter:
             if first.error is None:
                 fail(f"line {first.line}: expected {first.expect}, but the statement raised nothing{more}", EXIT_SCRIPT)
             expected = f" (the line expects {first.expect})" if first.expect is not None else ""
-            fail(f"line {first.line}: {first.error.headline}{expected}{more}", EXIT_SCRIPT)
+            headline = first.error.headline
+            if self.fmt is OutputFormat.table and sys.stdout.isatty() and sys.stderr.isatty():
+                headline = first_sentence(headline)  # the step above shows it whole, and why
+            fail(f"line {first.line}: {headline}{expected}{more}", EXIT_SCRIPT)

@@ -164,7 +164,7 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
         except Quit:
             pass
     renderer.end(summary, flow)
-    presenter.finish(summary, program.title or origin)
+    presenter.finish(summary, program.title.partition("\n")[0] or origin)  # an export's title: the first line
     _check_range(view, summary)
 
 

@@ -157,7 +157,9 @@ def _moved(
         run = _Record(run.ops, run.backwards, sorted([*run.resets, written[0]]))
     last_backward, last_reset = run.last_backward, run.last_reset
     if not run.backwards:
-        if same and ((zeros and not _all_zero(og.values)) or (g.values is None and last_reset >= 0)):
+        # zero_() on a grad already zero is zeroing it too (not "changed: [0., 0.] → [0., 0.]")
+        again = written is not None and written[1].function == "zero_"
+        if same and ((zeros and (again or not _all_zero(og.values))) or (g.values is None and last_reset >= 0)):
             return "grad.zeroed", "", 0
         if not same and g.object_id == og.object_id and g.object_id:
             # the grad kept its object but not its memory: ``.data`` swapped under it (a module's .double(), .to())

@@ -117,3 +117,8 @@ class Renderer(Protocol):
 
     def rejected(self, info: RunInfo, line: int, column: int, message: str) -> None:
         """Instead of start, steps and end: the script was refused before it ran."""
+
+
+def source_label(source: str) -> str:
+    """How a view's header names the script: ``<stdin>`` for one read from standard input (``-``)."""
+    return "<stdin>" if source == "-" else source

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from tcopy_cli.render.memo import Memo
-from tcopy_cli.render.values import preview_statistics
+from tcopy_cli.render.values import preview_statistics, summary_line
 from tcopy_cli.trace.records import ArrayRecord, Step, TensorRecord
 
 PREVIEW_WIDTH = 48
@@ -65,9 +65,10 @@ def autograd_summary(r: TensorRecord) -> str:
 
 
 def _values_text(r: TensorRecord) -> str:
-    """The preview, or for a large tensor whose preview is too long its statistics."""
-    stats = preview_statistics(r.preview) if r.values is None else ""
-    return short_preview(stats if len(r.preview) > PREVIEW_WIDTH and stats else r.preview)
+    """The preview, or for a large tensor whose preview is too long its statistics in one line."""
+    if r.values is None and len(r.preview) > PREVIEW_WIDTH and preview_statistics(r.preview):
+        return summary_line(r)
+    return short_preview(r.preview)
 
 
 def tensor_cells(name: str, r: TensorRecord) -> dict[str, str]:
@@ -86,7 +87,7 @@ def tensor_cells(name: str, r: TensorRecord) -> dict[str, str]:
         "is_leaf": yes_no(r.is_leaf),
         "grad_fn": r.grad_fn or "-",
         "autograd": autograd_summary(r),
-        "grad": short_preview(r.grad.preview, 32) if r.grad is not None else "-",
+        "grad": _values_text(r.grad) if r.grad is not None else "-",
         "version": version_text(r),
     }
 
@@ -129,6 +130,13 @@ class Row:
     record: TensorRecord | ArrayRecord | None = None
     facts: dict[str, object] = field(default_factory=dict)
     """What each column stands for, in full (``tensor_facts``): the cells are cut down, the facts not."""
+    members: tuple[str, ...] = ()
+    """A module's row (``render.modules``): the names of the tensors it stands for."""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The names the row stands for: its own, or a module row's tensors."""
+        return self.members or (self.cells["name"],)
 
     def marker(self) -> str:
         """``+`` for a new name, ``~`` when one of the tensor's own facts changed, blank otherwise.

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Union
 
@@ -620,6 +620,26 @@ def seen_key(row: Row) -> tuple[object, ...]:
     return (row.cells, row.facts)
 
 
+def seen_keys(row: Row) -> dict[str, object]:
+    """``seen_key`` of a row by its name, and of a module's row (``render.modules``) also of each of
+    its tensors: a later table holds a tensor against it whether that draws the module or the tensor."""
+    keys: dict[str, object] = {}
+    members = row.facts.get("seen") if row.members else None
+    if isinstance(members, tuple):
+        keys.update(members)
+    keys[row.cells["name"]] = seen_key(row)
+    return keys
+
+
+def _seen_before(row: Row, seen: dict[str, object]) -> bool:
+    """The row reads as the table drawn last showed it: as a row, or (a module's row) tensor by tensor."""
+    name = row.cells["name"]
+    if seen.get(name) == seen_key(row):
+        return True
+    members = row.facts.get("seen") if row.members else None
+    return isinstance(members, tuple) and all(name in seen and seen[name] == key for name, key in members)
+
+
 def fold_unchanged(rows: list[Row], seen: dict[str, object], named: Iterable[str] = ()) -> tuple[list[Row], list[str]]:
     """The rows a table draws, and the names of the unchanged rows folded into one line.
 
@@ -640,22 +660,23 @@ def fold_unchanged(rows: list[Row], seen: dict[str, object], named: Iterable[str
         for r in rows
         if not r.new
         and not r.changed
-        and (name := r.cells["name"]) not in kept
-        and (seen.get(name) == seen_key(r) or (name not in seen and is_item(name)))
+        and kept.isdisjoint(r.names)
+        and (_seen_before(r, seen) or ((name := r.cells["name"]) not in seen and is_item(name)))
     ]
     while True:  # a row kept for a drawn row can keep others in turn (x reached, then x's view)
         folded = {id(r) for r in same}
         drawn = [r for r in rows if id(r) not in folded]
-        drawn_storage = {_storage_label(r) for r in drawn} - {None}
+        drawn_storage = {label for r in drawn for label in _storage_labels(r)}
         reached = {n for r in drawn if isinstance(r.record, TensorRecord) for n in r.record.reaches}
-        still = [r for r in same if _storage_label(r) not in drawn_storage and r.cells["name"] not in reached]
+        still = [r for r in same if drawn_storage.isdisjoint(_storage_labels(r)) and reached.isdisjoint(r.names)]
         if len(still) == len(same):
             break
         same = still
-    if len(same) < UNCHANGED_FOLD or len(same) == len(rows):
+    names = [n for r in same for n in r.names]  # a module's row: each of its tensors
+    if len(names) < UNCHANGED_FOLD or len(same) == len(rows):
         return rows, []
     folded = {id(r) for r in same}
-    return [r for r in rows if id(r) not in folded], [r.cells["name"] for r in same]
+    return [r for r in rows if id(r) not in folded], names
 
 
 def fold_aliases(rows: list[Row], keep: Iterable[str] = ()) -> tuple[list[Row], str]:
@@ -666,18 +687,24 @@ def fold_aliases(rows: list[Row], keep: Iterable[str] = ()) -> tuple[list[Row], 
     same tensor as. A name in ``keep`` (one --watch names) keeps its row; fewer than
     ``UNCHANGED_FOLD`` such rows stay drawn; unchanged rows fold as ``fold_unchanged`` says."""
     kept = set(keep)
-    first: dict[int, Row] = {}
+    first: dict[int, tuple[Row, str]] = {}
     pairs: list[tuple[str, str]] = []
     folded: set[int] = set()
     for r in rows:
+        objects = r.facts.get("objects") if r.members else None
+        if isinstance(objects, tuple):  # a module's row (``render.modules``): each of its tensors
+            for object_id, member in objects:
+                if object_id:
+                    first.setdefault(object_id, (r, member))
+            continue
         rec = r.record
         if not isinstance(rec, TensorRecord) or not rec.object_id:
             continue
-        o = first.setdefault(rec.object_id, r)
+        o, name = first.setdefault(rec.object_id, (r, r.cells["name"]))
         # the same facts changed: a name rebound onto the tensor (for p in m.parameters()) is not
         # the tensor changed in place, though both are marked ~
         if o is not r and o.new == r.new and o.changed == r.changed and r.cells["name"] not in kept:
-            pairs.append((r.cells["name"], o.cells["name"]))
+            pairs.append((r.cells["name"], name))
             folded.add(id(r))
     if len(pairs) < UNCHANGED_FOLD:  # as with unchanged rows, a small table stays whole
         return rows, ""
@@ -733,7 +760,7 @@ class SeenRows:
         --all-steps, ``fresh`` or an error); remembers it."""
         # A failing step folds nothing: the error may be about any of its tensors.
         whole = fresh or not options.fold or step.error is not None
-        self_cells, self.cells = self.cells, {r.cells["name"]: seen_key(r) for r in rows}
+        self_cells, self.cells = self.cells, {k: v for r in rows for k, v in seen_keys(r).items()}
         if whole:
             return rows, []
         drawn, names = fold_unchanged(rows, self_cells, options.noted_names(step))
@@ -756,14 +783,22 @@ class SeenRows:
 
     def _stale(self, row: Row) -> bool:
         """The row reads otherwise than in the table drawn last (it changed in steps not drawn)."""
-        name = row.cells["name"]
-        return name in self.cells and self.cells[name] != seen_key(row)
+        return any(name in self.cells and self.cells[name] != key for name, key in seen_keys(row).items())
 
 
 def _storage_label(row: Row) -> str | None:
     """``S3`` for a row whose storage column reads ``S3`` or ``S3+16`` (None for none)."""
     label = row.cells.get("storage", "-").partition("+")[0]
     return None if label in ("", "-") else label
+
+
+def _storage_labels(row: Row) -> frozenset[str]:
+    """The storage labels of a row's tensors (a module row's: each of its tensors')."""
+    if row.members:
+        labels = row.facts.get("storages")
+        return labels if isinstance(labels, frozenset) else frozenset()
+    label = _storage_label(row)
+    return frozenset() if label is None else frozenset((label,))
 
 
 def turn_label(turn: FoldedTurn) -> str:
@@ -786,11 +821,14 @@ def printed_lines(turn: FoldedTurn) -> list[str]:
     return [*lines[:PRINTED_ENDS], f"… {left} more lines …", *lines[-PRINTED_ENDS:]]
 
 
-def turn_parts(turn: FoldedTurn, previous: FoldedTurn | None = None) -> list[str]:
+def turn_parts(
+    turn: FoldedTurn, previous: FoldedTurn | None = None, written: Callable[[list[str]], list[str]] = list
+) -> list[str]:
     """The pieces of a folded turn's line after its turn number.
 
     After a folded turn of the same loop (``previous``), the lines that ran and the
-    tensors updated are left out when they are the same as there.
+    tensors updated are left out when they are the same as there. ``written``: the names
+    updated as the view writes them (a module for all its tensors: ``modules.whole_modules``).
     """
     same_loop = (
         previous is not None
@@ -806,8 +844,9 @@ def turn_parts(turn: FoldedTurn, previous: FoldedTurn | None = None) -> list[str
     parts += [f"{name} {number(was)} → {number(now)}" if was is not None else f"{name} = {number(now)}"
               for name, was, now in turn.scalars]  # fmt: skip
     updated = _updated(turn)
-    if updated and not (same_loop and previous is not None and _updated(previous) == updated):
-        parts.append(f"updated: {grouped_names(updated)}")
+    # said again where the line would say nothing else (--watch w: w is all it shows, every turn)
+    if updated and (not parts or not (same_loop and previous is not None and _updated(previous) == updated)):
+        parts.append(f"updated: {grouped_names(written(updated))}")
     if turn.added:
         parts.append(f"added: {grouped_names(turn.added)}")
     parts += [f"{name}: {unlisted_change(d)}" for name, d in turn.unlisted.items()]

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import io
 import math
-import re
 from bisect import bisect_right
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from rich.console import Console, OverflowMethod
 from tcopy_cli.render.cells import COLUMNS, Column, Row
 from tcopy_cli.render.grid import Cell, cell_height
 from tcopy_cli.render.memo import Memo
+from tcopy_cli.render.names import shortened, unique_width
 from tcopy_cli.render.values import natural_width, value_lines, values_key
 from tcopy_cli.trace.records import ArrayRecord, TensorRecord
 
@@ -46,11 +46,13 @@ SQUEEZE = {"values": 14, "name": 10, "grad": 10, "autograd": 12, "grad_fn": 12, 
 # Narrower still, in this order, only when the table can't fit otherwise (short facts like ver never shrink).
 LAST_RESORT = [("shares", 4), ("grad", 6), ("autograd", 8), ("grad_fn", 8), ("name", 6), ("values", 8)]
 # Which columns get the spare width first: in the values-first layout, and among equally short ones.
-GROW = ["values", "autograd", "grad_fn", "name", "grad", "shares"]
+# The name first: a name never wraps, and written shorter it leaves out its middle.
+GROW = ["name", "values", "autograd", "grad_fn", "grad", "shares"]
 # The most a column asks for (a longer cell wraps or is cut).
-CAP = {"name": 20, "grad": 32, "shares": 20, "autograd": 20, "grad_fn": 20}
-# Columns whose text may wrap onto more lines; the rest stay on one line and end in "…".
-FOLDING = ("values", "grad", "shares", "name")
+CAP = {"name": 24, "grad": 32, "shares": 20, "autograd": 20, "grad_fn": 20}
+# Columns whose text may wrap onto more lines; the rest stay on one line and end in "…" (a name is
+# written shorter, the middle of it left out: ``short_names``).
+FOLDING = ("values", "grad", "shares")
 # The most width combinations tried for one table (more candidate widths are thinned out).
 MAX_TRIED = 256
 
@@ -77,8 +79,9 @@ class Fit:
     """2 when every column got its natural width, 1 when the values did, else 0."""
 
 
-def cell(row: Row, key: str, width: int) -> Cell:
-    """One cell: values as a line, a grid or a summary; other facts as their text."""
+def cell(row: Row, key: str, width: int, text: str | None = None) -> Cell:
+    """One cell: values as a line, a grid or a summary; other facts as their text (``text``: the
+    name as the table writes it, see ``short_names``)."""
     value = row.cells[key]
     style = ""
     if key in row.changed and not row.new:
@@ -88,6 +91,8 @@ def cell(row: Row, key: str, width: int) -> Cell:
     elif value in ("yes", "leaf+grad"):
         style = "green"
     plain, no_wrap, overflow = _content(row, key, width, True)
+    if text is not None:
+        plain = text
     return Cell(plain, style, no_wrap, overflow)
 
 
@@ -98,35 +103,8 @@ def _content(row: Row, key: str, width: int, remember: bool) -> tuple[str, bool 
         lines, wraps = value_lines(record, width, remember)
         return "\n".join(lines), not wraps, "fold" if wraps else "ellipsis"
     if key == "name":
-        return "\n".join(name_lines(row.cells[key], width)), None, "fold"
+        return shortened(row.cells[key], width)[0], True, "ellipsis"
     return row.cells[key], None, "fold" if key in FOLDING else "ellipsis"
-
-
-_NAME_BREAKS = re.compile(r"(?<=[.:])|(?=\[)")
-
-
-def name_parts(name: str) -> list[str]:
-    """The pieces a name may break between: after a dot or a colon, before an index
-    (``discriminator.``, ``2.``, ``weight``; ``xs``, ``[3]``)."""
-    return [p for p in _NAME_BREAKS.split(name) if p]
-
-
-def name_lines(name: str, width: int) -> list[str]:
-    """A name ``width`` columns wide: whole pieces to a line (``discriminator.`` over ``2.weight``), or
-    the name as it is where a piece is wider than that or the pieces would take more lines (the
-    table then folds it anywhere)."""
-    if len(name) <= width or width < 1:
-        return [name]
-    parts = name_parts(name)
-    if max(map(len, parts)) > width:
-        return [name]
-    lines = [""]
-    for part in parts:
-        if lines[-1] and len(lines[-1]) + len(part) > width:
-            lines.append("")
-        lines[-1] += part
-    # Never more lines than folding anywhere would take.
-    return lines if len(lines) <= -(-len(name) // width) else [name]
 
 
 def _record(row: Row, key: str) -> TensorRecord | ArrayRecord | None:
@@ -156,20 +134,20 @@ def natural_widths(rows: list[Row], columns: list[Column]) -> dict[str, int]:
     return widths
 
 
-def fit(rows: list[Row], columns: list[Column], width: int, pieces: bool = False) -> Fit:
+def fit(rows: list[Row], columns: list[Column], width: int) -> Fit:
     """How ``columns`` fit in ``width`` terminal columns, values first (see ``Fit``).
 
-    ``pieces``: the name column at least as wide as the widest piece of a name (``name_parts``),
-    where the spare width reaches it, so that names break only between pieces."""
+    The name column is at least as wide as it takes to tell the names apart when their
+    middles are left out (``unique_width``), where the width allows."""
     natural = natural_widths(rows, columns)
     least = {k: min(w, SQUEEZE.get(k, w)) for k, w in natural.items()}
     # the marker column and one space before every column
     spare = width - 1 - len(columns) - sum(least.values())
-    if pieces and "name" in least:
-        widest = max((len(p) for r in rows for p in name_parts(r.cells["name"])), default=0)
-        if least["name"] < widest <= min(natural["name"], CAP["name"]) and widest - least["name"] <= spare:
-            spare -= widest - least["name"]
-            least["name"] = widest
+    if "name" in least and least["name"] < natural["name"]:
+        apart = unique_width([r.cells["name"] for r in rows], least["name"], natural["name"])
+        grow = min(apart - least["name"], max(spare, 0))
+        spare -= grow
+        least["name"] += grow
     for key, smallest in LAST_RESORT:
         if spare < 0 and key in least and least[key] > smallest:
             cut = min(least[key] - smallest, -spare)
@@ -218,31 +196,7 @@ def plan(rows: list[Row], width: int, show_device: bool, level: int = 0, shortes
     )
     i, columns, f = chosen
     widths = fewest_lines(rows, columns, f) if shortest else f.widths
-    if shortest and "name" in widths:
-        widths = _names_whole(rows, columns, width, f, widths)
     return Layout(columns, widths), i
-
-
-def _total_lines(rows: list[Row], columns: list[Column], widths: dict[str, int]) -> int:
-    """The lines the rows take at ``widths`` (each row as tall as its tallest folding cell)."""
-    keys = [c.key for c in columns if c.key in FOLDING]
-    return sum(max([1, *(_drawn(row, k, widths[k]).lines for k in keys)]) for row in rows)
-
-
-def _names_whole(rows: list[Row], columns: list[Column], width: int, f: Fit, widths: dict[str, int]) -> dict[str, int]:
-    """``widths``, or the widths where names break only between their pieces (``discriminator.2.``
-    over ``weight``) if those take no more lines and every values and grad cell says the same there
-    (a list never turns into statistics for a name's sake)."""
-    whole = fit(rows, columns, width, pieces=True)
-    if whole.least == f.least or whole.quality < f.quality:
-        return widths
-    other = fewest_lines(rows, columns, whole)
-    if _total_lines(rows, columns, other) > _total_lines(rows, columns, widths):
-        return widths
-    for key in ("values", "grad"):
-        if key in widths and any(_drawn(r, key, other[key]).text != _drawn(r, key, widths[key]).text for r in rows):
-            return widths
-    return other
 
 
 # Counting lines. A cell is known by what its lines are made of (not its style): a values
@@ -284,8 +238,7 @@ def _drawn(row: Row, key: str, width: int, identity: tuple[Hashable, object] | N
     def work_out() -> Drawn:
         plain, no_wrap, overflow = _content(row, key, width, False)
         lines = cell_height(_console(), Cell(plain, "", no_wrap, overflow), width, key in FOLDING)
-        # A name broken into lines (``name_lines``) says the same wherever it breaks.
-        return Drawn(lines, plain.replace("\n", "" if key == "name" else " "))
+        return Drawn(lines, plain.replace("\n", " "))
 
     return _DRAWN.get((name, width), work_out, owner=owner)
 
@@ -366,8 +319,10 @@ def fewest_lines(rows: list[Row], columns: list[Column], f: Fit) -> dict[str, in
     best = (sum(max([1, *h]) for h in heights), sum(map(sum, heights)), _order(chosen))
     least_cells = base_cells + sum(today)
     hopeful = []  # (the fewest lines and cell lines it could take, the widths of name, grad, shares, the rest)
+    # The name keeps its values-first width: it never wraps, and narrower it only says less.
+    named = chosen.get("name", 0) - f.least.get("name", 0)
     for combo in product(*(tried[k] for k in others)):
-        left = f.spare - sum(w - f.least[k] for k, w in zip(others, combo))
+        left = f.spare - named - sum(w - f.least[k] for k, w in zip(others, combo))
         if left >= 0:
             lines = [lines_at(k, w) for k, w in zip(others, combo)]
             hopeful.append(((sum(map(max, base, today, *lines)), least_cells + sum(map(sum, lines))), combo, left))
@@ -377,6 +332,8 @@ def fewest_lines(rows: list[Row], columns: list[Column], f: Fit) -> dict[str, in
         if could > best[:2]:
             break  # nor can the rest, even with the values at their fewest lines
         widths = dict(f.least)
+        if "name" in chosen:
+            widths["name"] = chosen["name"]
         widths.update(zip(others, combo))
         values = min(left, chosen["values"] - f.least["values"])
         widths["values"] = f.least["values"] + values

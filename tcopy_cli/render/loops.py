@@ -3,7 +3,7 @@
 ``LoopTracker`` reads steps as they arrive (their ``loops`` say which turn of which loop
 each belongs to) and hands back a ``LoopSummary`` for every loop that has ended. It reads
 records only: scalars are a tensor's listed value, a ``.grad`` norm is computed from the
-listed gradient values.
+listed gradient values (of a large gradient, from its mean and spread measured on its device).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 
 from tcopy_cli.render import plural
 from tcopy_cli.render.names import item_runs, run_name, unlisted_change, unlisted_pairs
+from tcopy_cli.render.values import tensor_norm
 from tcopy_cli.trace.records import LoopContext, RunSummary, Step, TensorRecord, is_local
 from tcopy_cli.trace.values import code_span
 
@@ -74,10 +75,13 @@ def _flat(values: Any) -> list[float] | None:
 
 
 def grad_norm(record: TensorRecord) -> float | None:
-    """The 2-norm of a tensor's ``.grad`` from its listed values (None when there is no grad or no list)."""
+    """The 2-norm of a tensor's ``.grad``, from its listed values or, for a large gradient, from the
+    mean and spread measured on its device (None when there is no grad, or nothing to tell it from)."""
     grad = record.grad
-    if grad is None or grad.values is None:
+    if grad is None:
         return None
+    if grad.values is None:
+        return tensor_norm(grad)
     flat = _flat(grad.values)
     return None if flat is None else math.sqrt(sum(x * x for x in flat))
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from typing import TextIO
 
-from tcopy_cli.render import ViewOptions, error_counts, plural
+from tcopy_cli.render import ViewOptions, error_counts, plural, source_label
 from tcopy_cli.render.cells import COLUMNS, Before, Quiet, removed_names, step_rows
 from tcopy_cli.render.folding import FoldedTurn, SeenRows, StepFlow, printed_lines, turn_label, turn_parts
 from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading, summary_rows, unlisted_rows
+from tcopy_cli.render.modules import module_evolutions, module_parts, module_phrases, view_rows
 from tcopy_cli.render.names import index_runs, unlisted_text
 from tcopy_cli.render.where import where_parts
 from tcopy_cli.trace.records import TRUSTED_HEADER, RunInfo, RunSummary, Step
@@ -80,15 +81,18 @@ class MarkdownRenderer:
         """Title and run facts."""
         self.device = info.device
         # A heading's trailing #s would be read as its closing sequence: escaped.
+        first, _, rest = info.title.partition("\n")
         # (Counted, not matched: a pattern for it backtracks over a long run of #s.)
-        prose = _prose(info.title)
+        prose = _prose(first)
         kept = prose.rstrip()
         marks = len(kept) - len(kept.rstrip("#"))
         title = kept[: len(kept) - marks] + "\\#" * marks + prose[len(kept) :]
-        heading = title if info.title else f"tcopy: {code_span(info.source)}"
+        heading = title if info.title else f"tcopy: {code_span(source_label(info.source))}"
+        # the title's further lines under the heading, each a line of its own (a hard break after each)
+        more = "".join(f"{_prose(line)}  \n" for line in rest.split("\n")) + "\n" if rest else ""
         self.out.write(
-            f"# {heading}\n\ntcopy {info.tcopy} · torch {info.torch} · device {code_span(info.device)}"
-            f" · {code_span(info.source)} · confinement {code_span(info.confinement)}"
+            f"# {heading}\n\n{more}tcopy {info.tcopy} · torch {info.torch} · device {code_span(info.device)}"
+            f" · {code_span(source_label(info.source))} · confinement {code_span(info.confinement)}"
             f"{' · reads ' + ', '.join(code_span(p) for p in info.allow_read) if info.reads else ''}\n\n"
         )
         if info.trusted:
@@ -111,7 +115,7 @@ class MarkdownRenderer:
             status = " · expected error"
         where = "".join(" · " + part for part in where_parts(step))
         previous = self.before.of(step.depth)
-        rows = step_rows(step, previous, self.options.watch, self.options.only_changed)
+        rows = view_rows(step_rows(step, previous, self.options.watch, self.options.only_changed), self.options, step)
         gone = removed_names(step, previous)
         quiet = self.seen.quiet(step, rows, gone, self.tables > 0)
         if quiet.statement and "`" in (quiet.one_line or ""):  # no inline code for it: told in full
@@ -177,7 +181,7 @@ class MarkdownRenderer:
             return
         notes = self.options.shown_notes(step)
         for note in notes:
-            line = _prose(note.line)
+            line = _prose(module_phrases(note.line, step.tensors) if self.options.fold else note.line)
             text = f"**{line}**" if note.severity == "warning" else line
             self.out.write(f"- {text}\n")
         if notes:
@@ -204,8 +208,8 @@ class MarkdownRenderer:
             w("\n")
             self.list_open = False
         w(f"**⟲ {loop_heading(summary)}**\n\n")
-        changed = summary_rows(self.options.watched_only(summary.changed()))
-        rows = [(name, evolution_parts(ev, 40)) for name, ev in changed]
+        changed = module_evolutions(summary_rows(self.options.watched_only(summary.changed())), self.options)
+        rows = [(name, module_parts(evolution_parts(ev, 40), count)) for name, ev, count in changed]
         rows = [(name, parts) for name, parts in rows if parts] + [
             (n, [w]) for n, w in unlisted_rows(self.options.watched_only(summary.unlisted))
         ]

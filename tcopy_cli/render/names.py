@@ -173,3 +173,68 @@ def unlisted_pairs(old: dict[str, int], now: dict[str, int]) -> dict[str, tuple[
     """(before, after) for each container whose count of items not listed (``Step.unlisted``) changed."""
     counts = {name: (old.get(name, 0), now.get(name, 0)) for name in {**old, **now}}
     return {name: pair for name, pair in counts.items() if pair[0] != pair[1]}
+
+
+_PIECE_BREAKS = re.compile(r"(?<=[.:])|(?=\[)")
+
+
+def name_pieces(name: str) -> list[str]:
+    """The pieces of a name: after a dot or a colon, before an index (``model.``, ``conv1.``,
+    ``weight``; ``xs``, ``[3]``)."""
+    return [p for p in _PIECE_BREAKS.split(name) if p]
+
+
+def shortened(name: str, width: int, chars: bool = True) -> list[str]:
+    """The ways of writing ``name`` in ``width`` columns on one line, best first: the name itself
+    where it fits; else its first and last pieces with ``…`` for the middle ones, keeping as much
+    of its end as fits, then of its start (``model.…conv1.weight``); else its last pieces alone
+    (``…conv1.weight``); else (``chars``) its characters cut, the end kept (``disc…nator.weight``)."""
+    if len(name) <= width:
+        return [name]
+    pieces = name_pieces(name)
+    found: list[tuple[int, int, str]] = []
+    for i in range(1, len(pieces)):
+        for j in range(1, len(pieces) - i):
+            text = "".join(pieces[:i]) + "…" + "".join(pieces[len(pieces) - j :])
+            if len(text) <= width:
+                found.append((-j, -len(text), text))
+    out = [text for _, _, text in sorted(found)]
+    out += [t for j in range(len(pieces) - 1, 0, -1) if len(t := "…" + "".join(pieces[len(pieces) - j :])) <= width]
+    if not chars:
+        return out
+    if width >= 2:
+        out += [name[:head] + "…" + name[len(name) - (width - 1 - head) :] for head in range(min(4, width - 1), -1, -1)]
+    elif width == 1:
+        out.append("…")
+    return list(dict.fromkeys(out))
+
+
+def short_names(names: list[str], width: int, chars: bool = True) -> dict[str, str] | None:
+    """Each name written in ``width`` columns (``shortened``), no two alike; None where that can't be.
+
+    Where two names would be written alike, neither is: both take their next way (so that
+    ``model.…conv1.weight`` never stands for one of two conv1 layers)."""
+    whole = sorted(set(names))
+    options = {name: [t for t in shortened(name, width, chars) if t == name or t not in whole] for name in whole}
+    at = dict.fromkeys(whole, 0)
+    while True:
+        by_text: dict[str, list[str]] = {}
+        for name in whole:
+            if at[name] >= len(options[name]):
+                return None
+            by_text.setdefault(options[name][at[name]], []).append(name)
+        clashes = [group for group in by_text.values() if len(group) > 1]
+        if not clashes:
+            return {name: options[name][at[name]] for name in whole}
+        for group in clashes:
+            for name in group:
+                at[name] += 1
+
+
+def unique_width(names: list[str], least: int, most: int) -> int:
+    """The narrowest width from ``least`` to ``most`` at which ``short_names`` tells every name apart
+    leaving out whole pieces only (never cutting one)."""
+    for width in range(least, most + 1):
+        if short_names(names, width, chars=False) is not None:
+            return width
+    return most

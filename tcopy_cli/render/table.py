@@ -11,7 +11,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from tcopy_cli.render import ViewOptions, error_counts, plural
+from tcopy_cli.render import ViewOptions, error_counts, plural, source_label
 from tcopy_cli.render.cells import Before, Quiet, Row, removed_names, step_rows
 from tcopy_cli.render.folding import FoldedTurn, SeenRows, StepFlow, printed_lines, turn_label, turn_parts
 from tcopy_cli.render.graph import graph_tree
@@ -19,7 +19,8 @@ from tcopy_cli.render.grid import BOX, HEADER_STYLE, Cell, StepGrid
 from tcopy_cli.render.layout import FOLDING, cell, plan
 from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading, summary_rows, unlisted_rows
 from tcopy_cli.render.memory import memory_map, memory_signature
-from tcopy_cli.render.names import index_runs, unlisted_text
+from tcopy_cli.render.modules import module_evolutions, module_parts, module_phrases, view_rows, whole_modules
+from tcopy_cli.render.names import index_runs, short_names, unlisted_text
 from tcopy_cli.render.trim import Trimmed
 from tcopy_cli.render.where import where_parts
 from tcopy_cli.trace.records import TRUSTED_HEADER, RunInfo, RunSummary, Step
@@ -42,6 +43,7 @@ class TableRenderer:
         self.tables = 0  # step tables drawn
         self.seen = SeenRows()
         self.last_folded: FoldedTurn | None = None  # the folded turn drawn last, if nothing came after it
+        self.latest: Step | None = None  # the step taken in last, shown or not (what modules there are)
 
     def start(self, info: RunInfo) -> None:
         """The line above the first step."""
@@ -56,7 +58,7 @@ class TableRenderer:
                     " · device ",
                     (info.device, "bold"),
                     " · ",
-                    (info.source, "italic"),
+                    (source_label(info.source), "italic"),
                 )
             )
         )
@@ -84,6 +86,7 @@ class TableRenderer:
             self.shown += 1
             self.last_folded = None
         self.before.add(step.depth, step)
+        self.latest = step
 
     def forget(self) -> None:
         """Start over: the next step compares with nothing, so every tensor in it is new."""
@@ -102,18 +105,21 @@ class TableRenderer:
         if step.expected:
             status = Text(" expected error", style="bold bright_blue")
         where = Text("".join(" · " + part for part in where_parts(step)), style="magenta")
-        rows = step_rows(step, previous, self.options.watch, self.options.only_changed)
+        rows = view_rows(step_rows(step, previous, self.options.watch, self.options.only_changed), self.options, step)
         gone = removed_names(step, previous)
         quiet = self.seen.quiet(step, rows, gone, self.tables > 0)
         if quiet.one_line is not None:
-            title = Text.assemble(
-                (f"Step {step.index}", "bold"),
-                f" · line {step.line} · ",
-                quiet.one_line,
-                where,
-                (f" · {self.options.unchanged_text}" if quiet.says_unchanged else "", "dim"),
-            )
-            title.expand_tabs()  # as Rule will: a tab is up to 8 cells, not 0
+            # The statement's line in full; where it is too long, the calls without the lines they
+            # were called from (``in CNN.__init__()``), then without "· no tensor changed".
+            brief = Text("".join(" · " + part for part in where_parts(step, brief=True)), style="magenta")
+            unchanged = f" · {self.options.unchanged_text}" if quiet.says_unchanged else ""
+            for place, tail in ((where, unchanged), (brief, unchanged), (brief, "")):
+                title = Text.assemble(
+                    (f"Step {step.index}", "bold"), f" · line {step.line} · ", quiet.one_line, place, (tail, "dim")
+                )
+                title.expand_tabs()  # as Rule will: a tab is up to 8 cells, not 0
+                if title.cell_len + 4 <= self.console.width:
+                    break
             graph_moved = (
                 self.options.graph
                 and step.graph is not None
@@ -181,11 +187,12 @@ class TableRenderer:
         if self.options.explain:
             for note in self.options.shown_notes(step):
                 style = NOTE_STYLES[note.severity]
-                parts.append(Padding(Text("• " + note.line, style=style), (0, 0, 0, 2)))
+                line = module_phrases(note.line, step.tensors) if self.options.fold else note.line
+                parts.append(Padding(Text("• " + line, style=style), (0, 0, 0, 2)))
 
     def render_state(self, step: Step) -> RenderableType:
         """Every tensor as ``step`` left it, with no change marks (the REPL's ``:vars``)."""
-        rows = step_rows(step, step, self.options.watch)
+        rows = view_rows(step_rows(step, step, self.options.watch), self.options, step)
         if not rows:
             return Text("(no tensors)", style="dim")
         return Trimmed(Group(Text(f"after step {step.index} · line {step.line}", style="dim"), self._table(rows)))
@@ -193,7 +200,8 @@ class TableRenderer:
     def folded(self, turn: FoldedTurn) -> None:
         """A later turn of a loop, or a range of them, in one line (what they printed under it)."""
         text = Text.assemble(("↻ ", "dim"), (turn_label(turn), "magenta"))
-        for part in turn_parts(turn, self.last_folded):
+        known = self.latest.tensors if self.latest is not None and self.options.fold else {}
+        for part in turn_parts(turn, self.last_folded, lambda names: whole_modules(names, known)):
             text.append(" · ", style="dim")
             text.append(part)
         self.last_folded = turn
@@ -204,14 +212,14 @@ class TableRenderer:
     def loop(self, summary: LoopSummary) -> None:
         """When a loop ends: its turns, and how each tensor it changed evolved."""
         self.last_folded = None
-        changed = summary_rows(self.options.watched_only(summary.changed()))
+        changed = module_evolutions(summary_rows(self.options.watched_only(summary.changed())), self.options)
         out: list[RenderableType] = [Text.assemble(("  ⟲ ", "dim"), (loop_heading(summary), "bold"))]
-        width = max((len(n) for n, _ in changed), default=0)
+        width = max((len(n) for n, _, _ in changed), default=0)
         # The sparkline takes what the longest "first → last (min, max)" (and "· 30 added") leaves of the line.
-        after = max((len(" · ".join(evolution_parts(ev, 0)[1:])) + 1 for _, ev in changed if ev.scalar), default=0)
+        after = max((len(" · ".join(evolution_parts(ev, 0)[1:])) + 1 for _, ev, _ in changed if ev.scalar), default=0)
         spark = max(8, min(50, self.console.width - 4 - width - 2 - after))
-        for name, ev in changed:
-            parts = evolution_parts(ev, spark)
+        for name, ev, count in changed:
+            parts = module_parts(evolution_parts(ev, spark), count)
             if parts:
                 rest = [(" " if ev.scalar and i == 1 else " · ") + p for i, p in enumerate(parts) if i]
                 out.append(Text.assemble(f"    {name:<{width}}  ", (parts[0], "cyan"), *rest))
@@ -230,11 +238,14 @@ class TableRenderer:
         headers = ["", *(c.header for c in layout.columns)]
         widths = [1, *(layout.widths[c.key] for c in layout.columns)]
         body: list[list[Cell]] = []
+        named, room = [r.cells["name"] for r in rows], layout.widths["name"]
+        names = short_names(named, room, chars=False) or short_names(named, room) or {}
         for row in rows:
             mark = row.marker()
             cells: list[Cell] = [Cell(mark, "bold green" if mark == "+" else "bold yellow")]
             for c in layout.columns:
-                cells.append(cell(row, c.key, layout.widths[c.key]))
+                text = names.get(row.cells["name"]) if c.key == "name" else None
+                cells.append(cell(row, c.key, layout.widths[c.key], text))
             body.append(cells)
 
         def rich_table() -> Table:

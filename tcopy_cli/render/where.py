@@ -18,14 +18,17 @@ def iteration_text(loops: tuple[LoopContext, ...]) -> str:
     return "iteration " + " › ".join(turn(loop) for loop in loops) if loops else ""
 
 
-def call_text(step: Step) -> str:
-    """``in forward() called from line 23``, innermost call first."""
+def call_text(step: Step, brief: bool = False) -> str:
+    """``in forward() called from line 23``, innermost call first (``brief``: ``in forward()``)."""
     if step.calls:
-        return ", ".join(f"in {c.function}() called from line {c.line}" for c in reversed(step.calls))
+        return ", ".join(
+            f"in {c.function}()" + ("" if brief else f" called from line {c.line}") for c in reversed(step.calls)
+        )
     return f"in {step.function} (depth {step.depth})" if step.function else ""
 
 
-def where_parts(step: Step) -> list[str]:
-    """The pieces of a step header after its line number (empty ones left out)."""
+def where_parts(step: Step, brief: bool = False) -> list[str]:
+    """The pieces of a step header after its line number (empty ones left out; ``brief``: the calls
+    without the lines they were called from)."""
     inside = "inside " + " › ".join(step.contexts) if step.contexts else ""
-    return [p for p in (iteration_text(step.loops), inside, call_text(step)) if p]
+    return [p for p in (iteration_text(step.loops), inside, call_text(step, brief)) if p]

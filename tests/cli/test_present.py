@@ -190,18 +190,19 @@ def test_pause_next_back_and_quit_keys() -> None:
 
 def test_pause_ignores_other_keys_and_erases_its_prompt() -> None:
     child = _spawn(["run", "--example", "data", "--pause"])
-    child.expect(_step(1))
+    child.expect(_step(1))  # import torch, drawn as its rule alone: no stop
+    child.expect(_step(2))
     child.expect(PROMPT)
     for key in ("x", "\x1b", "\x1b[Z", "\x1b[15~", "7"):  # a letter, Esc, unknown sequences, a digit
         child.send(key)
         child.expect(PROMPT)  # still waiting: the key neither quit nor moved nor leaked
     child.send(" ")
-    index = child.expect([_step(2), _step(r"\d+"), "stopped"])
+    index = child.expect([_step(3), _step(r"\d+"), "stopped"])
     assert index == 0
     prompt_erased = child.before
     child.expect(PROMPT)
     child.send("q")
-    child.expect("stopped after step 2")
+    child.expect("stopped after step 3")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0

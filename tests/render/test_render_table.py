@@ -186,11 +186,15 @@ def test_small_matrix_is_an_aligned_grid_and_large_tensor_a_summary() -> None:
         assert [float(x) for x in listed] == m.flatten().tolist()
         # The large tensor: its statistics, measured on the whole tensor, readable in the table.
         block = _step_block(out, 6)
-        stats = re.search(r"min (\S+)\s+(?:\S*\s+)*?max (\S+)\s+(?:\S*\s+)*?mean (\S+)", block.split("+ big ")[1])
+        # [min ▁▂▄█▆▃▁▁ max] μ=mean σ=std (the bars left out where the column is narrow), at most two lines
+        big_lines = block.split("+ big ")[1].splitlines()
+        cell = " ".join(line.strip().split("  ")[0] for line in big_lines[:2] if not line.startswith("  •"))
+        stats = re.search(r"\[(\S+?),? (?:[ ▁▂▃▄▅▆▇█]{8} )?(\S+)\]\s.*?μ=(\S+) σ=(\S+)", cell)
         assert stats is not None, block
-        assert float(stats[1]) == pytest.approx(big.min().item(), abs=1e-3)
-        assert float(stats[2]) == pytest.approx(big.max().item(), abs=1e-3)
+        assert float(stats[1]) == pytest.approx(big.min().item(), abs=1e-2)
+        assert float(stats[2]) == pytest.approx(big.max().item(), abs=1e-2)
         assert float(stats[3]) == pytest.approx(big.mean().item(), abs=1e-3)
+        assert float(stats[4]) == pytest.approx(big.std().item(), abs=1e-2)
         # Every column is there at every width, ver included.
         assert _header(block)[-1] == "ver"
 

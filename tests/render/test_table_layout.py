@@ -17,8 +17,9 @@ from typer.testing import CliRunner
 
 from tcopy_cli.cli import app
 from tcopy_cli.render import layout, table
-from tcopy_cli.render.memo import Memo
+from tcopy_cli.render.names import short_names, shortened
 from tcopy_cli.render.table import TableRenderer
+from tcopy_cli.render.values import Stats
 from tcopy_cli.trace.observe import DEFAULT_MAX_VALUES, tensor_values
 from tcopy_cli.trace.records import Step, TensorRecord
 from tcopy_cli.trace.values import format_number
@@ -116,8 +117,8 @@ def test_fewest_lines_never_more_than_values_first(step: Step, width: int, monke
         assert fewest == values_first
 
 
-def test_names_broken_between_pieces_cost_no_line_and_no_value(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Against names folded anywhere, on 300 random steps: never more lines, the same values."""
+def test_names_never_wrap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On 300 random steps at random widths: every name on one line, the first of its row."""
     names = [
         *NAMES,
         "emb['token_embedding_weight_matrix_large']",
@@ -137,17 +138,27 @@ def test_names_broken_between_pieces_cost_no_line_and_no_value(monkeypatch: pyte
             index=1, line=1, source="pass", status="ok", error=None, stdout="", warnings=[], tensors=records, arrays={}
         )
         width = rng.choice([80, 100, 120, 160, rng.randint(60, 200)])
-        broken = drawn(step, width, True, monkeypatch)
-        with monkeypatch.context() as m:
-            m.setattr(layout, "name_lines", lambda name, width: [name])
-            m.setattr(layout, "_names_whole", lambda rows, columns, width, f, widths: widths)
-            # the cells drawn so far were drawn with names in pieces: not remembered for this one
-            m.setattr(layout, "_DRAWN", Memo())
-            m.setattr(layout, "_PROFILES", Memo(1024))
-            anywhere = drawn(step, width, True, monkeypatch)
-        shown = "\n".join([*anywhere, "---", *broken])
-        assert len(broken) <= len(anywhere), shown
-        assert [line.count(" mean ") for line in broken] == [line.count(" mean ") for line in anywhere], shown
+        lines = drawn(step, width, True, monkeypatch)
+        header = next(i for i, line in enumerate(lines) if line.startswith("  name "))
+        end = lines[header].index(" values") if " values" in lines[header] else len(lines[header])
+        body = [line for line in lines[header + 2 :] if line and not line.startswith("  •")]
+        shown = "\n".join(lines)
+        # every row is new (+): a name cell is filled exactly on a row's first line
+        assert all((line[0] == "+") == bool(line[2:end].strip()) for line in body), shown
+        firsts = [line for line in body if line[0] == "+"]
+        written = [line[2:end].strip() for line in firsts]
+        assert len(set(written)) == len(written), shown
+        assert all(w in records or "…" in w or "tensors" in line for w, line in zip(written, firsts)), shown
+
+
+def test_a_long_name_is_written_shorter_keeping_both_ends() -> None:
+    assert shortened("encoder.layers.0.self_attn.in_proj_weight", 24)[0] == "encoder.…in_proj_weight"
+    assert shortened("discriminator.2.weight", 30) == ["discriminator.2.weight"]
+    assert shortened("discriminator.2.weight", 12)[0] == "…2.weight"
+    assert shortened("xs[10][3]", 6)[0] == "xs…[3]"
+    # two names never written alike: each takes its next way instead
+    short = short_names(["model.conv1.weight", "model.conv2.weight", "x"], 14)
+    assert short == {"model.conv1.weight": "…conv1.weight", "model.conv2.weight": "…conv2.weight", "x": "x"}
 
 
 MLP = """\
@@ -178,18 +189,26 @@ def _steps(out: str) -> list[str]:
 
 
 def test_names_and_grad_statistics_are_not_broken_at_100_columns() -> None:
-    out = runner.invoke(app, ["run", "-e", MLP, "--width", "100", "--no-explain"]).stdout
+    # --all-steps: every parameter its own row (no module row)
+    out = runner.invoke(app, ["run", "-e", MLP, "--width", "100", "--no-explain", "--all-steps"]).stdout
     assert max(len(line) for line in out.splitlines()) <= 100
     backward = _steps(out)[-1]
     assert backward.startswith("line 9"), backward
     for name, p in _plain_mlp().items():
         # the name whole at the start of its row, never "model.0.we" over "ight"
-        assert re.search(rf"^[~+ ] {re.escape(name)} ", backward, flags=re.M), backward
+        lines = backward.splitlines()
+        at = [i for i, line in enumerate(lines) if re.match(rf"^[~+ ] {re.escape(name)} ", line)]
+        assert len(at) == 1, backward
+        row = [lines[at[0]]]
+        row += [line for line in lines[at[0] + 1 : at[0] + 3] if line.startswith("   ")][: 1 if len(row) else 0]
+        assert not lines[at[0] + len(row)].startswith("   "), backward  # never a third line
         g = p.grad
         assert g is not None
-        if g.dim() == 2 and g.numel() > 8:  # listed as statistics, each whole on one line
-            for stat, value in (("min", g.min()), ("max", g.max()), ("mean", g.mean())):
-                assert re.search(rf"{stat} {re.escape(format_number(value.item()))}\b", backward), backward
+        if g.dim() == 2 and g.numel() > 8:  # the gradient as statistics: [min, max], each number whole
+            number = Stats(0, 0, 0).number
+            low, high = number(g.min().item(), 3), number(g.max().item(), 3)
+            text = " ".join(" ".join(row).split())
+            assert f"[{low}," in text and f" {high}]" in text, backward
 
 
 def test_long_name_beside_long_values_keeps_its_line() -> None:
@@ -215,10 +234,9 @@ d_loss.backward()
 """
 
 
-@pytest.mark.parametrize("width", [100, 120])
-def test_a_long_name_breaks_between_its_pieces(width: int) -> None:
-    # Where the table has room for its widest piece (at 80 columns it has not: the name folds anywhere).
-    out = runner.invoke(app, ["run", "-e", GAN, "--width", str(width), "--no-explain"]).stdout
+@pytest.mark.parametrize("width", [80, 100])
+def test_a_long_name_is_one_line_whole_or_without_its_middle(width: int) -> None:
+    out = runner.invoke(app, ["run", "-e", GAN, "--width", str(width), "--no-explain", "--all-steps"]).stdout
     backward = _steps(out)[-1]
     names = [
         f"discriminator.{n}"
@@ -226,27 +244,13 @@ def test_a_long_name_breaks_between_its_pieces(width: int) -> None:
             torch.nn.Linear(64, 32), torch.nn.LeakyReLU(0.2), torch.nn.Linear(32, 1)
         ).named_parameters()
     ]
-    lines = backward.splitlines()
+    written = [m[1] for m in re.finditer(r"^[~+ ] (\S+)", backward, flags=re.M)]
     for name in names:
-        # The name whole on its row's line, or broken after a dot: "discriminator.2." over "weight".
-        shown = []
-        for i, line in enumerate(lines[:-1]):
-            first = re.match(r"^[~+ ] (\S+)", line)
-            if first is None or not name.startswith(first[1]):
-                continue
-            rest = lines[i + 1][2:].split(" ")[0] if first[1] != name else ""
-            if first[1] + rest == name:
-                shown.append((first[1], rest))
-        assert shown and all(not rest or head.endswith(".") for head, rest in shown), (name, shown, backward)
+        # whole, or its end kept whole with "…" for what is left out ("discriminator.…2.weight")
+        (mine,) = [w for w in written if w == name or ("…" in w and name.endswith(w.rpartition("…")[2]))]
+        head, _, tail = mine.rpartition("…")
+        assert name.startswith(head) and tail.count(".") >= 1, (mine, backward)
     assert "discriminat\n" not in backward and not re.search(r"^ +or\.", backward, re.M), backward
-    assert layout.name_lines("encoder.layers.0.self_attn.in_proj_weight", 20) == [
-        "encoder.layers.0.",
-        "self_attn.",
-        "in_proj_weight",
-    ]
-    assert layout.name_lines("xs[10]", 4) == ["xs", "[10]"]
-    assert layout.name_lines("discriminator.0", 10) == ["discriminator.0"]  # a piece wider: folded anywhere
-    assert layout.name_lines("f:model.0.weight", 9) == ["f:model.", "0.weight"]
 
 
 def test_a_grid_stays_a_grid() -> None:

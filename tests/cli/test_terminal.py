@@ -1,0 +1,234 @@
+"""tcopy in a real terminal: tmux on a socket of this test's own draws what a person sees.
+
+Each test starts ``tcopy`` in a detached tmux window of a given width, presses keys with
+``send-keys`` and reads the screen with ``capture-pane``: a prompt that wraps, a line left
+behind or two messages run together show there as they would to a presenter.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+
+ROOT = Path(__file__).resolve().parents[2]
+EIGHT_STEPS = "; ".join(["a = torch.ones(2)", *(f"a = a + {i}" for i in range(1, 8))])
+WAIT = 90.0  # the most seconds to wait for the screen to show something (a loaded machine starts torch slowly)
+
+
+class Screen:
+    """One tmux window on a private server."""
+
+    def __init__(self, socket: str, width: int, height: int = 40) -> None:
+        self.socket = socket
+        self.width = width
+        self.height = height
+
+    def tmux(self, *args: str) -> str:
+        return subprocess.run(["tmux", "-L", self.socket, *args], check=True, capture_output=True, text=True).stdout
+
+    def start(self, shell_command: str) -> None:
+        env = {"PYTHONPATH": str(ROOT), "NO_COLOR": "1", "TERM": "xterm-256color", "LC_ALL": "C.UTF-8"}
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        # the shell stays after tcopy ends (Ctrl-C included: its trap runs, it goes on), so the screen
+        # can be read; EXIT= tells how tcopy ended
+        script = (
+            f"trap 'true' INT; cd {shlex.quote(str(ROOT))}; export {exports}; {shell_command}; echo EXIT=$?; sleep 600"
+        )
+        self.tmux("new-session", "-d", "-s", "t", "-x", str(self.width), "-y", str(self.height), "sh", "-c", script)
+
+    def keys(self, *keys: str) -> None:
+        self.tmux("send-keys", "-t", "t", *keys)
+
+    def text(self) -> str:
+        """The screen and what scrolled off it, as a person sees them (wrapped lines stay wrapped)."""
+        return self.tmux("capture-pane", "-p", "-t", "t", "-S", "-2000")
+
+    def wait_for(self, pattern: str, count: int = 1) -> str:
+        """The screen once ``pattern`` shows on it ``count`` times (fails after ``WAIT`` seconds)."""
+        end = time.monotonic() + WAIT
+        while True:
+            screen = self.text()
+            if len(re.findall(pattern, screen, flags=re.M)) >= count:
+                return screen
+            if time.monotonic() > end:
+                pytest.fail(f"{pattern!r} never showed {count} times:\n{screen}")
+            time.sleep(0.2)
+
+
+@pytest.fixture
+def screen(request: pytest.FixtureRequest) -> Iterator[object]:
+    socket = f"tcopy-test-{os.getpid()}-{request.node.name}"[:80]
+    made: list[Screen] = []
+
+    def make(width: int) -> Screen:
+        s = Screen(socket, width)
+        made.append(s)
+        return s
+
+    yield make
+    subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True)
+
+
+def tcopy(*args: str) -> str:
+    return " ".join(shlex.quote(a) for a in [sys.executable, "-m", "tcopy_cli", *args])
+
+
+PROMPT_START = r"^── (step )?\d+"
+
+
+def test_the_pause_prompt_is_one_line_at_80_columns_and_none_is_left_behind(screen) -> None:  # type: ignore[no-untyped-def]
+    s = screen(80)
+    s.start(tcopy("run", "-e", EIGHT_STEPS, "--pause"))
+    s.wait_for(PROMPT_START)
+    for shown in (2, 3, 4):
+        s.keys("Space")
+        s.wait_for(rf"^Step {shown} ·")
+        s.wait_for(PROMPT_START)
+    lines = s.text().splitlines()
+    prompts = [line for line in lines if re.match(PROMPT_START, line)]
+    assert len(prompts) == 1, "\n".join(lines)  # the one waiting now: every earlier one was erased whole
+    at = lines.index(prompts[0])
+    assert "q" in prompts[0] and len(prompts[0]) < 80
+    assert not lines[at + 1 :] or not lines[at + 1].strip(), "\n".join(lines)  # nothing wrapped under it
+    s.keys("q")
+    s.wait_for("EXIT=0")
+
+
+def test_ctrl_c_at_the_pause_says_interrupted_on_a_line_of_its_own(screen) -> None:  # type: ignore[no-untyped-def]
+    s = screen(100)
+    s.start(tcopy("run", "-e", EIGHT_STEPS, "--pause"))
+    s.wait_for(PROMPT_START)
+    s.keys("C-c")
+    lines = s.wait_for("EXIT=130").splitlines()
+    assert "tcopy: interrupted" in lines, "\n".join(lines)
+    assert not any(re.match(PROMPT_START, line) for line in lines), "\n".join(lines)
+
+
+def test_pause_reads_keys_from_the_terminal_when_the_script_is_piped(screen) -> None:  # type: ignore[no-untyped-def]
+    s = screen(100)
+    script = "import torch\\nx = torch.ones(2)\\ny = x * 2\\n"
+    s.start(f"printf {shlex.quote(script)} | " + tcopy("run", "-", "--pause"))
+    first = s.wait_for(PROMPT_START)
+    assert "needs a terminal" not in first and " · <stdin>" in first, first
+    # the first stop is the first step with a table: import torch, its rule alone, goes by with it
+    assert re.search(r"^Step 1 · line 1 · import torch ─+\nStep 2 · line 2", first, re.M), first
+    s.keys("Space")
+    s.wait_for(r"^Step 3 ·")
+    s.keys("q")
+    out = s.wait_for("EXIT=0")
+    assert "stopped after step 3" in out, out
+
+
+def test_keys_pressed_while_a_step_computes_are_not_echoed(screen) -> None:  # type: ignore[no-untyped-def]
+    s = screen(100)
+    s.start(tcopy("run", "-e", "__import__('time').sleep(4)\nx = torch.ones(2)\n", "--pause") + "; stty -a")
+    s.wait_for(r"^tcopy \S+ · torch")  # tcopy is up (its header drawn): the sleep, its first step, runs now
+    s.keys("z", "z", "z")
+    first = s.wait_for(PROMPT_START)
+    assert "zzz" not in first, first  # nor drawn into the output; the prompt reads them (and ignores them)
+    s.keys("q")
+    out = s.wait_for("EXIT=0")
+    assert "zzz" not in out and re.search(r"(^| )echo( |$)", out, re.M), out  # the terminal echoes again after tcopy
+
+
+def test_a_leading_comment_block_keeps_its_lines_through_a_pipe() -> None:
+    script = "# source: https://example.com/snippet\n# about: views share memory\n# notes:\n#   - one\nimport torch\n"
+    done = subprocess.run(
+        [sys.executable, "-m", "tcopy_cli", "run", "-", "--width", "100"],
+        input=script,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
+        timeout=300,
+    )
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0, done.stderr
+    assert lines[0].endswith(" · <stdin>")  # standard input is named so, not "-"
+    assert lines[1:5] == ["source: https://example.com/snippet", "about: views share memory", "notes:", "- one"]
+
+
+TWICE = "x = torch.ones(2, requires_grad=True)\ny = (x * 2).sum()\ny.backward()\ny.backward()\n"
+
+
+def test_an_explained_failure_ends_in_one_short_line_of_whole_words(screen) -> None:  # type: ignore[no-untyped-def]
+    s = screen(80)
+    s.start(tcopy("run", "-e", TWICE))
+    lines = s.wait_for("EXIT=1").splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("tcopy: line 4: RuntimeError"))
+    tail = lines[at : lines.index("EXIT=1")]
+    # torch's message is in the step above, whole; stderr says what and where, between words
+    assert len(tail) <= 2, "\n".join(lines)
+    words = set(" ".join(lines[:at]).split()) | {"tcopy:", "line", "4:", "RuntimeError:", "…", "(or"}
+    assert all(w in words for line in tail for w in line.split()), "\n".join(tail)
+
+
+def test_graph_of_a_script_that_fails_says_why_on_stderr() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tcopy_cli", "graph", "-"],
+        input="import torch\n" + TWICE,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
+        timeout=300,
+    )
+    assert done.returncode == 1
+    assert "SumBackward0" in done.stdout  # the graph as it was when the line failed
+    assert done.stderr.startswith("tcopy: line 5: RuntimeError: Trying to backward through the graph"), done.stderr
+
+
+def test_repl_zeroing_a_grad_already_zero_says_so_not_that_it_changed() -> None:
+    entries = "x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\n(x * 2).sum().backward()\n"
+    entries += "for i in range(2):\n    x.grad.zero_()\n\n:quit\n"
+    done = subprocess.run(
+        [sys.executable, "-m", "tcopy_cli", "repl"],
+        input=entries,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "COLUMNS": "100"},
+        timeout=300,
+    )
+    second = done.stdout.split("iteration 2/2")[-1]
+    assert "x.grad was zeroed in place" in second, done.stdout
+    assert "→ [0., 0., 0.]" not in done.stdout, done.stdout
+
+
+SGD = """\
+import torch
+w = torch.zeros(3, requires_grad=True)
+opt = torch.optim.SGD([w], lr=0.1)
+x = torch.ones(3)
+for i in range(30):
+    loss = ((w * x).sum() - 1) ** 2
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_watch_w_in_a_training_loop_never_draws_an_empty_folded_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tcopy_cli", "run", "-", "--watch", "w", "--width", "100"],
+        input=SGD,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
+        timeout=300,
+    )
+    folded = [line for line in done.stdout.splitlines() if "↻ iteration" in line]
+    assert len(folded) > 3, done.stdout
+    assert all(" · " in line for line in folded), done.stdout  # each says what its turns did to w
