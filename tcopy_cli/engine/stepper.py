@@ -222,7 +222,7 @@ class Stepper:
             self.recorder.unwind(running.token)
 
     def called(self, function: str, frame: FrameType | None, args: tuple[Any, ...] = ()) -> None:
-        """A tracked library call ran (``tracer.TRACKED``): ``zero_grad`` is recorded among the statement's
+        """A tracked library call ran (``watched.TRACKED``): ``zero_grad`` is recorded among the statement's
         operations; saved-tensor hooks stop the observer reading saved tensors; tensors about to be swapped
         lose the observer's weak references (``swap_tensors`` refuses a tensor that has one)."""
         if function == "saved_tensors_hooks":

@@ -28,7 +28,6 @@ import __future__
 
 import ast
 import builtins
-import inspect
 import io
 import linecache
 import os
@@ -52,30 +51,14 @@ from tcopy_cli.engine.frames import (
 from tcopy_cli.engine.index import StatementIndex
 from tcopy_cli.engine.loops import Loops, Turn
 from tcopy_cli.engine.reading import contexts, matches
-from tcopy_cli.engine.recorder import OpMode
 from tcopy_cli.engine.streams import Printed, redirected
+from tcopy_cli.engine.watched import TRACKED, CompiledCalls
 from tcopy_cli.errors import StopRun, TcopyError, TimeoutExceeded
 from tcopy_cli.program import Program
 from tcopy_cli.trace.records import CallSite, LoopContext
 
 if TYPE_CHECKING:
     from tcopy_cli.engine.stepper import Stepper
-
-TRACKED = {
-    code: name
-    for fn, name in (
-        (torch.optim.Optimizer.zero_grad, "zero_grad"),
-        (torch.nn.Module.zero_grad, "zero_grad"),
-        (torch.autograd.graph.saved_tensors_hooks.__init__, "saved_tensors_hooks"),
-        (getattr(torch.utils, "swap_tensors", None), "swap_tensors"),  # torch 2.3+
-    )
-    if fn is not None and (code := getattr(inspect.unwrap(fn), "__code__", None)) is not None
-}
-"""Library functions no torch dispatch sees whose call the Stepper is told of (by code object):
-``zero_grad`` of an optimizer or a module (recorded in its place among the statement's operations,
-which the notes tell from a backward's gradient), and hooks that pack saved tensors (from then on the
-observer leaves saved tensors unread: reading one would run the script's unpack hook), and
-``torch.utils.swap_tensors``, which refuses tensors with weak references (the observer drops its own)."""
 
 
 @dataclass(frozen=True)
@@ -134,30 +117,6 @@ class _Running:
     """``node`` is the ``yield`` statement the frame goes on in, reported when the frame waited there."""
 
 
-class _Restore:
-    """The local trace function of a compiled function's call: puts tcopy's mode back when it returns."""
-
-    def __init__(self, mode: OpMode) -> None:
-        self.mode = mode
-
-    def __call__(self, frame: FrameType, event: str, arg: Any) -> Any:
-        if event == "return":
-            torch._C._push_on_torch_function_stack(self.mode)
-            return None
-        return self
-
-
-def _keep_out_of_compiles(*functions: Any) -> None:
-    """Tell torch.compile never to compile these functions or what they call (where this torch can)."""
-    try:
-        from torch._dynamo.eval_frame import set_code_exec_strategy  # type: ignore[attr-defined]
-        from torch._dynamo.types import FrameAction, FrameExecStrategy  # type: ignore[attr-defined]
-    except ImportError:
-        return
-    for fn in functions:
-        set_code_exec_strategy(fn.__code__, FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP))
-
-
 class Tracer:
     """Executes a program with CPython under a line tracer and tells the Stepper about its statements."""
 
@@ -190,7 +149,7 @@ class Tracer:
         # the run stops with StopRun, which the script can't catch, and it is raised again once
         # the script is unwound.
         self.escaped: BaseException | None = None
-        self._compiles_seen = False
+        self.compiled = CompiledCalls()
 
     # --- what the Stepper reads ------------------------------------------------------
 
@@ -327,7 +286,7 @@ class Tracer:
                 self.stepper.called(tracked, self.kind.script_frame(frame.f_back) if self.stack else None, args)
             return None
         if kind == "compiled":
-            return self._compiled(frame)
+            return self.compiled.called(self._trace_call, self._trace_line)
         if kind not in ("module", "function"):
             return None
         if kind == "function" and (
@@ -352,20 +311,6 @@ class Tracer:
         if self.index.shared and POSITIONS:
             frame.f_trace_opcodes = True  # to see each statement of a shared line begin
         return self._trace_line
-
-    def _compiled(self, frame: FrameType) -> Any:
-        """A function torch.compile made is called: it runs without tcopy's mode, which torch would
-        otherwise compile into the function's graph (its ops are the graph's, not the script's), and
-        torch never compiles tcopy's trace functions (they run in every frame the function calls)."""
-        if not self._compiles_seen:
-            self._compiles_seen = True
-            _keep_out_of_compiles(self._trace_call, self._trace_line, _Restore.__call__)
-        stack = torch._C._len_torch_function_stack()
-        top = torch._C._get_function_stack_at(stack - 1) if stack else None
-        if not isinstance(top, OpMode):
-            return None
-        torch._C._pop_torch_function_stack()
-        return _Restore(top)
 
     def _returned(self, frame: FrameType) -> Any:
         """A local tracer for a function torch called back: it only notes, when the function returns,

@@ -69,15 +69,23 @@ def set_ceiling(max_bytes: int) -> int:
     held = private_memory()
     if not held:
         return 0
-    limit = held + max_bytes + DATA_HEADROOM + STACK_PER_CPU * (os.cpu_count() or 1)
-    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    limit = _lower(resource.RLIMIT_DATA, held + max_bytes + DATA_HEADROOM + STACK_PER_CPU * (os.cpu_count() or 1))
+    if limit:
+        _bound_address_space(max_bytes)
+    return limit
+
+
+def _lower(which: int, limit: int) -> int:
+    """Set resource limit ``which``, soft and hard, to ``limit`` (at most its hard value); the limit set, 0 if none."""
+    import resource
+
+    _, hard = resource.getrlimit(which)
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
     try:
-        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+        resource.setrlimit(which, (limit, limit))
     except (OSError, ValueError):
         return 0
-    _bound_address_space(max_bytes)
     return limit
 
 
@@ -91,11 +99,4 @@ def _bound_address_space(max_bytes: int) -> None:
     mapped = _status_bytes("VmSize:")
     if not mapped:
         return
-    limit = mapped + 2 * max_bytes + ADDRESS_HEADROOM
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    try:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    except (OSError, ValueError):
-        pass
+    _lower(resource.RLIMIT_AS, mapped + 2 * max_bytes + ADDRESS_HEADROOM)
