@@ -74,6 +74,24 @@ def torch_session(device: str) -> Iterator[None]:
             setattr(torch._tensor_str.PRINT_OPTS, name, value)
 
 
+class Uninterrupted:
+    """A block --timeout's alarm does not break into: the timeout is raised when it ends (a step
+    that was numbered is a step that was sent)."""
+
+    depth = 0
+    pending: BaseException | None = None
+
+    def __enter__(self) -> None:
+        Uninterrupted.depth += 1
+
+    def __exit__(self, kind: object, value: object, tb: object) -> None:
+        Uninterrupted.depth -= 1
+        if Uninterrupted.depth == 0 and Uninterrupted.pending is not None:
+            exc, Uninterrupted.pending = Uninterrupted.pending, None
+            if kind is None:
+                raise exc
+
+
 @contextlib.contextmanager
 def watchdog(
     seconds: float, describe: Callable[[], str], on_stuck: Callable[[str], None] | None = None
@@ -105,7 +123,11 @@ def watchdog(
     if use_signal:
 
         def on_alarm(_sig: int, _frame: Any) -> None:
-            raise Limits(timeout=seconds).exceeded("timeout", "the run took longer than the limit")
+            exc = Limits(timeout=seconds).exceeded("timeout", "the run took longer than the limit")
+            if Uninterrupted.depth:
+                Uninterrupted.pending = exc
+                return
+            raise exc
 
         previous = signal.signal(signal.SIGALRM, on_alarm)
         signal.setitimer(signal.ITIMER_REAL, seconds)

@@ -23,7 +23,7 @@ from tcopy_cli import __version__
 from tcopy_cli.engine import bindings
 from tcopy_cli.engine.messages import error_message
 from tcopy_cli.engine.recorder import OpMode, Recording
-from tcopy_cli.engine.session import torch_session, watchdog
+from tcopy_cli.engine.session import Uninterrupted, torch_session, watchdog
 from tcopy_cli.engine.tracer import Ended, Tracer, Where
 from tcopy_cli.errors import LimitExceeded, StopRun, TcopyError, TimeoutExceeded
 from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
@@ -423,41 +423,42 @@ class Stepper:
             info = ErrorInfo(type=type(error).__name__, message=str(error))
             caught_info = None
             stdout, warned = stdout[: max(0, limits.max_output - printed + len(stdout))], []
-        self.count += 1
-        ended, ended_turns = self._loops_ended()
-        echoed, self.tracer.echoed = self.tracer.echoed, None
-        record = Step(
-            index=self.count,
-            line=node.lineno,
-            source=self.program.statement_source(node),
-            status="error" if info else "ok",
-            error=info,
-            stdout=stdout,
-            warnings=warned,
-            tensors=snap.tensors,
-            arrays=snap.arrays,
-            narration=self._narration(node),
-            grad_enabled=torch.is_grad_enabled() if grad_enabled is None else grad_enabled,
-            saved_events=snap.saved_events,
-            graph=snap.graph,
-            unlisted=snap.unlisted,
-            observed=observe,
-            function=where.function,
-            depth=where.depth,
-            caught=caught_info,
-            expect=expect,
-            value=echoed if isinstance(node, ast.Expr) else None,
-            hooks=hooks or [],
-            hooks_replaced=replaced or [],
-            ops=ops or [],
-            loops=where.loops,
-            contexts=where.contexts,
-            calls=where.calls,
-            loops_ended=ended,
-            loops_ended_turns=ended_turns,
-        )
-        self._stepped.update(loop.entry for loop in record.loops)
-        self.emit(record)
+        with Uninterrupted():  # a step numbered is a step sent: --timeout raises after it
+            self.count += 1
+            ended, ended_turns = self._loops_ended()
+            echoed, self.tracer.echoed = self.tracer.echoed, None
+            record = Step(
+                index=self.count,
+                line=node.lineno,
+                source=self.program.statement_source(node),
+                status="error" if info else "ok",
+                error=info,
+                stdout=stdout,
+                warnings=warned,
+                tensors=snap.tensors,
+                arrays=snap.arrays,
+                narration=self._narration(node),
+                grad_enabled=torch.is_grad_enabled() if grad_enabled is None else grad_enabled,
+                saved_events=snap.saved_events,
+                graph=snap.graph,
+                unlisted=snap.unlisted,
+                observed=observe,
+                function=where.function,
+                depth=where.depth,
+                caught=caught_info,
+                expect=expect,
+                value=echoed if isinstance(node, ast.Expr) else None,
+                hooks=hooks or [],
+                hooks_replaced=replaced or [],
+                ops=ops or [],
+                loops=where.loops,
+                contexts=where.contexts,
+                calls=where.calls,
+                loops_ended=ended,
+                loops_ended_turns=ended_turns,
+            )
+            self._stepped.update(loop.entry for loop in record.loops)
+            self.emit(record)
         if record.missed:
             self.missing += 1
         if info is not None:
