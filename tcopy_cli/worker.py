@@ -41,15 +41,14 @@ before importing torch, so torch's and NumPy's threads are confined too; the req
 
 from __future__ import annotations
 
-import contextlib
 import faulthandler
 import gc
 import json
 import os
-import signal
 import sys
-from collections.abc import Iterator
 from typing import Any, BinaryIO
+
+from tcopy_cli.engine.alarm import Uninterrupted
 
 TEST_HOOK_ENV = "TCOPY_ALLOW_TEST_HOOK"
 """The request's ``test_hook`` is honoured only when this variable is ``1`` (tests only)."""
@@ -74,12 +73,12 @@ class Channel:
 
     def step(self, step: Any) -> None:
         """A ``step`` frame (tensors unchanged since the last step travel as references)."""
-        with _whole():
+        with Uninterrupted():
             self.write({"kind": "step", "step": self.steps.encode(step)})
             self.stack.finished(step.line)
 
     def write(self, frame: dict[str, Any]) -> None:
-        with _whole():
+        with Uninterrupted():
             self.out.write(self.line(frame))
             self.out.flush()
 
@@ -92,26 +91,12 @@ class Channel:
         position = (line, col, end_line, end_col)
         if self.stack.current == position:
             return
-        with _whole():
+        with Uninterrupted():
             self.stack.running(position)
             self.out.write(
                 b'{"kind":"running","line":%d,"col":%d,"end_line":%d,"end_col":%d}\n' % (line, col, end_line, end_col)
             )
             self.out.flush()
-
-
-_TIMER = {signal.SIGALRM}
-
-
-@contextlib.contextmanager
-def _whole() -> Iterator[None]:
-    """A frame is encoded and written whole: --timeout's SIGALRM, whose handler raises between bytecodes, waits
-    until it is (raised inside a write, it left half a frame on the pipe, which the parent read as not JSON)."""
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, _TIMER)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _test_hook(request: dict[str, Any]) -> dict[str, Any] | None:

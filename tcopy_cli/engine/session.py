@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from tcopy_cli.engine.alarm import Uninterrupted
 from tcopy_cli.errors import UsageError
 from tcopy_cli.limits import Limits
 
@@ -72,24 +73,6 @@ def torch_session(device: str) -> Iterator[None]:
         torch.set_anomaly_enabled(*anomaly)
         for name, value in print_options.items():
             setattr(torch._tensor_str.PRINT_OPTS, name, value)
-
-
-class Uninterrupted:
-    """A block --timeout's alarm does not break into: the timeout is raised when it ends (a step
-    that was numbered is a step that was sent)."""
-
-    depth = 0
-    pending: BaseException | None = None
-
-    def __enter__(self) -> None:
-        Uninterrupted.depth += 1
-
-    def __exit__(self, kind: object, value: object, tb: object) -> None:
-        Uninterrupted.depth -= 1
-        if Uninterrupted.depth == 0 and Uninterrupted.pending is not None:
-            exc, Uninterrupted.pending = Uninterrupted.pending, None
-            if kind is None:
-                raise exc
 
 
 @contextlib.contextmanager

@@ -21,9 +21,10 @@ import torch
 
 from tcopy_cli import __version__
 from tcopy_cli.engine import bindings
+from tcopy_cli.engine.alarm import Uninterrupted
 from tcopy_cli.engine.messages import error_message
 from tcopy_cli.engine.recorder import OpMode, Recording
-from tcopy_cli.engine.session import Uninterrupted, torch_session, watchdog
+from tcopy_cli.engine.session import torch_session, watchdog
 from tcopy_cli.engine.tracer import Ended, Tracer, Where
 from tcopy_cli.errors import LimitExceeded, StopRun, TcopyError, TimeoutExceeded
 from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
