@@ -114,13 +114,16 @@ def check_script_size(size: int, limits: Limits) -> None:
         raise ScriptRejected(limits.message("max_script_bytes", "the script is larger than the limit"), 1, 1)
 
 
+def script_text(source: str) -> str:
+    """The script as it is parsed: no byte-order mark, every line ending a newline."""
+    return source.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+
+
 def parse_program(source: str, origin: str = "<inline>", limits: Limits | None = None) -> Program:
     """Parse ``source``; raise ScriptRejected (with line and column) for what Python can't parse."""
     limits = limits or Limits()
     check_script_size(len(source.encode("utf-8", "surrogatepass")), limits)
-    if source.startswith("\ufeff"):
-        source = source[1:]
-    source = source.replace("\r\n", "\n").replace("\r", "\n")
+    source = script_text(source)
     if "\x00" in source:
         line = source[: source.index("\x00")].count("\n") + 1
         raise ScriptRejected("the script contains a NUL byte", line, 1)

@@ -40,6 +40,7 @@ from tcopy_cli.errors import ScriptRejected, TcopyError, UsageError
 from tcopy_cli.limits import Limits
 from tcopy_cli.printable import printable_record
 from tcopy_cli.process import spawn
+from tcopy_cli.program import script_text
 from tcopy_cli.trace import frames, wire
 from tcopy_cli.trace.records import ErrorInfo, Note, RunInfo, RunSummary, Step
 
@@ -609,7 +610,7 @@ def _may_exit(source: str, position: tuple[int, int, int, int]) -> bool:
     """Whether the statement at ``position`` (the last one announced) can end the run early with
     ``sys.exit(0)``, ``exit()``, ``quit()`` or ``raise SystemExit`` (read in the parent's own copy of the
     script: a worker can't make a statement say it)."""
-    lines = source.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    lines = script_text(source).split("\n")
     line, _, end_line, _ = position
     if not 1 <= line <= end_line <= len(lines):
         return False
@@ -618,7 +619,7 @@ def _may_exit(source: str, position: tuple[int, int, int, int]) -> bool:
 
 def _last_statement(source: str) -> tuple[int, int] | None:
     """(line, column) of the script's last top-level statement that a run announces, if any."""
-    text = source.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")  # as parse_script reads it
+    text = script_text(source)
     try:
         body = ast.parse(text).body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
