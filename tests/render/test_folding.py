@@ -16,10 +16,9 @@ from typing import Any
 
 import pytest
 import torch
+from recorded import run_cli
 from render.test_render import GOLDEN_TORCH, check_golden, normalise
-from typer.testing import CliRunner
 
-from tcopy_cli.cli import app
 from tcopy_cli.engine import run_source
 from tcopy_cli.pipeline import run_source as run_explained
 from tcopy_cli.render import ViewOptions
@@ -82,7 +81,7 @@ for i in range(3):
 
 
 def _run(args: list[str], script: str = TRAINING) -> Any:
-    result = CliRunner().invoke(app, ["run", "-e", script, *args])
+    result = run_cli(["run", "-e", script, *args])
     assert result.exit_code == 0, result.output
     return result
 
@@ -561,7 +560,10 @@ def test_items_in_a_row_that_differ_in_their_first_index_are_written_as_one_name
 
 
 def test_a_deep_sequential_is_one_name_in_the_unchanged_line() -> None:
-    script = "import torch.nn as nn\nm = nn.Sequential(*[nn.Linear(2, 2) for _ in range(300)])\nx = torch.ones(2)\n"
+    script = (
+        "import torch.nn as nn\ntorch.manual_seed(0)\nm = nn.Sequential(*[nn.Linear(2, 2) for _ in range(300)])\n"
+        "x = torch.ones(2)\n"
+    )
     namespace: dict[str, Any] = {}
     exec("import torch\n" + script, namespace)
     layers = len(namespace["m"])
