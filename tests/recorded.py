@@ -26,6 +26,7 @@ import hashlib
 import io
 import json
 import os
+import random
 import re
 import subprocess
 from collections.abc import Iterator
@@ -62,8 +63,14 @@ def path_for(req: dict[str, Any]) -> Path:
 
 def record(req: dict[str, Any]) -> bytes:
     """The frames the worker sends for ``req``, made by the worker's own code in this process (imports torch)."""
+    import torch
+
     from tcopy_cli import worker
 
+    # A worker draws from a generator seeded anew in each process: a recording starts from one seed, so a
+    # script that draws without seeding is recorded the same each time (and checked against the same).
+    torch.manual_seed(0)
+    random.seed(0)
     out = io.BytesIO()
     try:
         confinement = "none (--trust)" if req.get("trust") else CONFINEMENT

@@ -10,9 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from typer.testing import CliRunner
+from recorded import run_cli
 
-from tcopy_cli.cli import app
 from tcopy_cli.pipeline import run_source
 from tcopy_cli.render import ViewOptions
 from tcopy_cli.trace.records import Note, Step
@@ -195,7 +194,7 @@ def test_watch_shows_a_grouped_note_when_it_names_a_watched_tensor() -> None:
     [made] = step.explanations
     assert ViewOptions(watch=("model.2.bias",)).notes_of(step) == [made]
     assert ViewOptions(watch=("x",)).notes_of(step) == []
-    out = CliRunner().invoke(app, ["run", "-e", MLP, "-f", "markdown", "--watch", "model.2.bias"]).stdout
+    out = run_cli(["run", "-e", MLP, "-f", "markdown", "--watch", "model.2.bias"]).stdout
     assert out.count("were reset to None at once") == 1 and out.count("were changed in place (version 1 → 2)") == 1
-    hidden = CliRunner().invoke(app, ["run", "-e", MLP, "-f", "markdown", "--watch", "x"]).stdout
+    hidden = run_cli(["run", "-e", MLP, "-f", "markdown", "--watch", "x"]).stdout
     assert "were reset to None" not in hidden and "start at version 1" not in hidden

@@ -6,10 +6,9 @@ import json
 from dataclasses import replace
 
 import pytest
-from typer.testing import CliRunner
+from recorded import run_cli
 
 from tcopy_cli import run_script
-from tcopy_cli.cli import app
 from tcopy_cli.engine import run_source as run_facts
 from tcopy_cli.explain import Explainer, Rule, StepFacts
 from tcopy_cli.pipeline import NOTE_RULES, explain_trace, explainer
@@ -66,7 +65,7 @@ def test_the_run_records_facts_only() -> None:
 def test_explaining_after_the_run_equals_explaining_as_it_runs() -> None:
     """The pass is a function of the records: post hoc, streamed (the CLI) and the API agree."""
     after = explain_trace(run_facts(SCRIPT, keep_going=True))
-    result = CliRunner().invoke(app, ["run", "-e", SCRIPT, "-f", "json", "--keep-going"])
+    result = run_cli(["run", "-e", SCRIPT, "-f", "json", "--keep-going"])
     streamed = [e for e in map(json.loads, result.stdout.splitlines()) if e["event"] == "step"]
     assert len(streamed) == len(after.steps)
     for event, step in zip(streamed, after.steps):

@@ -10,9 +10,7 @@ import json
 from typing import Any
 
 import torch.nn as nn
-from typer.testing import CliRunner
-
-from tcopy_cli.cli import app
+from recorded import run_cli
 
 SCRIPT = """\
 import torch
@@ -34,7 +32,7 @@ b.add_(1)
 
 
 def _run(*args: str) -> str:
-    result = CliRunner().invoke(app, ["run", "-e", SCRIPT, "--no-color", *args], env={"COLUMNS": "120"})
+    result = run_cli(["run", "-e", SCRIPT, "--no-color", *args], env={"COLUMNS": "120"})
     assert result.exit_code == 0, result.output
     return result.output
 
@@ -65,7 +63,7 @@ def test_a_modules_parameters_under_a_functions_argument_are_named_not_drawn_aga
 
 
 def test_json_and_all_steps_keep_every_name() -> None:
-    lines = CliRunner().invoke(app, ["run", "-e", SCRIPT, "--format", "json"]).output.splitlines()
+    lines = run_cli(["run", "-e", SCRIPT, "--format", "json"]).output.splitlines()
     steps = [json.loads(line) for line in lines if '"event": "step"' in line]
     (step,) = [s for s in steps if s["source"] == "opt.step()"]
     for key in ("0.weight", "0.bias", "2.weight", "2.bias"):
@@ -83,14 +81,14 @@ def test_two_names_of_one_tensor_stay_rows() -> None:
 
 
 def test_markdown_names_them_too() -> None:
-    result = CliRunner().invoke(app, ["run", "-e", SCRIPT, "--format", "markdown"])
+    result = run_cli(["run", "-e", SCRIPT, "--format", "markdown"])
     assert "*also named: train:model.{0,2}.{weight,bias} (the same tensors as model.{0,2}.{weight,bias})*" in (
         result.output
     )
 
 
 def _table(script: str, *args: str) -> str:
-    result = CliRunner().invoke(app, ["run", "-e", script, "--no-color", *args], env={"COLUMNS": "200"})
+    result = run_cli(["run", "-e", script, "--no-color", *args], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     return " ".join(result.output.split())
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import io
 import json
 
-from typer.testing import CliRunner
+from recorded import run_cli
 
 from tcopy_cli import run_script
-from tcopy_cli.cli import app
 from tcopy_cli.render import ViewOptions
 from tcopy_cli.render.jsonl import JsonRenderer
 
@@ -79,7 +78,7 @@ def test_a_changed_tensor_is_written_in_full() -> None:
 
 
 def test_the_option_on_the_command_line() -> None:
-    result = CliRunner().invoke(app, ["run", "-e", "a = torch.ones(2)\nb = a + 1\n", "-f", "json", "--json-refs"])
+    result = run_cli(["run", "-e", "a = torch.ones(2)\nb = a + 1\n", "-f", "json", "--json-refs"])
     assert result.exit_code == 0, result.output
     events = [json.loads(line) for line in result.stdout.splitlines()]
     assert events[0]["tensor_refs"] is True

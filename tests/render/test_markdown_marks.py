@@ -14,9 +14,7 @@ from typing import Any
 import pytest
 import torch
 from markdown_it import MarkdownIt
-from typer.testing import CliRunner
-
-from tcopy_cli.cli import app
+from recorded import run_cli
 
 SCRIPT = """\
 d = {"a*b*": torch.ones(2, requires_grad=True), "x|y_": torch.zeros(1), "_k": torch.ones(1)}
@@ -39,7 +37,7 @@ def _cells(page: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def page() -> str:
-    result = CliRunner().invoke(app, ["run", "-e", SCRIPT, "--format", "markdown"])
+    result = run_cli(["run", "-e", SCRIPT, "--format", "markdown"])
     assert result.exit_code == 1, result.output  # the last line raises, as in python
     return _rendered(result.stdout)
 
@@ -91,7 +89,7 @@ n = int("``x` <i>")
 
 
 def test_backticks_in_names_values_and_output_end_no_code() -> None:
-    result = CliRunner().invoke(app, ["run", "-e", FENCES, "--format", "markdown"])
+    result = run_cli(["run", "-e", FENCES, "--format", "markdown"])
     assert result.exit_code == 1, result.output
     page = _rendered(result.stdout)
     # No HTML, link or emphasis came from the script: what it printed stays in its code block...
@@ -109,14 +107,14 @@ def test_backticks_in_names_values_and_output_end_no_code() -> None:
 
 def test_a_title_ending_in_hashes_keeps_them() -> None:
     script = "# Title with C# and #hash ##\na = torch.ones(1)\n"
-    result = CliRunner().invoke(app, ["run", "-e", script, "--format", "markdown"])
+    result = run_cli(["run", "-e", script, "--format", "markdown"])
     assert result.exit_code == 0, result.output
     assert "<h1>Title with C# and #hash ##</h1>" in _rendered(result.stdout), result.stdout[:300]
 
 
 def test_code_holding_a_backtick_is_one_code_span_in_a_note() -> None:
     script = 'd = {"x`y": torch.ones(2, requires_grad=True)}\nq = d["x`y"] * 2\n'
-    result = CliRunner().invoke(app, ["run", "-e", script, "--format", "markdown"])
+    result = run_cli(["run", "-e", script, "--format", "markdown"])
     assert result.exit_code == 0, result.output
     items = [line for line in _rendered(result.stdout).splitlines() if line.startswith("<li>")]
     assert items and html.unescape(items[-1]).startswith('<li><code>d["x`y"] * 2</code>: q is a new tensor'), items

@@ -7,12 +7,9 @@ import re
 
 import torch
 import torch.nn as nn
-from typer.testing import CliRunner
+from recorded import run_cli
 
-from tcopy_cli.cli import app
 from tcopy_cli.render.modules import member_of, module_phrases
-
-runner = CliRunner()
 
 NET = """\
 import torch
@@ -28,7 +25,7 @@ opt.step()
 
 
 def _out(*args: str) -> str:
-    result = runner.invoke(app, ["run", "-e", NET, "--width", "100", "--no-color", *args])
+    result = run_cli(["run", "-e", NET, "--width", "100", "--no-color", *args])
     assert result.exit_code == 0, result.output
     return result.stdout
 
@@ -59,14 +56,14 @@ def test_watch_opens_a_module_and_json_and_all_steps_keep_every_tensor() -> None
     assert re.search(r"^~ model\.2\.weight ", step, flags=re.M) and re.search(r"^~ model\.2\.bias ", step, flags=re.M)
     whole = _step(_out("--all-steps"), "opt.step()")
     assert all(re.search(rf"^~ model\.{k} ", whole, flags=re.M) for k in ("0.weight", "0.bias", "2.weight", "2.bias"))
-    lines = runner.invoke(app, ["run", "-e", NET, "--format", "json"]).stdout.splitlines()
+    lines = run_cli(["run", "-e", NET, "--format", "json"]).stdout.splitlines()
     (step_json,) = [s for s in map(json.loads, lines) if s.get("event") == "step" and s["source"] == "opt.step()"]
     assert {"model.0.weight", "model.0.bias", "model.2.weight", "model.2.bias"} <= set(step_json["tensors"])
 
 
 def test_a_parameter_that_does_otherwise_keeps_its_own_row() -> None:
     script = NET + "model[2].bias.data.add_(1)\n"
-    result = runner.invoke(app, ["run", "-e", script, "--width", "100", "--no-color"])
+    result = run_cli(["run", "-e", script, "--width", "100", "--no-color"])
     step = _step(result.stdout, "model[2].bias.data.add_(1)")
     assert re.search(r"^~ model\.2\.bias ", step, flags=re.M), step  # its values changed, the others' did not
     assert "model.2.bias" in step and "model.0.weight" not in step.split("\n  •")[0].split("unchanged:")[0]

@@ -9,9 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from typer.testing import CliRunner
+from recorded import run_cli
 
-from tcopy_cli.cli import app
 from tcopy_cli.pipeline import run_source as run_explained
 from tcopy_cli.render.notegroups import _template, grouped_notes
 from tcopy_cli.trace.records import Note
@@ -127,7 +126,7 @@ def test_table_tells_them_once_and_json_keeps_every_note() -> None:
         assert value.untyped_storage().data_ptr() == params[key].untyped_storage().data_ptr()
         assert not value.requires_grad and params[key].requires_grad
 
-    table = CliRunner().invoke(app, ["run", "-e", SCRIPT, "--no-color"], env={"COLUMNS": "200"})
+    table = run_cli(["run", "-e", SCRIPT, "--no-color"], env={"COLUMNS": "200"})
     assert table.exit_code == 0, table.output
     flat = " ".join(table.output.split())  # notes wrap at the width
     assert "The same holds for ts[1…11]." in flat
@@ -136,13 +135,13 @@ def test_table_tells_them_once_and_json_keeps_every_note() -> None:
     assert 'The same holds for sd["0.bias"] (S2) and model.0.bias; sd["2.weight"] (S3) and model.2.weight;' in flat
     assert flat.count("is a view of t") == 2  # two statements, two notes
 
-    lines = CliRunner().invoke(app, ["run", "-e", SCRIPT, "--format", "json"]).output.splitlines()
+    lines = run_cli(["run", "-e", SCRIPT, "--format", "json"]).output.splitlines()
     steps = [json.loads(line) for line in lines]
     notes = [n["text"] for s in steps if s.get("event") == "step" for n in s["explanations"]]
     for i in range(12):
         assert f"ts[{i}] is the same tensor object as t: assignment only adds a name" in " ".join(notes)
     assert sum("shares model." in n for n in notes) == 6 == len(ns["sd"])
 
-    markdown = CliRunner().invoke(app, ["run", "-e", SCRIPT, "--format", "markdown"]).output
+    markdown = run_cli(["run", "-e", SCRIPT, "--format", "markdown"]).output
     assert "The same holds for ts\\[1…11\\]." in markdown or "The same holds for ts[1…11]." in markdown
     assert markdown.count("is the same tensor object as t:") == 1

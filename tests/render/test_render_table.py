@@ -12,11 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from typer.testing import CliRunner
-
-from tcopy_cli.cli import app
-
-runner = CliRunner()
+from recorded import run_cli
 
 # Each step changes something a narrow table hides, or changes nothing of an existing tensor.
 MARKS_SCRIPT = """\
@@ -34,7 +30,7 @@ b.add_(1)
 
 
 def _names_by_step(script: str) -> dict[int, list[str]]:
-    result = runner.invoke(app, ["run", "-e", script, "-f", "json"])
+    result = run_cli(["run", "-e", script, "-f", "json"])
     events = [json.loads(line) for line in result.stdout.splitlines()]
     return {e["index"]: list(e["tensors"]) for e in events if e["event"] == "step"}
 
@@ -102,7 +98,7 @@ def test_a_call_is_marked_with_what_it_changed(depth: str | None) -> None:
     # A statement that ran a script function is marked against the state before it began (not
     # against the function's last statement), drawn or not drawn (--depth 0), table and Markdown.
     expected = _top_level_marks(CALLS_SCRIPT)
-    stream = runner.invoke(app, ["run", "-e", CALLS_SCRIPT, "-f", "json"]).stdout
+    stream = run_cli(["run", "-e", CALLS_SCRIPT, "-f", "json"]).stdout
     events = [json.loads(ln) for ln in stream.splitlines()]
     top = {e["index"]: e["line"] for e in events if e["event"] == "step" and e["depth"] == 0}
     names = {
@@ -111,9 +107,9 @@ def test_a_call_is_marked_with_what_it_changed(depth: str | None) -> None:
         if e["event"] == "step" and not e["source"].startswith(("import", "def"))
     }
     args = ["run", "-e", CALLS_SCRIPT, "--all-steps", "--width", "120"] + (["--depth", depth] if depth else [])
-    out = runner.invoke(app, args).stdout
+    out = run_cli(args).stdout
     table = table_marks("".join(re.findall(r"^Step \d+ · line \d+ ─.*?(?=^Step |\Z)", out, re.M | re.S)), names)
-    md = markdown_marks(runner.invoke(app, [*args, "-f", "markdown"]).stdout)
+    md = markdown_marks(run_cli([*args, "-f", "markdown"]).stdout)
     checked = 0
     for index, line in top.items():
         if index in table and index > 2:  # the first table marks everything new
@@ -127,12 +123,12 @@ def test_marks_are_the_same_at_40_80_and_160_columns_and_in_markdown() -> None:
     names = _names_by_step(MARKS_SCRIPT)
     # --all-steps: every row drawn, the unchanged ones too (by default they may fold into one line).
     every = ["run", "-e", MARKS_SCRIPT, "--all-steps"]
-    narrow = table_marks(runner.invoke(app, [*every, "--width", "80"]).stdout, names)
-    wide = table_marks(runner.invoke(app, [*every, "--width", "160"]).stdout, names)
-    md = markdown_marks(runner.invoke(app, [*every, "-f", "markdown"]).stdout)
+    narrow = table_marks(run_cli([*every, "--width", "80"]).stdout, names)
+    wide = table_marks(run_cli([*every, "--width", "160"]).stdout, names)
+    md = markdown_marks(run_cli([*every, "-f", "markdown"]).stdout)
     assert narrow == wide
     # Too narrow for the columns (Rich squeezes them all): the mark starts the row still.
-    assert table_marks(runner.invoke(app, [*every, "--width", "40"]).stdout, names) == wide
+    assert table_marks(run_cli([*every, "--width", "40"]).stdout, names) == wide
     assert {k: v for k, v in md.items() if v} == {k: v for k, v in narrow.items() if v}
     # What plain torch says changed, step by step (0-based lines of MARKS_SCRIPT + 1).
     a = torch.zeros(3, requires_grad=True)
@@ -173,7 +169,7 @@ def test_small_matrix_is_an_aligned_grid_and_large_tensor_a_summary() -> None:
     m = torch.tensor([[1.0, 25.5, 3.0], [4.0, 2.0, 6.0]], requires_grad=True)
     big = torch.randn(200, 300)
     for width in ("80", "100", "160"):
-        out = runner.invoke(app, ["run", "-e", VALUES_SCRIPT, "--width", width]).stdout
+        out = run_cli(["run", "-e", VALUES_SCRIPT, "--width", width]).stdout
         block = _step_block(out, 5)
         # Both rows of m on lines of their own, columns aligned as torch prints them.
         lines = block.splitlines()
@@ -203,7 +199,7 @@ def test_a_numpy_array_has_an_empty_grad_cell() -> None:
     # An array has no .grad: nothing in its grad column (its values were once drawn again there).
     script = "import torch\nimport numpy as np\nn = np.arange(40.0).reshape(5, 8)\nt = torch.from_numpy(n)\n"
     for width in ("80", "100", "160"):
-        out = runner.invoke(app, ["run", "-e", script, "--width", width]).stdout
+        out = run_cli(["run", "-e", script, "--width", width]).stdout
         block = _step_block(out, 4)
         lines = block.splitlines()
         row = next(i for i, ln in enumerate(lines) if re.match(r"^[~+ ] n ", ln))
@@ -218,7 +214,7 @@ def test_a_numpy_array_has_an_empty_grad_cell() -> None:
 
 def test_values_get_the_width_before_data_ptr() -> None:
     script = "import torch\na = torch.ones(3)\nb = torch.arange(7.0) / 7\n"
-    out = runner.invoke(app, ["run", "-e", script, "--width", "120"]).stdout
+    out = run_cli(["run", "-e", script, "--width", "120"]).stdout
     assert "data_ptr" in _header(_step_block(out, 2))  # room for both
     step3 = _step_block(out, 3)
     assert "data_ptr" not in _header(step3)  # the values need the room: the hex address goes
@@ -229,10 +225,11 @@ def test_values_get_the_width_before_data_ptr() -> None:
     )
     assert expected in step3  # on one line
     # and once given up, it does not come back in a later step
-    out = runner.invoke(app, ["run", "-e", script + "c = a * 2\n", "--width", "120"]).stdout
+    out = run_cli(["run", "-e", script + "c = a * 2\n", "--width", "120"]).stdout
     assert "data_ptr" not in _header(_step_block(out, 4))
 
 
+@pytest.mark.e2e  # a real pipe: the width tcopy takes where nothing gives one
 def test_ver_column_kept_at_80_columns_in_a_pipe(tmp_path: Path) -> None:
     script = tmp_path / "norm.py"
     script.write_text(VALUES_SCRIPT.replace("(m * m).sum()", "(m * m).norm()"))  # a long grad_fn
@@ -268,7 +265,7 @@ def _memory_maps(text: str) -> dict[int, list[str]]:
 
 
 def test_memory_map_bars_scale_with_bytes_and_are_not_redrawn() -> None:
-    out = runner.invoke(app, ["run", "-e", MEMORY_SCRIPT, "--memory", "--width", "100"]).stdout
+    out = run_cli(["run", "-e", MEMORY_SCRIPT, "--memory", "--width", "100"]).stdout
     maps = _memory_maps(out)
     assert sorted(maps) == [2, 3, 4]  # step 5 changed nothing in memory: no second copy of the map
     a, b, v = torch.tensor([1.0]), torch.arange(6.0), torch.arange(6.0)[2:]
@@ -284,6 +281,7 @@ def test_memory_map_bars_scale_with_bytes_and_are_not_redrawn() -> None:
     assert "bytes 0–3" in "\n".join(maps[4])
 
 
+@pytest.mark.e2e  # a real pipe: the width tcopy takes where nothing gives one
 def test_piped_lines_have_no_trailing_spaces(tmp_path: Path) -> None:
     script = tmp_path / "s.py"
     script.write_text(VALUES_SCRIPT + MEMORY_SCRIPT.replace("import torch\n", ""))
@@ -302,9 +300,9 @@ def test_piped_lines_have_no_trailing_spaces(tmp_path: Path) -> None:
 
 
 def test_markdown_counts_in_the_singular() -> None:
-    out = runner.invoke(app, ["run", "-e", "a = torch.ones(2)\na.backward()", "-f", "markdown"]).stdout
+    out = run_cli(["run", "-e", "a = torch.ones(2)\na.backward()", "-f", "markdown"]).stdout
     assert out.rstrip().endswith("2 steps, 1 error")
-    out = runner.invoke(app, ["run", "-e", "a = torch.ones(2)", "-f", "markdown"]).stdout
+    out = run_cli(["run", "-e", "a = torch.ones(2)", "-f", "markdown"]).stdout
     assert out.rstrip().endswith("1 step, 0 errors")
 
 
@@ -325,7 +323,7 @@ print(b.sum())
 
 def test_steps_that_change_no_tensor_draw_no_table() -> None:
     """A print, a class or function definition, an import: no table; JSON keeps every step."""
-    result = runner.invoke(app, ["run", "-e", QUIET_SCRIPT, "--no-color", "--width", "80"])
+    result = run_cli(["run", "-e", QUIET_SCRIPT, "--no-color", "--width", "80"])
     assert result.exit_code == 0, result.stderr
     blocks = dict(zip(*[iter(re.split(r"^Step (\d+) · ", result.stdout, flags=re.M)[1:])] * 2))
     a = torch.ones(2, requires_grad=True)
@@ -339,7 +337,7 @@ def test_steps_that_change_no_tensor_draw_no_table() -> None:
     assert "name" in blocks["7"] and re.search(r"^\+ b ", blocks["7"], re.M)  # b is new; a unmarked
     assert re.search(r"^  a ", blocks["7"], re.M)
     assert "(no tensor changed)" in blocks["8"] and "│ " + str(b.sum()) in blocks["8"]
-    out = runner.invoke(app, ["run", "-e", QUIET_SCRIPT, "-f", "json"]).stdout
+    out = run_cli(["run", "-e", QUIET_SCRIPT, "-f", "json"]).stdout
     steps = [e for e in map(json.loads, out.splitlines()) if e["event"] == "step"]
     assert [s["line"] for s in steps] == [1, 2, 3, 4, 5, 8, 10, 11]
     assert all(list(s["tensors"]) == ["a"] for s in steps[2:6])
@@ -358,31 +356,31 @@ def test_a_silent_step_that_changes_no_tensor_draws_no_table_once_one_was_drawn(
     """`n = a.numel()` changes no tensor and prints nothing: after a drawn table, one line says so.
     The first step a --from selection shows draws its table even so."""
     for fmt, table in (("table", re.compile(r"^  name ", re.M)), ("markdown", re.compile(r"^\| \| name ", re.M))):
-        out = runner.invoke(app, ["run", "-e", SILENT_SCRIPT, "--no-color", "--width", "80", "-f", fmt]).stdout
+        out = run_cli(["run", "-e", SILENT_SCRIPT, "--no-color", "--width", "80", "-f", fmt]).stdout
         blocks = re.split(r"^#* ?Step \d+ · ", out, flags=re.M)[1:]
         assert [bool(table.search(b)) for b in blocks] == [False, True, False, True, False], fmt
         # One line: the step's header names the statement and says so.
         assert re.match(r"line 3 · `?n = a\.numel\(\)`? · no tensor changed", blocks[2]), (fmt, blocks[2])
         assert "no tensor changed" in blocks[4].splitlines()[0], fmt
-        out = runner.invoke(app, ["run", "-e", SILENT_SCRIPT, "--no-color", "--from", "3", "-f", fmt]).stdout
+        out = run_cli(["run", "-e", SILENT_SCRIPT, "--no-color", "--from", "3", "-f", fmt]).stdout
         blocks = re.split(r"^#* ?Step \d+ · ", out, flags=re.M)[1:]
         assert [bool(table.search(b)) for b in blocks] == [True, True, False], fmt
     a = torch.ones(2)
-    out = runner.invoke(app, ["run", "-e", SILENT_SCRIPT, "-f", "json"]).stdout
+    out = run_cli(["run", "-e", SILENT_SCRIPT, "-f", "json"]).stdout
     steps = [e for e in map(json.loads, out.splitlines()) if e["event"] == "step"]
     assert steps[2]["tensors"]["a"]["values"] == a.tolist() and len(steps) == 5
 
 
 def test_a_quiet_statement_too_long_for_one_line_or_with_a_backtick_is_told_in_full() -> None:
     script = 'import torch\na = torch.ones(2)\nn = a.numel() + len("' + "x" * 60 + '")\nm = len("`")\n'
-    out = runner.invoke(app, ["run", "-e", script, "--width", "80"]).stdout
+    out = run_cli(["run", "-e", script, "--width", "80"]).stdout
     blocks = re.split(r"^Step \d+ · ", out, flags=re.M)[1:]
     # 80 columns: the long statement gets its own line and "(no tensor changed)" under it.
     assert blocks[2].startswith("line 3 ─") and "(no tensor changed)" in blocks[2], blocks[2]
     assert blocks[3].startswith('line 4 · m = len("`") · no tensor changed'), blocks[3]
-    out = runner.invoke(app, ["run", "-e", script, "--width", "200"]).stdout
+    out = run_cli(["run", "-e", script, "--width", "200"]).stdout
     assert re.search(r"^Step 3 · line 3 · n = a\.numel\(\) \+ len\(\"x{60}\"\) · no tensor changed", out, re.M), out
-    md = runner.invoke(app, ["run", "-e", script, "-f", "markdown"]).stdout
+    md = run_cli(["run", "-e", script, "-f", "markdown"]).stdout
     # Markdown has no width, but an inline code span can't hold a backtick: that step is told in full.
     assert re.search(r"^### Step 3 · line 3 · `n = a\.numel\(\) \+ len\(\"x{60}\"\)` · no tensor changed$", md, re.M)
     assert re.search(r"^### Step 4 · line 4$", md, re.M) and "*(no tensor changed)*" in md.split("### Step 4")[1]
@@ -390,7 +388,7 @@ def test_a_quiet_statement_too_long_for_one_line_or_with_a_backtick_is_told_in_f
 
 def test_a_quiet_step_with_a_note_or_before_any_tensor_keeps_its_form() -> None:
     script = "import torch\ntorch.manual_seed(0)\na = torch.ones(2)\ntorch.tensor(a)\n"
-    out = runner.invoke(app, ["run", "-e", script, "--width", "100"]).stdout
+    out = run_cli(["run", "-e", script, "--width", "100"]).stdout
     # No tensor yet: the statement alone, with nothing to say about tensors.
     assert re.search(r"^Step 2 · line 2 · torch\.manual_seed\(0\) ─", out, re.M), out
     # `torch.tensor(a)` changes nothing but torch warns: drawn in full, with the warning under it.
@@ -401,39 +399,37 @@ def test_a_quiet_step_with_a_note_or_before_any_tensor_keeps_its_form() -> None:
 
 def test_a_quiet_statement_keeps_its_full_form_where_it_must() -> None:
     # A tab counts as the cells it takes, so the header is never cut.
-    out = runner.invoke(
-        app, ["run", "-e", 'import torch\na = torch.zeros(3)\ns = "\t\t\t\t\t"\n', "--width", "60"]
-    ).stdout
+    out = run_cli(["run", "-e", 'import torch\na = torch.zeros(3)\ns = "\t\t\t\t\t"\n', "--width", "60"]).stdout
     assert re.search(r"^Step 3 · line 3 ─", out, re.M) and "(no tensor changed)" in out, out
     # --graph: a step that changed the graph (autograd.grad freed its saved tensors) shows it.
     script = (
         "import torch\nw = torch.ones(2, requires_grad=True)\nloss = (w * w).sum()\ntorch.autograd.grad(loss, [w])\n"
     )
-    out = runner.invoke(app, ["run", "-e", script, "--graph", "--width", "100"]).stdout
+    out = run_cli(["run", "-e", script, "--graph", "--width", "100"]).stdout
     assert re.search(r"^Step 4 · line 4 ─", out, re.M), out
     # --depth 0: the call changed c inside a hidden step, so its table is drawn with c as it is now.
     script = "import torch\nc = torch.zeros(2)\ndef g():\n    c.add_(1)\ng()\n"
-    out = runner.invoke(app, ["run", "-e", script, "--depth", "0", "--width", "100"]).stdout
+    out = run_cli(["run", "-e", script, "--depth", "0", "--width", "100"]).stdout
     step = out.split("Step 5 · ")[1]
     assert step.startswith("line 5 ─") and re.search(r"^~ c +\[1\., 1\.\]", step, re.M), out
-    md = runner.invoke(app, ["run", "-e", script, "--depth", "0", "-f", "markdown"]).stdout
+    md = run_cli(["run", "-e", script, "--depth", "0", "-f", "markdown"]).stdout
     assert re.search(r"^### Step 5 · line 5$", md, re.M), md
 
 
 def test_markdown_orders_the_one_line_header_as_the_table_does() -> None:
     script = "import torch\na = torch.zeros(2)\nfor i in range(2):\n    n = a.numel()\n"
-    md = runner.invoke(app, ["run", "-e", script, "-f", "markdown", "--all-steps"]).stdout
+    md = run_cli(["run", "-e", script, "-f", "markdown", "--all-steps"]).stdout
     assert re.search(r"^### Step \d+ · line 4 · `n = a\.numel\(\)` · iteration 1/2 · no tensor changed$", md, re.M), md
 
 
 def test_under_watch_a_quiet_step_says_no_watched_tensor_changed() -> None:
     # `c = a * 2` makes a new tensor, which --watch a does not show: the words say what was looked at.
     script = "import torch\na = torch.ones(2)\nc = a * 2\nprint(a.sum().item())\n"
-    out = runner.invoke(app, ["run", "-e", script, "--watch", "a", "--width", "100"]).stdout
+    out = run_cli(["run", "-e", script, "--watch", "a", "--width", "100"]).stdout
     assert re.search(r"^Step 3 · line 3 · c = a \* 2 · no watched tensor changed ─", out, re.M), out
     assert "(no watched tensor changed)" in out.split("Step 4 · ")[1]
     assert "no tensor changed" not in out
-    md = runner.invoke(app, ["run", "-e", script, "--watch", "a", "-f", "markdown"]).stdout
+    md = run_cli(["run", "-e", script, "--watch", "a", "-f", "markdown"]).stdout
     assert "### Step 3 · line 3 · `c = a * 2` · no watched tensor changed" in md
-    plain = runner.invoke(app, ["run", "-e", script, "--width", "100"]).stdout
+    plain = run_cli(["run", "-e", script, "--width", "100"]).stdout
     assert "watched" not in plain

@@ -12,10 +12,9 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from recorded import run_cli
 from rich.console import Console
-from typer.testing import CliRunner
 
-from tcopy_cli.cli import app
 from tcopy_cli.render import layout, table
 from tcopy_cli.render.names import short_names, shortened
 from tcopy_cli.render.table import TableRenderer
@@ -23,8 +22,6 @@ from tcopy_cli.render.values import Stats
 from tcopy_cli.trace.observe import DEFAULT_MAX_VALUES, tensor_values
 from tcopy_cli.trace.records import Step, TensorRecord
 from tcopy_cli.trace.values import format_number
-
-runner = CliRunner()
 
 NAMES = [
     "x",
@@ -190,7 +187,7 @@ def _steps(out: str) -> list[str]:
 
 def test_names_and_grad_statistics_are_not_broken_at_100_columns() -> None:
     # --all-steps: every parameter its own row (no module row)
-    out = runner.invoke(app, ["run", "-e", MLP, "--width", "100", "--no-explain", "--all-steps"]).stdout
+    out = run_cli(["run", "-e", MLP, "--width", "100", "--no-explain", "--all-steps"]).stdout
     assert max(len(line) for line in out.splitlines()) <= 100
     backward = _steps(out)[-1]
     assert backward.startswith("line 9"), backward
@@ -215,7 +212,7 @@ def test_long_name_beside_long_values_keeps_its_line() -> None:
     # The values take two lines at any width they could have: the name gets what it needs,
     # since equally short layouts are told apart by the lines inside their cells.
     script = "import torch\nmodel_0_weight = torch.arange(10.0) / 7\n"
-    out = runner.invoke(app, ["run", "-e", script, "--width", "100"]).stdout
+    out = run_cli(["run", "-e", script, "--width", "100"]).stdout
     lines = _steps(out)[-1].splitlines()
     at = next(i for i, line in enumerate(lines) if re.match(r"^[~+ ] model_0_weight ", line))
     col = lines[at].index("[")
@@ -236,7 +233,7 @@ d_loss.backward()
 
 @pytest.mark.parametrize("width", [80, 100])
 def test_a_long_name_is_one_line_whole_or_without_its_middle(width: int) -> None:
-    out = runner.invoke(app, ["run", "-e", GAN, "--width", str(width), "--no-explain", "--all-steps"]).stdout
+    out = run_cli(["run", "-e", GAN, "--width", str(width), "--no-explain", "--all-steps"]).stdout
     backward = _steps(out)[-1]
     names = [
         f"discriminator.{n}"
@@ -256,7 +253,7 @@ def test_a_long_name_is_one_line_whole_or_without_its_middle(width: int) -> None
 def test_a_grid_stays_a_grid() -> None:
     # 120 columns show the 8x4 weight as an aligned grid; the names get their width, the grid stays.
     # --all-steps: the unchanged weight keeps its row (no note names it with --no-explain).
-    out = runner.invoke(app, ["run", "-e", MLP, "--width", "120", "--no-explain", "--all-steps"]).stdout
+    out = run_cli(["run", "-e", MLP, "--width", "120", "--no-explain", "--all-steps"]).stdout
     lines = _steps(out)[-2].splitlines()  # the loss step, before any grad
     at = next(i for i, line in enumerate(lines) if re.match(r"^[~+ ] model\.0\.weight +\[\[", line))
     col = lines[at].index("[[")

@@ -6,11 +6,7 @@ import json
 import re
 
 import torch
-from typer.testing import CliRunner
-
-from tcopy_cli.cli import app
-
-runner = CliRunner()
+from recorded import run_cli
 
 SCRIPT = """\
 import torch
@@ -54,13 +50,13 @@ def _plain_unchanged(script: str, line: int) -> set[str]:
 
 
 def _notes_name(script: str, index: int) -> set[str]:
-    events = [json.loads(x) for x in runner.invoke(app, ["run", "-e", script, "-f", "json"]).stdout.splitlines()]
+    events = [json.loads(x) for x in run_cli(["run", "-e", script, "-f", "json"]).stdout.splitlines()]
     step = next(e for e in events if e["event"] == "step" and e["index"] == index)
     return {t for n in step["explanations"] for t in n["tensors"]}
 
 
 def test_unchanged_rows_fold_into_one_line_naming_exactly_what_plain_python_left_alone() -> None:
-    steps = _steps(runner.invoke(app, ["run", "-e", SCRIPT, "--width", "100"]).stdout)
+    steps = _steps(run_cli(["run", "-e", SCRIPT, "--width", "100"]).stdout)
     # Step 6 is `b.mul_(3)` (line 6): a, c and d are untouched and were drawn just above.
     expected = _plain_unchanged(SCRIPT, 6) - _notes_name(SCRIPT, 6)
     assert expected == {"a", "c", "d"}
@@ -73,19 +69,19 @@ def test_unchanged_rows_fold_into_one_line_naming_exactly_what_plain_python_left
 
 def test_two_unchanged_rows_stay_rows() -> None:
     # Step 4 (c = ...) leaves a and b alone: two rows, not worth a line of their own.
-    steps = _steps(runner.invoke(app, ["run", "-e", SCRIPT, "--width", "100"]).stdout)
+    steps = _steps(run_cli(["run", "-e", SCRIPT, "--width", "100"]).stdout)
     assert _folded(steps[4]) is None
     assert _rows(steps[4]) == {"a", "b", "c"}
 
 
 def test_all_steps_draws_every_row() -> None:
-    steps = _steps(runner.invoke(app, ["run", "-e", SCRIPT, "--width", "100", "--all-steps"]).stdout)
+    steps = _steps(run_cli(["run", "-e", SCRIPT, "--width", "100", "--all-steps"]).stdout)
     assert all(_folded(body) is None for body in steps.values())
     assert _rows(steps[7]) == {"a", "b", "c", "d", "e"}
 
 
 def test_markdown_names_the_folded_rows() -> None:
-    out = runner.invoke(app, ["run", "-e", SCRIPT, "-f", "markdown"]).stdout
+    out = run_cli(["run", "-e", SCRIPT, "-f", "markdown"]).stdout
     section = out.split("### Step 7 ")[1]
     assert "*unchanged: a, b, c, d*" in section
     assert not re.search(r"^\| {2}\| a \|", section, flags=re.M)
@@ -102,7 +98,7 @@ r = torch.ones(3)
 x.grad = torch.ones(4)
 s = (x * 2).sum()
 """
-    steps = _steps(runner.invoke(app, ["run", "-e", script, "--width", "100"]).stdout)
+    steps = _steps(run_cli(["run", "-e", script, "--width", "100"]).stdout)
     # x.grad = ...: x changes; d shares x's storage (S1) and stays beside it.
     assert "d" in _rows(steps[7]) and "x" in _rows(steps[7])
     assert set(_folded(steps[7]) or []) == {"p", "q", "r"}
@@ -125,7 +121,7 @@ for i in range(3):
     w.add_(1)
 z = torch.zeros(1)
 """
-    out = runner.invoke(app, ["run", "-e", script, "--width", "100"]).stdout
+    out = run_cli(["run", "-e", script, "--width", "100"]).stdout
     last = list(_steps(out).values())[-1]
     assert last.startswith("line 8")
     assert "w" in _rows(last)
@@ -150,7 +146,7 @@ k = h + 1
     k = (x * 2) + 1
     assert k.grad_fn is not None and k.grad_fn.next_functions[0][0].next_functions[0][0].variable is x
     assert not {"x", "d"} & _notes_name(script, 8)
-    steps = _steps(runner.invoke(app, ["run", "-e", script, "--width", "100"]).stdout)
+    steps = _steps(run_cli(["run", "-e", script, "--width", "100"]).stdout)
     assert {"k", "h", "x", "d"} <= _rows(steps[8])
     assert set(_folded(steps[8]) or []) == {"p", "q", "r"}
 
@@ -158,7 +154,7 @@ k = h + 1
 def test_every_folded_row_is_named_however_many() -> None:
     names = [f"t{i}" for i in range(12)]
     script = "import torch\n" + "".join(f"{n} = torch.ones({i + 1})\n" for i, n in enumerate(names)) + "z = t0 * 2\n"
-    steps = _steps(runner.invoke(app, ["run", "-e", script, "--width", "200"]).stdout)
+    steps = _steps(run_cli(["run", "-e", script, "--width", "200"]).stdout)
     last = steps[max(steps)]
     assert _rows(last) == {"z"}
     assert sorted(_folded(last) or []) == sorted(names), last
@@ -180,7 +176,7 @@ z = a + 1
     for _ in range(4):
         (emb[15] * 2).backward()
     assert emb.grad is not None and emb.grad[15].item() == 8.0
-    out = runner.invoke(app, ["run", "-e", script, "--width", "120"]).stdout
+    out = run_cli(["run", "-e", script, "--width", "120"]).stdout
     last = list(_steps(out).values())[-1]
     assert last.startswith("line 7")
     assert "emb" in _rows(last) and "emb" not in (_folded(last) or []), last
@@ -194,7 +190,7 @@ model = torch.nn.Sequential(torch.nn.BatchNorm1d(3), torch.nn.Linear(4, 2))
 x = torch.randn(5, 3)
 out = model(x)
 """
-    out = runner.invoke(app, ["run", "-e", script, "--width", "100"]).stdout
+    out = run_cli(["run", "-e", script, "--width", "100"]).stdout
     last = list(_steps(out).values())[-1]
     assert "RuntimeError" in last and _folded(last) is None
     assert {"x", "model.0.weight", "model.1.weight", "model.0.running_mean"} <= _rows(last), last
@@ -202,7 +198,7 @@ out = model(x)
 
 def test_names_with_dots_inside_keys_are_not_split() -> None:
     script = "import torch\nd = {'a.b': torch.ones(1), 'a.c': torch.ones(2), 'x': torch.ones(3)}\nz = torch.ones(1)\n"
-    out = runner.invoke(app, ["run", "-e", script, "--width", "120"]).stdout
+    out = run_cli(["run", "-e", script, "--width", "120"]).stdout
     line = next(x for x in out.splitlines() if "unchanged:" in x)
     assert (
         line.strip() == "unchanged: d['a.b'], d['a.c'], d['x']"
@@ -212,7 +208,7 @@ def test_names_with_dots_inside_keys_are_not_split() -> None:
 
 def test_markdown_escapes_names_in_the_unchanged_line() -> None:
     script = "import torch\nd = {'*a': torch.ones(1), 'b*': torch.ones(1), '`c': torch.ones(1)}\nz = torch.ones(1)\n"
-    md = runner.invoke(app, ["run", "-e", script, "-f", "markdown"]).stdout
+    md = run_cli(["run", "-e", script, "-f", "markdown"]).stdout
     line = next(x for x in md.splitlines() if "unchanged:" in x)
     # Only the outer pair of asterisks is unescaped, and no backtick opens a code span.
     assert re.sub(r"\\.", "", line).count("*") == 2 and "`" not in re.sub(r"\\.", "", line), line
