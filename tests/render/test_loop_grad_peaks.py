@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from typing import Any
+
+from recorded import run_cli
+from typer.testing import Result
 
 SCRIPT = """\
 import torch
@@ -56,10 +57,10 @@ def _python() -> dict[str, list[float]]:
     return out
 
 
-def _tcopy(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", "run", "-e", SCRIPT, *args], capture_output=True, text=True, check=True
-    )
+def _tcopy(*args: str, script: str = SCRIPT) -> Result:
+    result = run_cli(["run", "-e", script, *args])
+    assert result.exit_code == 0, result.output
+    return result
 
 
 def test_the_loop_event_carries_each_turns_largest_norm() -> None:
@@ -98,12 +99,7 @@ for i in range(3):
     (v * 3.0).sum().backward()
     v.grad = None
 """
-    out = subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", "run", "-e", script, "--format", "json"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    out = _tcopy("--format", "json", script=script).stdout
     loops = [json.loads(line) for line in out.splitlines() if '"event":"loop"' in line.replace(" ", "")]
     import torch
 

@@ -8,11 +8,10 @@ loop with the reset (or accumulating on purpose) gets no finding.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from typing import Any
 
 import torch
+from recorded import run_cli
 
 NO_RESET = """\
 import torch
@@ -31,9 +30,9 @@ RESET = NO_RESET.replace("    pred = model(x)\n", "    opt.zero_grad()\n    pred
 
 
 def _tcopy(script: str, *args: str) -> str:
-    return subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", "run", "-e", script, *args], capture_output=True, text=True, check=True
-    ).stdout
+    result = run_cli(["run", "-e", script, *args])
+    assert result.exit_code == 0, result.output
+    return result.stdout
 
 
 def test_plain_python_sums_every_turns_gradient() -> None:
