@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from recorded import run_cli
 from typer.testing import CliRunner
 
 from tcopy_cli import __version__
@@ -85,7 +86,7 @@ def test_golden(name: str, args: list[str], tmp_path: Path) -> None:
 
 def test_json_lines_are_strict_json() -> None:
     script = "a = torch.tensor([float('nan'), float('inf'), -float('inf'), 1.0])\nc = torch.tensor([1+2j])"
-    result = CliRunner().invoke(app, ["run", "-e", script, "-f", "json"])
+    result = run_cli(["run", "-e", script, "-f", "json"])
     assert result.exit_code == 0
     for line in result.stdout.splitlines():
         json.loads(line, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
