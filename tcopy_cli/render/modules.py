@@ -254,14 +254,34 @@ def module_phrases(text: str, names: Iterable[str]) -> str:
         grads = [i.endswith(".grad") for i in items]
         if len(items) + extra < 3 or (any(grads) and not all(grads)):
             return words
-        found = {i.removesuffix(".grad") for i in items}
+        named = [i.removesuffix(".grad") for i in items]
+        found = set(named)
         for top, members in tops.items():
             if found <= members and len(found) + extra == len(members):
                 what = f"{top}'s {len(members)} tensors"
-                return f"the .grad of {what}" if all(grads) else what
+            elif found <= members and not extra and (parts := _whole_parts(named, members)):
+                what = f"{top}.{{{','.join(parts)}}}'s {len(found)} tensors"
+            else:
+                continue
+            return f"the .grad of {what}" if all(grads) else what
         return words
 
     return run.sub(phrase, text)
+
+
+def _whole_parts(found: list[str], members: set[str]) -> list[str]:
+    """The parts of a module (``conv1``, ``layer1.0``) of which the names ``found`` hold every
+    tensor and nothing else, in the order named ([] unless there are two or more)."""
+    parts: dict[str, set[str]] = {}
+    for name in members:
+        path = member_of(name)
+        if path is not None and len(path) > 2:
+            parts.setdefault(".".join(path[1:-1]), set()).add(name)
+    named = [".".join(path[1:-1]) for n in found if (path := member_of(n)) is not None and len(path) > 2]
+    whole = list(dict.fromkeys(named))
+    if len(whole) < 2 or len(named) != len(found) or set().union(*(parts[p] for p in whole)) != set(found):
+        return []
+    return whole
 
 
 def module_evolutions(rows: list[tuple[str, Evolution]], view: ViewOptions) -> list[tuple[str, Evolution, int]]:
