@@ -134,3 +134,77 @@ def test_a_note_names_whole_parts_of_a_module_by_their_parts() -> None:
     assert module_phrases(three, names) == three
     more = "model.conv1.weight, model.conv1.bias, model.conv2.weight and 2 more"
     assert module_phrases(more, names) == more
+
+
+NESTED = """\
+import torch
+import torch.nn as nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2)))
+x = torch.ones(1, 2)
+
+
+def outer():
+    return inner() * 2
+
+
+def inner():
+    y = model(x)
+    return y
+
+
+out = outer()
+"""
+
+
+def test_depth_counts_calls_only_and_leaves_module_rows_as_they_are() -> None:
+    def run(*args: str) -> str:
+        result = runner.invoke(app, ["run", "-e", NESTED, "--width", "100", "--no-color", "--all-steps", *args])
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    def rows(out: str) -> list[str]:
+        return re.findall(r"^[~+ ] (model\S*) ", out, flags=re.M)
+
+    def lines(out: str) -> list[int]:
+        return [int(n) for n in re.findall(r"^Step \d+ · line (\d+)", out, flags=re.M)]
+
+    # each --depth hides the steps of calls deeper than it, and no --depth changes a module's rows
+    folded = runner.invoke(app, ["run", "-e", NESTED, "--width", "100", "--no-color"]).stdout
+    for depth, hidden in ((None, set()), ("1", {13, 14}), ("0", {9, 13, 14})):
+        out = run() if depth is None else run("--depth", depth)
+        assert hidden.isdisjoint(lines(out)) and ({9, 13, 14} - hidden) <= set(lines(out)), out
+        shown = runner.invoke(
+            app, ["run", "-e", NESTED, "--width", "100", "--no-color", *(("--depth", depth) if depth else ())]
+        )
+        assert set(rows(shown.stdout)) == set(rows(folded)) == {"model"}, shown.stdout
+    assert "model.1.0.weight" in rows(run("--depth", "0"))  # --all-steps: every tensor its own row
+    helped = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "200"}).stdout
+    assert "about calls only" in helped
+
+
+BATCHNORM = """\
+import torch
+import torch.nn as nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4), nn.Linear(4, 4), nn.BatchNorm1d(4))
+h = model(torch.randn(8, 4))
+"""
+
+
+def test_module_row_names_keep_their_start_and_braces_at_narrow_widths() -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4)
+    )
+    buffers = sum(1 for name, _ in model.named_buffers() if name.endswith(("running_mean", "running_var")))
+    for width in (80, 100):
+        out = runner.invoke(app, ["run", "-e", BATCHNORM, "--width", str(width), "--no-color"]).stdout
+        names = re.findall(r"^[~+ ] (\S+) +\d+ tensors", out, flags=re.M)
+        assert names, out
+        braced = [name for name in names if "{" in name or "}" in name]
+        assert len(braced) >= 2, out
+        for name in braced:  # whole, or its start and its braces kept: model.*.{run…}, never 'mode…ng_var}'
+            assert name.startswith("model.") and name.count("{") == name.count("}"), (name, out)
+        stats = re.search(rf"^\+ \S+ +{buffers} tensors, {buffers * 4}\b", out, flags=re.M)
+        assert stats is not None and "{" in stats[0], out
