@@ -208,3 +208,51 @@ def test_module_row_names_keep_their_start_and_braces_at_narrow_widths() -> None
             assert name.startswith("model.") and name.count("{") == name.count("}"), (name, out)
         stats = re.search(rf"^\+ \S+ +{buffers} tensors, {buffers * 4}\b", out, flags=re.M)
         assert stats is not None and "{" in stats[0], out
+
+
+RUNNING_TOTAL = """\
+import torch
+torch.manual_seed(0)
+w = torch.randn(3, requires_grad=True)
+x = torch.randn(8, 3)
+total = 0
+for i in range(60):
+    loss = (x @ w).pow(2).mean()
+    loss.backward()
+    with torch.no_grad():
+        w -= 0.1 * w.grad
+    w.grad.zero_()
+    total = total + loss
+"""
+
+
+def _python_nodes(script: str) -> dict[str, int]:
+    """How many autograd nodes of each class are behind the script's total, walked in plain torch."""
+    namespace: dict[str, object] = {}
+    exec(script, namespace)
+    seen: set[object] = set()
+    counts: dict[str, int] = {}
+    stack = [namespace["total"].grad_fn]  # type: ignore[attr-defined]
+    while stack:
+        fn = stack.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        name = fn.name().rpartition("::")[2]  # torch::autograd::AccumulateGrad
+        counts[name] = counts.get(name, 0) + 1
+        stack.extend(f for f, _ in fn.next_functions)
+    return counts
+
+
+def test_graph_of_a_loop_draws_a_turn_and_names_the_alike_nodes_it_folds() -> None:
+    counts = _python_nodes(RUNNING_TOTAL)
+    assert counts["AddBackward0"] == 60
+    text = runner.invoke(app, ["graph", "-e", RUNNING_TOTAL, "--no-color"]).stdout
+    dot = runner.invoke(app, ["graph", "-e", RUNNING_TOTAL, "--format", "dot"]).stdout
+    assert len(text.splitlines()) <= 30, text  # 604 lines with every node
+    # DOT keeps every node; the text draws some and counts the rest, and together they are torch's
+    assert len(re.findall(r'label="AddBackward0', dot)) == counts["AddBackward0"]
+    drawn = re.findall(r"^N\d+ (\w+).*?(?: \((\d+) more alike folded\))?$", text, flags=re.M)
+    assert {op: sum(1 + int(k or 0) for name, k in drawn if name == op) for op in counts} == counts, text
+    tree = runner.invoke(app, ["graph", "-e", RUNNING_TOTAL, "--format", "tree", "--no-color"]).stdout
+    assert len(tree.splitlines()) <= 30 and "(like N3, one of 57 folded)" in tree, tree
