@@ -256,3 +256,23 @@ def test_graph_of_a_loop_draws_a_turn_and_names_the_alike_nodes_it_folds() -> No
     assert {op: sum(1 + int(k or 0) for name, k in drawn if name == op) for op in counts} == counts, text
     tree = runner.invoke(app, ["graph", "-e", RUNNING_TOTAL, "--format", "tree", "--no-color"]).stdout
     assert len(tree.splitlines()) <= 30 and "(like N3, one of 57 folded)" in tree, tree
+
+
+def test_batch_norm_running_statistics_are_told_as_batch_norm_writes_them() -> None:
+    torch.manual_seed(0)
+    bn = torch.nn.BatchNorm1d(4)
+    before = (bn.running_mean.clone(), bn.running_mean._version)
+    bn(torch.randn(8, 4))
+    # measured in plain torch: the values move, the version counter does not
+    assert not torch.equal(bn.running_mean, before[0]) and bn.running_mean._version == before[1]
+    out = runner.invoke(app, ["run", "-e", BATCHNORM, "--width", "100", "--no-color"]).stdout
+    step = re.split(r"^(?=Step \d+ · )", out, flags=re.M)[-1]
+    assert "model.1.running_mean moved toward this batch's statistics" in step, step
+    assert "(.data, or a NumPy array" not in out  # no alias wrote them
+
+
+def test_the_resnet_case_is_told_in_far_fewer_lines() -> None:
+    out = runner.invoke(app, ["run", str(CASES / "resnet_blocks.py"), "--width", "100", "--no-color"]).stdout
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert len(out.splitlines()) <= 650, len(out.splitlines())  # 1,951 when every inner turn was drawn
+    assert f"│ {_python_loss(CASES / 'resnet_blocks.py')}" in out
