@@ -28,7 +28,7 @@ model = Net()
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 x = torch.randn(32, 1, 28, 28)
 y = torch.randint(0, 10, (32,))
-for step in range(60):
+for _ in range(60):
     opt.zero_grad()
     loss = F.cross_entropy(model(x), y)
     loss.backward()

@@ -26,7 +26,7 @@ model = nn.ModuleDict(
 opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 x = torch.randn(8, 3, 16, 16)
 y = torch.randint(0, 10, (8,))
-for step in range(3):
+for _ in range(3):
     h = model["stem"](x)
     for b in model["blocks"]:
         h = F.relu(h + b(h))
