@@ -54,6 +54,8 @@ def graph_cmd(
 ) -> None:
     """Write the autograd graph behind the script's named tensors after its last statement.
 
+    Text and tree draw the first of three or more alike nodes (a loop's turns) and count the rest.
+
     Graphviz DOT needs no Graphviz installed: render it with 'dot -Tsvg' wherever you have it.
     A script that ends in an error still shows the graph as it was then (exit status 1, or 0
     where the line says '# expect: NAME').

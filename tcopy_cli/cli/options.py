@@ -176,7 +176,8 @@ DepthOpt = Annotated[
     Optional[int],
     _presenting(
         "--depth",
-        "Hide steps inside script functions nested deeper than N calls (0: module level only).",
+        "Hide the steps inside script functions called more than N deep (0: the script's top level only); "
+        "about calls only: a model's layers stay one row (--watch model.fc1 opens one).",
         0,
         show_default=False,
     ),

@@ -87,6 +87,18 @@ def untracked_write(f: StepFacts, name: str) -> list[Note]:
             )
         ]
     if r.version == old.version:
+        normed = [op for op in f.step.ops if op.function == "batch_norm" and any(i.name == name for i in op.inputs)]
+        if normed:
+            return [
+                note(
+                    "change.running-stats",
+                    f"{name} moved toward this batch's statistics: {code_span(normed[0].call)} ran batch_norm in "
+                    f"training mode, which updates its running statistics in place without moving their version "
+                    f"counter. Nothing takes gradients from them; eval() makes batch_norm read them instead.",
+                    [name],
+                    op=normed[0].index,
+                )
+            ]
         through = _alias_write(f, name)
         how = (
             f"{code_span(through[0])} wrote into its memory through {through[1]}"

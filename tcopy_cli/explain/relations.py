@@ -205,8 +205,11 @@ def rebinding(f: StepFacts, name: str) -> list[Note]:
                     [name],
                 )
             ]
-        if any(loop.iteration > 1 for loop in f.step.loops):
-            return []  # (x = x + 1 in every turn: told in the first)
+        told = f.state.extra.setdefault(_TOLD, set())
+        assert isinstance(told, set)
+        if any(loop.iteration > 1 for loop in f.step.loops) or name in told:
+            return []  # (x = x + 1 in every turn, x = layer(x) line after line: told the first time)
+        told.add(name)
         return [
             note(
                 "rebind.computed-from-old",
@@ -226,6 +229,7 @@ def rebinding(f: StepFacts, name: str) -> list[Note]:
 
 
 _REBOUND = "rebound"
+_TOLD = "rebinding told"
 MAX_REBOUND = 64
 """Rebindings remembered at once (the oldest are forgotten)."""
 

@@ -7,7 +7,8 @@ matters most, SILENT (autograd computes gradients from changed values without an
 
 The terminal layout is the widest one that fits without breaking a word: one row per
 expression when the questions fit as columns, else the questions as rows and the
-expressions as columns, in as many blocks as the width needs.
+expressions as columns (those with the same answers in one), in as few blocks as the width
+needs, filled evenly.
 """
 
 from __future__ import annotations
@@ -88,12 +89,15 @@ def render_table(console: Console, rows: list[Comparison], setup: str, device: s
     ]
     wide = _by_expression(console, rows)
     parts.extend([wide, Text("")] if wide is not None else _by_question(console, rows))
+    warned: dict[str, list[str]] = {}  # a warning once, after every expression that gave it
     for c in rows:
         if c.error is not None:
             message = c.error["message"].splitlines()[0] if c.error["message"] else ""
             parts.append(Padding(Text(f"{c.expression}: {c.error['type']}: {message}", style="red"), (0, 0, 0, 2)))
         for w in c.warnings:
-            parts.append(Padding(Text(f"{c.expression}: warning: {w}", style="yellow"), (0, 0, 0, 2)))
+            warned.setdefault(w, []).append(c.expression)
+    for w, expressions in warned.items():
+        parts.append(Padding(Text(f"{', '.join(expressions)}: warning: {w}", style="yellow"), (0, 0, 0, 2)))
     parts.append(Text(FOOTNOTE, style="dim"))
     console.print(Trimmed(Group(*parts)))
 
@@ -142,30 +146,47 @@ def _expression_rows(rows: list[Comparison], widths: list[int]) -> Table:
 
 
 def _by_question(console: Console, rows: list[Comparison]) -> list[RenderableType]:
-    """The questions as rows and the expressions as columns, in blocks that each fit the console."""
-    blocks: list[list[Comparison]] = []
+    """The questions as rows and the expressions as columns, in as few blocks as fit the console,
+    each about as full as the others. Expressions with the same answers share a column (their
+    names one under another)."""
+    columns: dict[tuple[tuple[str, str], ...], list[Comparison]] = {}
     for c in rows:
-        if blocks and _natural_width(console, _question_rows([*blocks[-1], c])) <= console.width:
-            blocks[-1].append(c)
-        else:
-            blocks.append([c])
+        columns.setdefault(tuple(answer(c, q) for q in QUESTIONS), []).append(c)
+    groups = list(columns.values())
+    fits = [_natural_width(console, _question_rows([g])) <= console.width for g in groups]
+    blocks = _balanced(console, [g for g, ok in zip(groups, fits) if ok])
     out: list[RenderableType] = []
     for block in blocks:
-        table = _question_rows(block)
-        if _natural_width(console, table) > console.width:  # one expression too long for a header
-            out.append(Text(f"y = {block[0].expression}", style="bold cyan"))
-            table = _question_rows(block, headers=False)
-        out.extend([table, Text("")])
+        out.extend([_question_rows(block), Text("")])
+    for group, ok in zip(groups, fits):
+        if not ok:  # one expression too long for a header
+            out.append(Text("y = " + ", ".join(c.expression for c in group), style="bold cyan"))
+            out.extend([_question_rows([group], headers=False), Text("")])
     return out
 
 
-def _question_rows(block: list[Comparison], headers: bool = True) -> Table:
+def _balanced(console: Console, groups: list[list[Comparison]]) -> list[list[list[Comparison]]]:
+    """``groups`` in order, in the fewest blocks that fit the console, as even as can be."""
+    for count in range(1, len(groups) + 1):
+        size = -(-len(groups) // count)
+        blocks = [groups[i : i + size] for i in range(0, len(groups), size)]
+        if len(blocks) == count and all(_natural_width(console, _question_rows(b)) <= console.width for b in blocks):
+            return blocks
+    return [[g] for g in groups]
+
+
+def _header(group: list[Comparison]) -> str:
+    """A column's expressions, one a line (a name is never broken)."""
+    return "\n".join(c.expression for c in group)
+
+
+def _question_rows(block: list[list[Comparison]], headers: bool = True) -> Table:
     table = _table("y =")
     table.show_header = headers
-    for c in block:
-        table.add_column(c.expression, no_wrap=True)
+    for group in block:
+        table.add_column(_header(group), no_wrap=True)
     for q in QUESTIONS:
-        table.add_row(q.label, *(Text(*answer(c, q)) for c in block))
+        table.add_row(q.label, *(Text(*answer(group[0], q)) for group in block))
     return table
 
 

@@ -649,8 +649,10 @@ def fold_unchanged(rows: list[Row], seen: dict[str, object], named: Iterable[str
     drawn since reads differently and keeps its row. So does one the step's notes name
     (``named``; ``x.grad`` names ``x``), one whose storage a drawn row shows too, and one
     a drawn tensor's backward reaches (its measured graph reach): a note, a shared storage
-    label or the graph points the reader at the row. Fewer than ``UNCHANGED_FOLD`` such
-    rows stay drawn, so a small table is always whole. A list item no table drew yet (a
+    label or the graph points the reader at the row, but not at a module's row, which
+    draws none of its tensors' values (the note names them; the folded line names the
+    module as its row did). Fewer than ``UNCHANGED_FOLD`` such tensors stay drawn, so a
+    small table is always whole. A list item no table drew yet (a
     folded turn added it: its line said so) folds too: a loop that appended a thousand
     items does not draw them all in the next turn shown in full.
     """
@@ -660,7 +662,7 @@ def fold_unchanged(rows: list[Row], seen: dict[str, object], named: Iterable[str
         for r in rows
         if not r.new
         and not r.changed
-        and kept.isdisjoint(r.names)
+        and (r.members or kept.isdisjoint(r.names))
         and (_seen_before(r, seen) or ((name := r.cells["name"]) not in seen and is_item(name)))
     ]
     while True:  # a row kept for a drawn row can keep others in turn (x reached, then x's view)
@@ -668,15 +670,18 @@ def fold_unchanged(rows: list[Row], seen: dict[str, object], named: Iterable[str
         drawn = [r for r in rows if id(r) not in folded]
         drawn_storage = {label for r in drawn for label in _storage_labels(r)}
         reached = {n for r in drawn if isinstance(r.record, TensorRecord) for n in r.record.reaches}
-        still = [r for r in same if drawn_storage.isdisjoint(_storage_labels(r)) and reached.isdisjoint(r.names)]
+        still = [
+            r
+            for r in same
+            if drawn_storage.isdisjoint(_storage_labels(r)) and (r.members or reached.isdisjoint(r.names))
+        ]
         if len(still) == len(same):
             break
         same = still
-    names = [n for r in same for n in r.names]  # a module's row: each of its tensors
-    if len(names) < UNCHANGED_FOLD or len(same) == len(rows):
+    if sum(len(r.names) for r in same) < UNCHANGED_FOLD or len(same) == len(rows):
         return rows, []
     folded = {id(r) for r in same}
-    return [r for r in rows if id(r) not in folded], names
+    return [r for r in rows if id(r) not in folded], [r.cells["name"] for r in same]
 
 
 def fold_aliases(rows: list[Row], keep: Iterable[str] = ()) -> tuple[list[Row], str]:

@@ -7,7 +7,8 @@ other short facts are never squeezed out. The set is chosen on the values-first 
 (below): whether the values get all they need there.
 
 Widths: every column starts at its smallest useful width (``SQUEEZE``, and ``LAST_RESORT``
-when even that does not fit), and the spare width is shared out so that the table takes
+when even that does not fit; a grad_fn name whole and a cell in the form it was drawn in
+before where they fit), and the spare width is shared out so that the table takes
 the fewest terminal lines: a row is as tall as its tallest cell, and a cell's lines are
 counted as they are drawn (a values cell as a line, a grid or a summary, wrapped or cut).
 Among the layouts with that fewest number of lines, the one chosen has the fewest lines
@@ -36,7 +37,7 @@ from tcopy_cli.render.cells import COLUMNS, Column, Row
 from tcopy_cli.render.grid import Cell, cell_height
 from tcopy_cli.render.memo import Memo
 from tcopy_cli.render.names import shortened, unique_width
-from tcopy_cli.render.values import natural_width, value_lines, values_key
+from tcopy_cli.render.values import form_width, natural_width, one_line_width, value_form, value_lines, values_key
 from tcopy_cli.trace.records import ArrayRecord, TensorRecord
 
 WIDE = 120
@@ -49,7 +50,7 @@ LAST_RESORT = [("shares", 4), ("grad", 6), ("autograd", 8), ("grad_fn", 8), ("na
 # The name first: a name never wraps, and written shorter it leaves out its middle.
 GROW = ["name", "values", "autograd", "grad_fn", "grad", "shares"]
 # The most a column asks for (a longer cell wraps or is cut).
-CAP = {"name": 24, "grad": 32, "shares": 20, "autograd": 20, "grad_fn": 20}
+CAP = {"name": 24, "grad": 32, "shares": 20, "autograd": 44, "grad_fn": 44}
 # Columns whose text may wrap onto more lines; the rest stay on one line and end in "…" (a name is
 # written shorter, the middle of it left out: ``short_names``).
 FOLDING = ("values", "grad", "shares")
@@ -77,6 +78,36 @@ class Fit:
     """The values-first widths: the spare to the columns in ``GROW`` order."""
     quality: int
     """2 when every column got its natural width, 1 when the values did, else 0."""
+
+
+class Forms:
+    """The form (``value_form``) each tensor's values and grad were drawn in last, by name and
+    shape: a tensor whose shape did not change is drawn in the same form where the width allows
+    (a grad drawn as a grid stays a grid, a summary keeps its histogram)."""
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[str, str], tuple[tuple[int, ...], tuple[str, int]]] = {}
+
+    def held(self, rows: list[Row]) -> dict[str, list[int]]:
+        """The widths the values and grad columns need to draw each of ``rows`` as before."""
+        widths: dict[str, list[int]] = {}
+        for row in rows:
+            for key in ("values", "grad"):
+                record, last = _record(row, key), self._last.get((row.cells["name"], key))
+                if record is not None and last is not None and last[0] == tuple(record.shape):
+                    w = form_width(record, last[1])
+                    if w is not None:
+                        widths.setdefault(key, []).append(w)
+        return widths
+
+    def drawn(self, rows: list[Row], widths: dict[str, int]) -> None:
+        """``rows`` were drawn in a table with these column widths."""
+        for row in rows:
+            for key in ("values", "grad"):
+                record = _record(row, key)
+                form = value_form(record, widths[key]) if record is not None and key in widths else None
+                if record is not None and form is not None:
+                    self._last[row.cells["name"], key] = (tuple(record.shape), form)
 
 
 def cell(row: Row, key: str, width: int, text: str | None = None) -> Cell:
@@ -134,14 +165,21 @@ def natural_widths(rows: list[Row], columns: list[Column]) -> dict[str, int]:
     return widths
 
 
-def fit(rows: list[Row], columns: list[Column], width: int) -> Fit:
+def fit(
+    rows: list[Row], columns: list[Column], width: int, held: dict[str, list[int]] | None = None, whole: bool = True
+) -> Fit:
     """How ``columns`` fit in ``width`` terminal columns, values first (see ``Fit``).
 
     The name column is at least as wide as it takes to tell the names apart when their
-    middles are left out (``unique_width``), where the width allows."""
+    middles are left out (``unique_width``), where the width allows. Where the width
+    allows too, a grad_fn name is never cut, and the values and grad columns are at least
+    as wide as ``held`` says (what keeps each cell in the form an earlier table drew it
+    in: ``value_form``), after the grad_fn names (``whole``: whether they are tried)."""
     natural = natural_widths(rows, columns)
-    least = {k: min(w, SQUEEZE.get(k, w)) for k, w in natural.items()}
+    squeezed = {k: min(w, SQUEEZE.get(k, w)) for k, w in natural.items()}
     # the marker column and one space before every column
+    lines = [one_line_width(r.record) if r.record is not None else len(r.cells["values"]) for r in rows]
+    least = _least(squeezed, natural, width - 1 - len(columns), held or {}, max(lines, default=0) if whole else -1)
     spare = width - 1 - len(columns) - sum(least.values())
     if "name" in least and least["name"] < natural["name"]:
         apart = unique_width([r.cells["name"] for r in rows], least["name"], natural["name"])
@@ -167,14 +205,54 @@ def fit(rows: list[Row], columns: list[Column], width: int) -> Fit:
     return Fit(natural, least, spare, widths, quality)
 
 
-def plan(rows: list[Row], width: int, show_device: bool, level: int = 0, shortest: bool = True) -> tuple[Layout, int]:
+def _least(
+    squeezed: dict[str, int], natural: dict[str, int], room: int, held: dict[str, list[int]], one_line: int
+) -> dict[str, int]:
+    """The smallest widths ``fit`` starts from: grad_fn names whole where the values still fit on
+    one line (``one_line`` wide) beside them, then as many cells in their earlier forms as fit
+    (the most cells, then the widest); either only where the names keep their whole width too (a
+    negative ``one_line``: grad_fn names as squeezed as the rest). A name cut reads as another
+    operation; a summary without its σ still says what it said."""
+    named = natural["name"] - squeezed["name"] if "name" in natural else 0
+    whole: dict[str, int] = {k: natural[k] for k in ("autograd", "grad_fn") if k in natural}
+    nothing: dict[str, int] = {}
+    lined = max(squeezed["values"], min(one_line, natural["values"])) - squeezed["values"] if "values" in natural else 0
+    if one_line < 0 or sum({**squeezed, **whole}.values()) + named + lined > room:
+        whole = {}
+    options = {
+        k: [*sorted({max(squeezed[k], min(w, natural[k])) for w in ws}, reverse=True), squeezed[k]]
+        for k, ws in held.items()
+        if k in natural
+    }
+    for names in (whole, nothing):
+        fitting = []
+        for values, grad in product(options.get("values", [0]), options.get("grad", [0])):
+            least = {**squeezed, **names}
+            least.update((k, w) for k, w in (("values", values), ("grad", grad)) if w)
+            if sum(least.values()) + named <= room:
+                kept = sum(w <= least[k] for k, ws in held.items() if k in least for w in ws)
+                fitting.append((kept, values + grad, least))
+        if fitting:  # the most cells kept in their forms, then the widest
+            return max(fitting, key=lambda f: f[:2])[2]
+    return squeezed
+
+
+def plan(
+    rows: list[Row],
+    width: int,
+    show_device: bool,
+    level: int = 0,
+    shortest: bool = True,
+    held: dict[str, list[int]] | None = None,
+) -> tuple[Layout, int]:
     """The columns and widths for a step table ``width`` terminal columns wide, and their level.
 
     Levels: 0 every fact, 1 every fact but ``data_ptr``, 2 the narrow set. A renderer
     passes back the level it got so that a later step never shows more columns than an
     earlier one: columns do not come and go from step to step. The level is chosen on
     the values-first widths; ``shortest`` then shares the width out for the fewest lines
-    (False: the values-first widths themselves).
+    (False: the values-first widths themselves). ``held``: the least widths of the values
+    and grad columns that keep their cells in the forms drawn before (``fit``).
     """
 
     def pick(wide: bool, data_ptr: bool = True) -> list[Column]:
@@ -189,14 +267,24 @@ def plan(rows: list[Row], width: int, show_device: bool, level: int = 0, shortes
     candidates = {0: pick(True), 1: pick(True, data_ptr=False), 2: pick(False)}
     if width < WIDE:
         level = 2
-    fits = [(i, columns, fit(rows, columns, width)) for i, columns in candidates.items() if i >= level]
+    fits = [(i, columns, fit(rows, columns, width, held)) for i, columns in candidates.items() if i >= level]
     chosen = next(
         ((i, columns, f) for wanted in (2, 1) for i, columns, f in fits if f.quality >= wanted),
         (2, fits[-1][1], fits[-1][2]),
     )
     i, columns, f = chosen
     widths = fewest_lines(rows, columns, f) if shortest else f.widths
+    if any(f.least.get(k, 0) > SQUEEZE[k] for k in ("autograd", "grad_fn")):  # a grad_fn name whole: if no taller
+        g = fit(rows, columns, width, held, whole=False)
+        cut = fewest_lines(rows, columns, g) if shortest else g.widths
+        if _height(rows, cut) < _height(rows, widths):
+            widths = cut
     return Layout(columns, widths), i
+
+
+def _height(rows: list[Row], widths: dict[str, int]) -> int:
+    """The terminal lines ``rows`` take with these column widths."""
+    return sum(max([1, *(_drawn(row, k, widths[k]).lines for k in FOLDING if k in widths)]) for row in rows)
 
 
 # Counting lines. A cell is known by what its lines are made of (not its style): a values

@@ -9,8 +9,8 @@ how many tensors and values, their versions and the largest ``.grad`` norm among
 that did something else keeps its own row. The rows are a view: JSON keeps every tensor.
 
 What opens a module again: ``--watch model.fc1`` (a watched name below a module's top is drawn as
-its tensors), ``--depth N`` (rows no higher than N modules below the top: ``--depth 1`` draws one
-row per child of ``model``), ``--all-steps`` (every row).
+its tensors) and ``--all-steps`` (every row). ``--depth`` is about calls, not modules: it hides
+the steps inside script functions.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def behaviour(row: Row) -> tuple[object, ...]:
 def view_rows(rows: list[Row], view: ViewOptions, step: Step | None = None) -> list[Row]:
     """The rows a table or Markdown view draws for a step: ``module_rows`` (none with --all-steps
     or in a failing step, where the error may be about any tensor; a name --watch gives below a
-    module's top opens it, as --depth does to that depth). A note may name a tensor of a module's
+    module's top opens it). A note may name a tensor of a module's
     row (``computed from model.conv1.weight``): the row stays, --watch model.conv1 opens it."""
     if not view.fold or (step is not None and step.error is not None):
         return rows
@@ -75,7 +75,7 @@ def view_rows(rows: list[Row], view: ViewOptions, step: Step | None = None) -> l
     def opened(name: str) -> bool:
         return any(name == w or name.startswith((w + ".", w + "[")) for w in opening)
 
-    return module_rows(rows, opened, view.depth)
+    return module_rows(rows, opened)
 
 
 def _aliases(rows: list[Row]) -> set[int]:
@@ -92,15 +92,11 @@ def _aliases(rows: list[Row]) -> set[int]:
     return out
 
 
-def module_rows(
-    rows: list[Row],
-    opened: Callable[[str], bool] = lambda name: False,
-    depth: int | None = None,
-) -> list[Row]:
+def module_rows(rows: list[Row], opened: Callable[[str], bool] = lambda name: False) -> list[Row]:
     """``rows``, where tensors of one module that behave alike (``behaviour``) share one row.
 
     ``opened(name)``: the tensor keeps its own row (``--watch`` names it or a module above it
-    below the top). ``depth``: module rows stand no higher than this many modules below the top."""
+    below the top)."""
     aliases = _aliases(rows)
     tops: dict[str, list[tuple[Row, tuple[str, ...]]]] = {}
     for row in rows:
@@ -112,10 +108,7 @@ def module_rows(
     for members in tops.values():
         groups: dict[tuple[object, ...], list[tuple[Row, tuple[str, ...]]]] = {}
         for row, parts in members:
-            key = behaviour(row)
-            if depth is not None:
-                key = (*key, parts[: min(depth + 1, len(parts) - 1)])
-            groups.setdefault(key, []).append((row, parts))
+            groups.setdefault(behaviour(row), []).append((row, parts))
         for group in groups.values():
             if len(group) < MODULE_ROW:
                 continue
@@ -254,14 +247,34 @@ def module_phrases(text: str, names: Iterable[str]) -> str:
         grads = [i.endswith(".grad") for i in items]
         if len(items) + extra < 3 or (any(grads) and not all(grads)):
             return words
-        found = {i.removesuffix(".grad") for i in items}
+        named = [i.removesuffix(".grad") for i in items]
+        found = set(named)
         for top, members in tops.items():
             if found <= members and len(found) + extra == len(members):
                 what = f"{top}'s {len(members)} tensors"
-                return f"the .grad of {what}" if all(grads) else what
+            elif found <= members and not extra and (parts := _whole_parts(named, members)):
+                what = f"{top}.{{{','.join(parts)}}}'s {len(found)} tensors"
+            else:
+                continue
+            return f"the .grad of {what}" if all(grads) else what
         return words
 
     return run.sub(phrase, text)
+
+
+def _whole_parts(found: list[str], members: set[str]) -> list[str]:
+    """The parts of a module (``conv1``, ``layer1.0``) of which the names ``found`` hold every
+    tensor and nothing else, in the order named ([] unless there are two or more)."""
+    parts: dict[str, set[str]] = {}
+    for name in members:
+        path = member_of(name)
+        if path is not None and len(path) > 2:
+            parts.setdefault(".".join(path[1:-1]), set()).add(name)
+    named = [".".join(path[1:-1]) for n in found if (path := member_of(n)) is not None and len(path) > 2]
+    whole = list(dict.fromkeys(named))
+    if len(whole) < 2 or len(named) != len(found) or set().union(*(parts[p] for p in whole)) != set(found):
+        return []
+    return whole
 
 
 def module_evolutions(rows: list[tuple[str, Evolution]], view: ViewOptions) -> list[tuple[str, Evolution, int]]:

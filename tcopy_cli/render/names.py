@@ -188,9 +188,13 @@ def shortened(name: str, width: int, chars: bool = True) -> list[str]:
     """The ways of writing ``name`` in ``width`` columns on one line, best first: the name itself
     where it fits; else its first and last pieces with ``…`` for the middle ones, keeping as much
     of its end as fits, then of its start (``model.…conv1.weight``); else its last pieces alone
-    (``…conv1.weight``); else (``chars``) its characters cut, the end kept (``disc…nator.weight``)."""
+    (``…conv1.weight``); else (``chars``) its characters cut, the end kept (``disc…nator.weight``).
+    A module row's name that ends in a group (``model.*.{running_mean,running_var}``) is first
+    written with the group's first items and ``…`` for the rest (``model.*.{running_mean,…}``,
+    ``model.*.{run…}``, ``model.*.{…}``, ``model.…{…}``): its start and its braces whole."""
     if len(name) <= width:
         return [name]
+    braced = _braced(name, width)
     pieces = name_pieces(name)
     found: list[tuple[int, int, str]] = []
     for i in range(1, len(pieces)):
@@ -198,7 +202,7 @@ def shortened(name: str, width: int, chars: bool = True) -> list[str]:
             text = "".join(pieces[:i]) + "…" + "".join(pieces[len(pieces) - j :])
             if len(text) <= width:
                 found.append((-j, -len(text), text))
-    out = [text for _, _, text in sorted(found)]
+    out = braced + [text for _, _, text in sorted(found)]
     out += [t for j in range(len(pieces) - 1, 0, -1) if len(t := "…" + "".join(pieces[len(pieces) - j :])) <= width]
     if not chars:
         return out
@@ -207,6 +211,28 @@ def shortened(name: str, width: int, chars: bool = True) -> list[str]:
     elif width == 1:
         out.append("…")
     return list(dict.fromkeys(out))
+
+
+def _braced(name: str, width: int) -> list[str]:
+    """``name``'s closing group of names with fewer of its items, in ``width`` (most items first)."""
+    if not name.endswith("}"):
+        return []
+    level, items, start = 0, list[str](), len(name) - 1
+    for i in range(len(name) - 1, -1, -1):  # the group's items, from its end back to its "{"
+        level += {"}": 1, "{": -1}.get(name[i], 0)
+        if (level == 1 and name[i] == ",") or level == 0:
+            items.insert(0, name[i + 1 : start])
+            start = i
+        if level == 0:
+            break
+    else:
+        return []
+    head = name[:start]
+    forms = [head + "{" + "".join(item + "," for item in items[:k]) + "…}" for k in range(len(items) - 1, 0, -1)]
+    forms += [head + "{" + items[0][:c] + "…}" for c in range(len(items[0]) - 1, -1, -1)]  # model.*.{run…}
+    pieces = name_pieces(head)  # then fewer of the pieces before it: model.…{…}
+    forms += ["".join(pieces[:i]) + "…{…}" for i in range(len(pieces) - 1, 0, -1)]
+    return [form for form in forms if len(form) <= width]
 
 
 def short_names(names: list[str], width: int, chars: bool = True) -> dict[str, str] | None:

@@ -16,7 +16,7 @@ from tcopy_cli.render.cells import Before, Quiet, Row, removed_names, step_rows
 from tcopy_cli.render.folding import FoldedTurn, SeenRows, StepFlow, printed_lines, turn_label, turn_parts
 from tcopy_cli.render.graph import graph_tree
 from tcopy_cli.render.grid import BOX, HEADER_STYLE, Cell, StepGrid
-from tcopy_cli.render.layout import FOLDING, cell, plan
+from tcopy_cli.render.layout import FOLDING, Forms, cell, plan
 from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading, summary_rows, unlisted_rows
 from tcopy_cli.render.memory import memory_map, memory_signature
 from tcopy_cli.render.modules import module_evolutions, module_parts, module_phrases, view_rows, whole_modules
@@ -42,6 +42,7 @@ class TableRenderer:
         self.shown = 0  # steps drawn (fewer than run under --step/--from/--to/--depth)
         self.tables = 0  # step tables drawn
         self.seen = SeenRows()
+        self.forms = Forms()  # the form each tensor's values and grad were drawn in last
         self.last_folded: FoldedTurn | None = None  # the folded turn drawn last, if nothing came after it
         self.latest: Step | None = None  # the step taken in last, shown or not (what modules there are)
 
@@ -233,7 +234,8 @@ class TableRenderer:
 
     def _table(self, rows: list[Row]) -> StepGrid:
         show_device = {r.cells["device"] for r in rows} != {self.device}
-        layout, self.level = plan(rows, self.console.width, show_device, self.level)
+        layout, self.level = plan(rows, self.console.width, show_device, self.level, held=self.forms.held(rows))
+        self.forms.drawn(rows, layout.widths)
         self.tables += 1
         headers = ["", *(c.header for c in layout.columns)]
         widths = [1, *(layout.widths[c.key] for c in layout.columns)]

@@ -294,3 +294,40 @@ def _value_lines(r: TensorRecord | ArrayRecord, width: int) -> tuple[list[str], 
         if max(map(len, lines)) <= width:
             return list(lines), False
     return list(forms[-1]), True
+
+
+def value_form(r: TensorRecord | ArrayRecord, width: int) -> tuple[str, int] | None:
+    """How the values of ``r`` are drawn ``width`` wide: ``("grid", 0)``, ``("line", 0)`` or
+    ``("stats", i)`` (the i-th of ``Stats.forms``); None for a line that wraps or a sentence."""
+    lines, wraps = value_lines(r, width)
+    if wraps:
+        return None
+    if isinstance(r.values, list) and len(r.shape) >= 2 and lines == _grid_of(r):
+        return ("grid", 0)
+    if lines == [r.preview]:
+        return ("line", 0)
+    stats = record_stats(r)
+    forms = stats.forms() if isinstance(stats, Stats) else []
+    return ("stats", forms.index(lines)) if lines in forms else None
+
+
+def form_width(r: TensorRecord | ArrayRecord, form: tuple[str, int]) -> int | None:
+    """The width in which the values of ``r`` are drawn in ``form`` or a form that says more
+    (None: ``r`` has no such form, a grid now too tall, say)."""
+    kind, i = form
+    if kind == "grid" and isinstance(r.values, list) and len(r.shape) >= 2:
+        lines = _grid_of(r)
+        return max(map(len, lines)) if len(lines) <= MAX_GRID_LINES else None
+    if kind == "line":
+        return len(r.preview) if r.values is not None or not preview_statistics(r.preview) else None
+    stats = record_stats(r) if kind == "stats" else None
+    return max(map(len, stats.forms()[i])) if isinstance(stats, Stats) else None
+
+
+def one_line_width(r: TensorRecord | ArrayRecord) -> int:
+    """The narrowest width in which the values of ``r`` are drawn on one line (their preview,
+    or the shortest one-line summary)."""
+    stats = record_stats(r)
+    if isinstance(stats, Stats):
+        return min(len(r.preview), *(len(lines[0]) for lines in stats.forms() if len(lines) == 1))
+    return len(stats or r.preview)

@@ -1,0 +1,278 @@
+"""Real models on a screen: a training CNN in few lines, a tensor drawn in one form from step
+to step, grad_fn names whole where the table has room, notes that name a module's parts."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import runpy
+from pathlib import Path
+
+import torch
+from rich.console import Console
+from typer.testing import CliRunner
+
+from tcopy_cli.cli import app
+from tcopy_cli.render.modules import module_phrases
+from tcopy_cli.render.table import TableRenderer
+from tcopy_cli.trace.observe import DEFAULT_MAX_VALUES, tensor_values
+from tcopy_cli.trace.records import Step, TensorRecord
+
+runner = CliRunner()
+CASES = Path(__file__).resolve().parents[2] / "benchmarks" / "cases"
+
+
+def _record(t: torch.Tensor, grad: torch.Tensor | None, grad_fn: str | None, label: int) -> TensorRecord:
+    values, preview = tensor_values(t, DEFAULT_MAX_VALUES)
+    return TensorRecord(
+        shape=list(t.shape), dtype="float32", device="cpu", values=values, preview=preview,
+        data_ptr=4096 * label, storage=f"S{label}", storage_offset=0, shares_memory_with=[],
+        requires_grad=grad is not None or grad_fn is not None, is_leaf=grad_fn is None, grad_fn=grad_fn,
+        grad=None if grad is None else _record(grad, None, None, 1000 + label), version=0,
+        version_counter=f"V{label}",
+    )  # fmt: skip
+
+
+def _step(index: int, tensors: dict[str, TensorRecord]) -> Step:
+    return Step(
+        index=index, line=index, source=f"s{index}", status="ok", error=None, stdout="", warnings=[],
+        tensors=tensors, arrays={},
+    )  # fmt: skip
+
+
+def test_a_grad_drawn_as_a_grid_stays_a_grid_while_its_shape_is_the_same() -> None:
+    torch.manual_seed(0)
+    w, hidden = torch.randn(2, 2), torch.randn(8, 16)
+    grad = w * 0.5
+    w_rec = _record(w, grad, None, 1)
+    hidden_rec = _record(hidden, None, "AddBackward0", 2)
+    steps = [
+        _step(1, {"w": w_rec}),
+        _step(2, {"w": w_rec, "hidden": hidden_rec}),  # a row whose values want the width
+        _step(3, {"w": w_rec, "hidden": hidden_rec, "q": _record(hidden[:2], None, "SliceBackward0", 3)}),
+    ]
+    console = Console(file=io.StringIO(), width=100, color_system=None)
+    renderer = TableRenderer(console)
+    for step in steps:
+        renderer.step(step)
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    tables = re.split(r"^Step \d+ · ", out, flags=re.M)[1:]
+    assert len(tables) == 3
+    for text in tables:
+        lines = text.splitlines()
+        header = next(line for line in lines if " grad " in line)
+        start, end = header.index(" grad ") + 1, header.index(" ver")
+        at = next(i for i, line in enumerate(lines) if re.match(r"^[~+ ] w ", line))
+        found = [line[start:end].strip() for line in lines[at : at + 2]]  # the grad column: a grid of two rows
+        assert found[0].startswith("[[") and found[1].endswith("]]"), text
+        numbers = [[float(v) for v in cell.strip("[], ").split(",")] for cell in found]
+        assert torch.allclose(torch.tensor(numbers), grad, atol=1e-3), text
+
+
+P9 = """\
+import torch
+torch.manual_seed(0)
+x = torch.randn(8, 3)
+w = torch.randn(3, 4, requires_grad=True)
+for i in range(3):
+    loss = (x @ w).pow(2).mean()
+    loss.backward()
+    with torch.no_grad():
+        w -= 0.1 * w.grad
+    w.grad.zero_()
+"""
+
+
+def test_grad_fn_names_are_whole_where_the_table_has_room() -> None:
+    torch.manual_seed(0)
+    x, w = torch.randn(8, 3), torch.randn(3, 4, requires_grad=True)
+    name = (x @ w).pow(2).mean().grad_fn.name()  # type: ignore[union-attr]
+    for width in (80, 100):
+        out = runner.invoke(app, ["run", "-e", P9, "--width", str(width), "--no-color"]).stdout
+        rows = re.findall(r"^[~+ ] loss .*$", out, flags=re.M)
+        assert rows and all(f" {name} " in row for row in rows), out
+        assert max(len(line) for line in out.splitlines()) <= width
+
+
+def _python_loss(script: Path) -> str:
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        runpy.run_path(str(script), run_name="__main__")
+    return printed.getvalue().strip()
+
+
+def test_a_60_iteration_cnn_with_adam_takes_at_most_150_lines_at_100_columns() -> None:
+    script = CASES / "cnn_train.py"
+    out = runner.invoke(app, ["run", str(script), "--width", "100", "--no-color"]).stdout
+    lines = out.splitlines()
+    assert len(lines) <= 150, out
+    assert max(len(line) for line in lines) <= 100
+    # the first iteration explained: every statement of the loop body and of forward drawn with its table
+    body = re.findall(r"^Step \d+ · line (\d+) · iteration 1/60(?: · in Net\.forward\(\).*)? ─+$", out, flags=re.M)
+    source = script.read_text().splitlines()
+    forward = [i + 1 for i, line in enumerate(source) if line.startswith("        x = ")]
+    assert set(forward) <= {int(n) for n in body}, out
+    assert out.count("now refers to a new tensor computed from the old one") == 1  # said once, not per layer
+    assert "  unchanged: model, x, y\n" in out  # the model's row folded by its name, not its 8 tensors
+    model = re.search(r"^\+ model +8 tensors, ([\d,]+) params", out, flags=re.M)
+    namespace = runpy.run_path(str(script), run_name="__main__")
+    assert model is not None and int(model[1].replace(",", "")) == sum(
+        p.numel() for p in namespace["model"].parameters()
+    )
+    assert f"│ {_python_loss(script)}" in out
+
+
+def test_a_note_names_whole_parts_of_a_module_by_their_parts() -> None:
+    names = [f"model.{m}.{p}" for m in ("conv1", "conv2", "fc1") for p in ("weight", "bias")] + ["x"]
+    four = "model.conv1.weight, model.conv1.bias, model.conv2.weight and model.conv2.bias"
+    assert module_phrases(f"sends gradients to {four}.", names) == "sends gradients to model.{conv1,conv2}'s 4 tensors."
+    grads = ", ".join(f"{n}.grad" for n in four.replace(" and ", ", ").split(", "))
+    assert module_phrases(f"into {grads}.", names) == "into the .grad of model.{conv1,conv2}'s 4 tensors."
+    # a part named in half, or a list with "and 2 more", stays as written
+    three = "model.conv1.weight, model.conv2.weight and model.conv2.bias"
+    assert module_phrases(three, names) == three
+    more = "model.conv1.weight, model.conv1.bias, model.conv2.weight and 2 more"
+    assert module_phrases(more, names) == more
+
+
+NESTED = """\
+import torch
+import torch.nn as nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2)))
+x = torch.ones(1, 2)
+
+
+def outer():
+    return inner() * 2
+
+
+def inner():
+    y = model(x)
+    return y
+
+
+out = outer()
+"""
+
+
+def test_depth_counts_calls_only_and_leaves_module_rows_as_they_are() -> None:
+    def run(*args: str) -> str:
+        result = runner.invoke(app, ["run", "-e", NESTED, "--width", "100", "--no-color", "--all-steps", *args])
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    def rows(out: str) -> list[str]:
+        return re.findall(r"^[~+ ] (model\S*) ", out, flags=re.M)
+
+    def lines(out: str) -> list[int]:
+        return [int(n) for n in re.findall(r"^Step \d+ · line (\d+)", out, flags=re.M)]
+
+    # each --depth hides the steps of calls deeper than it, and no --depth changes a module's rows
+    folded = runner.invoke(app, ["run", "-e", NESTED, "--width", "100", "--no-color"]).stdout
+    for depth, hidden in ((None, set()), ("1", {13, 14}), ("0", {9, 13, 14})):
+        out = run() if depth is None else run("--depth", depth)
+        assert hidden.isdisjoint(lines(out)) and ({9, 13, 14} - hidden) <= set(lines(out)), out
+        shown = runner.invoke(
+            app, ["run", "-e", NESTED, "--width", "100", "--no-color", *(("--depth", depth) if depth else ())]
+        )
+        assert set(rows(shown.stdout)) == set(rows(folded)) == {"model"}, shown.stdout
+    assert "model.1.0.weight" in rows(run("--depth", "0"))  # --all-steps: every tensor its own row
+    helped = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "200"}).stdout
+    assert "about calls only" in helped
+
+
+BATCHNORM = """\
+import torch
+import torch.nn as nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4), nn.Linear(4, 4), nn.BatchNorm1d(4))
+h = model(torch.randn(8, 4))
+"""
+
+
+def test_module_row_names_keep_their_start_and_braces_at_narrow_widths() -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4)
+    )
+    buffers = sum(1 for name, _ in model.named_buffers() if name.endswith(("running_mean", "running_var")))
+    for width in (80, 100):
+        out = runner.invoke(app, ["run", "-e", BATCHNORM, "--width", str(width), "--no-color"]).stdout
+        names = re.findall(r"^[~+ ] (\S+) +\d+ tensors", out, flags=re.M)
+        assert names, out
+        braced = [name for name in names if "{" in name or "}" in name]
+        assert len(braced) >= 2, out
+        for name in braced:  # whole, or its start and its braces kept: model.*.{run…}, never 'mode…ng_var}'
+            assert name.startswith("model.") and name.count("{") == name.count("}"), (name, out)
+        stats = re.search(rf"^\+ \S+ +{buffers} tensors, {buffers * 4}\b", out, flags=re.M)
+        assert stats is not None and "{" in stats[0], out
+
+
+RUNNING_TOTAL = """\
+import torch
+torch.manual_seed(0)
+w = torch.randn(3, requires_grad=True)
+x = torch.randn(8, 3)
+total = 0
+for i in range(60):
+    loss = (x @ w).pow(2).mean()
+    loss.backward()
+    with torch.no_grad():
+        w -= 0.1 * w.grad
+    w.grad.zero_()
+    total = total + loss
+"""
+
+
+def _python_nodes(script: str) -> dict[str, int]:
+    """How many autograd nodes of each class are behind the script's total, walked in plain torch."""
+    namespace: dict[str, object] = {}
+    exec(script, namespace)
+    seen: set[object] = set()
+    counts: dict[str, int] = {}
+    stack = [namespace["total"].grad_fn]  # type: ignore[attr-defined]
+    while stack:
+        fn = stack.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        name = fn.name().rpartition("::")[2]  # torch::autograd::AccumulateGrad
+        counts[name] = counts.get(name, 0) + 1
+        stack.extend(f for f, _ in fn.next_functions)
+    return counts
+
+
+def test_graph_of_a_loop_draws_a_turn_and_names_the_alike_nodes_it_folds() -> None:
+    counts = _python_nodes(RUNNING_TOTAL)
+    assert counts["AddBackward0"] == 60
+    text = runner.invoke(app, ["graph", "-e", RUNNING_TOTAL, "--no-color"]).stdout
+    dot = runner.invoke(app, ["graph", "-e", RUNNING_TOTAL, "--format", "dot"]).stdout
+    assert len(text.splitlines()) <= 30, text  # 604 lines with every node
+    # DOT keeps every node; the text draws some and counts the rest, and together they are torch's
+    assert len(re.findall(r'label="AddBackward0', dot)) == counts["AddBackward0"]
+    drawn = re.findall(r"^N\d+ (\w+).*?(?: \((\d+) more alike folded\))?$", text, flags=re.M)
+    assert {op: sum(1 + int(k or 0) for name, k in drawn if name == op) for op in counts} == counts, text
+    tree = runner.invoke(app, ["graph", "-e", RUNNING_TOTAL, "--format", "tree", "--no-color"]).stdout
+    assert len(tree.splitlines()) <= 30 and "(like N3, one of 57 folded)" in tree, tree
+
+
+def test_batch_norm_running_statistics_are_told_as_batch_norm_writes_them() -> None:
+    torch.manual_seed(0)
+    bn = torch.nn.BatchNorm1d(4)
+    before = (bn.running_mean.clone(), bn.running_mean._version)
+    bn(torch.randn(8, 4))
+    # measured in plain torch: the values move, the version counter does not
+    assert not torch.equal(bn.running_mean, before[0]) and bn.running_mean._version == before[1]
+    out = runner.invoke(app, ["run", "-e", BATCHNORM, "--width", "100", "--no-color"]).stdout
+    step = re.split(r"^(?=Step \d+ · )", out, flags=re.M)[-1]
+    assert "model.1.running_mean moved toward this batch's statistics" in step, step
+    assert "(.data, or a NumPy array" not in out  # no alias wrote them
+
+
+def test_the_resnet_case_is_told_in_far_fewer_lines() -> None:
+    out = runner.invoke(app, ["run", str(CASES / "resnet_blocks.py"), "--width", "100", "--no-color"]).stdout
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert len(out.splitlines()) <= 650, len(out.splitlines())  # 1,951 when every inner turn was drawn
+    assert f"│ {_python_loss(CASES / 'resnet_blocks.py')}" in out
