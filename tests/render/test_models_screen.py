@@ -9,18 +9,24 @@ import re
 import runpy
 from pathlib import Path
 
+import pytest
 import torch
+from recorded import run_cli
 from rich.console import Console
-from typer.testing import CliRunner
 
-from tcopy_cli.cli import app
 from tcopy_cli.render.modules import module_phrases
 from tcopy_cli.render.table import TableRenderer
 from tcopy_cli.trace.observe import DEFAULT_MAX_VALUES, tensor_values
 from tcopy_cli.trace.records import Step, TensorRecord
 
-runner = CliRunner()
 CASES = Path(__file__).resolve().parents[2] / "benchmarks" / "cases"
+
+
+def _run_case(name: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The table view at 100 columns of a benchmark case, named as given from its folder (the
+    recording's request holds the name, which must not depend on where the checkout lies)."""
+    monkeypatch.chdir(CASES)
+    return run_cli(["run", name, "--width", "100", "--no-color"]).stdout
 
 
 def _record(t: torch.Tensor, grad: torch.Tensor | None, grad_fn: str | None, label: int) -> TensorRecord:
@@ -89,7 +95,7 @@ def test_grad_fn_names_are_whole_where_the_table_has_room() -> None:
     x, w = torch.randn(8, 3), torch.randn(3, 4, requires_grad=True)
     name = (x @ w).pow(2).mean().grad_fn.name()  # type: ignore[union-attr]
     for width in (80, 100):
-        out = runner.invoke(app, ["run", "-e", P9, "--width", str(width), "--no-color"]).stdout
+        out = run_cli(["run", "-e", P9, "--width", str(width), "--no-color"]).stdout
         rows = re.findall(r"^[~+ ] loss .*$", out, flags=re.M)
         assert rows and all(f" {name} " in row for row in rows), out
         assert max(len(line) for line in out.splitlines()) <= width
@@ -102,9 +108,9 @@ def _python_loss(script: Path) -> str:
     return printed.getvalue().strip()
 
 
-def test_a_60_iteration_cnn_with_adam_takes_at_most_150_lines_at_100_columns() -> None:
+def test_a_60_iteration_cnn_with_adam_takes_at_most_150_lines_at_100_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     script = CASES / "cnn_train.py"
-    out = runner.invoke(app, ["run", str(script), "--width", "100", "--no-color"]).stdout
+    out = _run_case(script.name, monkeypatch)
     lines = out.splitlines()
     assert len(lines) <= 150, out
     assert max(len(line) for line in lines) <= 100
@@ -159,7 +165,7 @@ out = outer()
 
 def test_depth_counts_calls_only_and_leaves_module_rows_as_they_are() -> None:
     def run(*args: str) -> str:
-        result = runner.invoke(app, ["run", "-e", NESTED, "--width", "100", "--no-color", "--all-steps", *args])
+        result = run_cli(["run", "-e", NESTED, "--width", "100", "--no-color", "--all-steps", *args])
         assert result.exit_code == 0, result.output
         return result.stdout
 
@@ -170,16 +176,14 @@ def test_depth_counts_calls_only_and_leaves_module_rows_as_they_are() -> None:
         return [int(n) for n in re.findall(r"^Step \d+ · line (\d+)", out, flags=re.M)]
 
     # each --depth hides the steps of calls deeper than it, and no --depth changes a module's rows
-    folded = runner.invoke(app, ["run", "-e", NESTED, "--width", "100", "--no-color"]).stdout
+    folded = run_cli(["run", "-e", NESTED, "--width", "100", "--no-color"]).stdout
     for depth, hidden in ((None, set()), ("1", {13, 14}), ("0", {9, 13, 14})):
         out = run() if depth is None else run("--depth", depth)
         assert hidden.isdisjoint(lines(out)) and ({9, 13, 14} - hidden) <= set(lines(out)), out
-        shown = runner.invoke(
-            app, ["run", "-e", NESTED, "--width", "100", "--no-color", *(("--depth", depth) if depth else ())]
-        )
+        shown = run_cli(["run", "-e", NESTED, "--width", "100", "--no-color", *(("--depth", depth) if depth else ())])
         assert set(rows(shown.stdout)) == set(rows(folded)) == {"model"}, shown.stdout
     assert "model.1.0.weight" in rows(run("--depth", "0"))  # --all-steps: every tensor its own row
-    helped = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "200"}).stdout
+    helped = run_cli(["run", "--help"], env={"COLUMNS": "200"}).stdout
     assert "about calls only" in helped
 
 
@@ -199,7 +203,7 @@ def test_module_row_names_keep_their_start_and_braces_at_narrow_widths() -> None
     )
     buffers = sum(1 for name, _ in model.named_buffers() if name.endswith(("running_mean", "running_var")))
     for width in (80, 100):
-        out = runner.invoke(app, ["run", "-e", BATCHNORM, "--width", str(width), "--no-color"]).stdout
+        out = run_cli(["run", "-e", BATCHNORM, "--width", str(width), "--no-color"]).stdout
         names = re.findall(r"^[~+ ] (\S+) +\d+ tensors", out, flags=re.M)
         assert names, out
         braced = [name for name in names if "{" in name or "}" in name]
@@ -247,14 +251,14 @@ def _python_nodes(script: str) -> dict[str, int]:
 def test_graph_of_a_loop_draws_a_turn_and_names_the_alike_nodes_it_folds() -> None:
     counts = _python_nodes(RUNNING_TOTAL)
     assert counts["AddBackward0"] == 60
-    text = runner.invoke(app, ["graph", "-e", RUNNING_TOTAL, "--no-color"]).stdout
-    dot = runner.invoke(app, ["graph", "-e", RUNNING_TOTAL, "--format", "dot"]).stdout
+    text = run_cli(["graph", "-e", RUNNING_TOTAL, "--no-color"]).stdout
+    dot = run_cli(["graph", "-e", RUNNING_TOTAL, "--format", "dot"]).stdout
     assert len(text.splitlines()) <= 30, text  # 604 lines with every node
     # DOT keeps every node; the text draws some and counts the rest, and together they are torch's
     assert len(re.findall(r'label="AddBackward0', dot)) == counts["AddBackward0"]
     drawn = re.findall(r"^N\d+ (\w+).*?(?: \((\d+) more alike folded\))?$", text, flags=re.M)
     assert {op: sum(1 + int(k or 0) for name, k in drawn if name == op) for op in counts} == counts, text
-    tree = runner.invoke(app, ["graph", "-e", RUNNING_TOTAL, "--format", "tree", "--no-color"]).stdout
+    tree = run_cli(["graph", "-e", RUNNING_TOTAL, "--format", "tree", "--no-color"]).stdout
     assert len(tree.splitlines()) <= 30 and "(like N3, one of 57 folded)" in tree, tree
 
 
@@ -265,14 +269,14 @@ def test_batch_norm_running_statistics_are_told_as_batch_norm_writes_them() -> N
     bn(torch.randn(8, 4))
     # measured in plain torch: the values move, the version counter does not
     assert not torch.equal(bn.running_mean, before[0]) and bn.running_mean._version == before[1]
-    out = runner.invoke(app, ["run", "-e", BATCHNORM, "--width", "100", "--no-color"]).stdout
+    out = run_cli(["run", "-e", BATCHNORM, "--width", "100", "--no-color"]).stdout
     step = re.split(r"^(?=Step \d+ · )", out, flags=re.M)[-1]
     assert "model.1.running_mean moved toward this batch's statistics" in step, step
     assert "(.data, or a NumPy array" not in out  # no alias wrote them
 
 
-def test_the_resnet_case_is_told_in_far_fewer_lines() -> None:
-    out = runner.invoke(app, ["run", str(CASES / "resnet_blocks.py"), "--width", "100", "--no-color"]).stdout
+def test_the_resnet_case_is_told_in_far_fewer_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    out = _run_case("resnet_blocks.py", monkeypatch)
     assert max(len(line) for line in out.splitlines()) <= 100
     assert len(out.splitlines()) <= 650, len(out.splitlines())  # 1,951 when every inner turn was drawn
     assert f"│ {_python_loss(CASES / 'resnet_blocks.py')}" in out
