@@ -9,6 +9,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.e2e  # through the real command line and worker
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

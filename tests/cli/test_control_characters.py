@@ -17,6 +17,8 @@ from typer.testing import CliRunner
 from tcopy_cli.cli import app
 from tcopy_cli.printable import printable as visible
 
+pytestmark = pytest.mark.e2e  # through the real command line and worker
+
 runner = CliRunner()
 
 SCRIPT = (
@@ -24,7 +26,7 @@ SCRIPT = (
     'print("\\x1b[2J\\x1b[H\\x1b[32m3 steps, 0 errors\\x1b[0m\\x1b]0;tcopy: ok\\x07")\n'
     "for i in range(3):\n"
     '    print("\\x9b31m", i)\n'
-    '    x = torch.ones(1) * i\n'
+    "    x = torch.ones(1) * i\n"
     'raise ValueError("\\x1b]0;title\\x07")\n'
 )
 

@@ -11,6 +11,8 @@ import pytest
 
 from tcopy_cli import examples
 
+pytestmark = pytest.mark.e2e  # through the real command line and worker
+
 EXAMPLES_DIR = Path(examples.__file__).parent
 ENV = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR")}
 

@@ -18,6 +18,8 @@ from typer.testing import CliRunner
 from tcopy_cli.cli import app
 from tcopy_cli.trace.records import TRUSTED_HEADER
 
+pytestmark = pytest.mark.e2e  # through the real command line and worker
+
 runner = CliRunner()
 
 MAIN = """\

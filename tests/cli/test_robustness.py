@@ -16,6 +16,8 @@ from typer.testing import CliRunner
 
 from tcopy_cli.cli import app
 
+pytestmark = pytest.mark.e2e  # through the real command line and worker
+
 runner = CliRunner()
 
 

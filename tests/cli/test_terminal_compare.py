@@ -8,10 +8,13 @@ import os
 import subprocess
 import sys
 
+import pytest
 from rich.console import Console
 
 from tcopy_cli.render.compare import QUESTIONS, answer, render_table
 from tcopy_cli.trace.compare import SETUPS, STANDARD, compare
+
+pytestmark = pytest.mark.e2e  # through the real command line and worker
 
 TEACHER = ["x.clone()", "x.detach()", "x.data"]
 

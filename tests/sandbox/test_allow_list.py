@@ -19,6 +19,8 @@ from attempts import in_worker
 from tcopy_cli.process import seccomp
 from tcopy_cli.worker import TEST_HOOK_ENV
 
+pytestmark = pytest.mark.e2e  # through the real command line and worker
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(
     [

@@ -17,6 +17,8 @@ from tcopy_cli.supervise import WorkerOptions, run_in_worker
 from tcopy_cli.trace.records import RunInfo, Step
 from tcopy_cli.worker import TEST_HOOK_ENV
 
+pytestmark = pytest.mark.e2e  # through the real command line and worker
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 

@@ -23,6 +23,8 @@ import pytest
 from tcopy_cli.trace import records, wire
 from tcopy_cli.worker import TEST_HOOK_ENV
 
+pytestmark = pytest.mark.e2e  # through the real command line and worker
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # The hook writes ``chunks`` (strings of bytes, as latin-1) on the channel, flushing after each

@@ -27,6 +27,8 @@ from tcopy_cli.engine import run_source
 from tcopy_cli.limits import Limits
 from tcopy_cli.trace.records import Step
 
+pytestmark = pytest.mark.e2e  # through the real command line and worker
+
 # --- the guard: audit events and the working directory -----------------------------
 
 

@@ -20,6 +20,8 @@ from tcopy_cli.limits import Limits
 from tcopy_cli.pipeline import run_source
 from tcopy_cli.trace import observe
 
+pytestmark = pytest.mark.e2e  # through the real command line and worker
+
 OUTSIDE_A_LOOP = [
     ("break", (1, 1)),
     ("x = 1\ncontinue", (2, 1)),

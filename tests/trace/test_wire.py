@@ -34,6 +34,7 @@ def resolved(decoder: frames.FrameDecoder, line: bytes) -> records.Step:
     step: records.Step = decoder.decode(line).data["step"]
     return step
 
+
 # Scripts that between them produce every record class: tensors with grads, arrays,
 # a graph with saved tensors, saved-tensor events, errors, a caught error, nested function
 # steps, and the explain pass's notes (the worker sends explained steps).
