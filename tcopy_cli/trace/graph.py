@@ -185,9 +185,11 @@ def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
             a, b = a.to_dense(), b.to_dense()
         except (RuntimeError, NotImplementedError):
             return True  # not comparable here: no change is claimed
+    if torch.equal(a, b):  # no temporaries, stops at the first difference (NaN is never equal: below)
+        return True
     if a.is_floating_point() or a.is_complex():
         return bool(((a == b) | (a.isnan() & b.isnan())).all().item())
-    return bool(torch.equal(a, b))
+    return False
 
 
 class SavedTensorTracker:
