@@ -378,16 +378,6 @@ def _send_request(fd: int, data: bytes) -> None:
         os.close(fd)
 
 
-def run_hook(options: WorkerOptions, source: str = "x = 1") -> dict[str, Any]:
-    """TEST ONLY: run ``options.test_hook`` in a worker and return what it reported."""
-    reports: list[Any] = []
-    run_in_worker(source, "<test>", options, lambda _s: None, lambda _i: None, on_hook=reports.append)
-    if not reports:
-        raise RuntimeError("the worker did not run the test hook (is TCOPY_ALLOW_TEST_HOOK=1 set?)")
-    result: dict[str, Any] = reports[0]
-    return result
-
-
 def _pump(
     proc: subprocess.Popen[bytes],
     options: WorkerOptions,

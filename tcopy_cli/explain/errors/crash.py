@@ -19,14 +19,10 @@ HARD_FAULTS = ("SIGSEGV", "SIGFPE", "SIGBUS", "SIGILL", "SIGABRT")
 class Ending:
     """What the parent measured about a worker that stopped early."""
 
-    where: str
-    """``at line N: `statement``` or ``before the first statement``."""
-    killed_for: str | None
-    """Why tcopy stopped it (timeout, output, invalid), or None."""
-    signal: str | None
-    """The signal that ended it (``SIGSEGV``), or None."""
-    status: str
-    """Its exit status or signal and the last line it wrote to stderr, in words."""
+    where: str  # "at line N: `statement`" or "before the first statement"
+    killed_for: str | None  # why tcopy stopped it (timeout, output, invalid), or None
+    signal: str | None  # the signal that ended it (SIGSEGV), or None
+    status: str  # its exit status or signal and the last line it wrote to stderr, in words
     stderr: bytes
     timeout: float
     max_wire_bytes: int
