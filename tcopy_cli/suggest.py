@@ -16,12 +16,6 @@ def close_matches(word: str, candidates: Iterable[str], n: int = 3) -> list[str]
     return difflib.get_close_matches(word, sorted(pool), n=n, cutoff=0.6)
 
 
-def did_you_mean(word: str, candidates: Iterable[str], prefix: str = "") -> str:
-    """``". Did you mean: 'x'?"`` (Python's own wording) for the best match, or ``""``."""
-    best = close_matches(word, candidates, n=1)
-    return f". Did you mean: '{prefix}{best[0]}'?" if best else ""
-
-
 # Python's own suggestion for a NameError or AttributeError, as its traceback prints it: the same
 # Levenshtein distance (a case change costs 1, any other edit 2) and the same bounds as CPython's.
 _MAX_CANDIDATE_ITEMS = 750

@@ -42,7 +42,7 @@ from tcopy_cli.printable import printable_record
 from tcopy_cli.process import spawn
 from tcopy_cli.program import script_text
 from tcopy_cli.trace import frames, wire
-from tcopy_cli.trace.records import ErrorInfo, Note, RunInfo, RunSummary, Step
+from tcopy_cli.trace.records import Note, RunInfo, RunSummary, Step
 
 TIMEOUT_GRACE = 1.0
 """Seconds past --timeout the worker gets to report the timeout itself before it is killed."""
@@ -378,16 +378,6 @@ def _send_request(fd: int, data: bytes) -> None:
         os.close(fd)
 
 
-def run_hook(options: WorkerOptions, source: str = "x = 1") -> dict[str, Any]:
-    """TEST ONLY: run ``options.test_hook`` in a worker and return what it reported."""
-    reports: list[Any] = []
-    run_in_worker(source, "<test>", options, lambda _s: None, lambda _i: None, on_hook=reports.append)
-    if not reports:
-        raise RuntimeError("the worker did not run the test hook (is TCOPY_ALLOW_TEST_HOOK=1 set?)")
-    result: dict[str, Any] = reports[0]
-    return result
-
-
 def _pump(
     proc: subprocess.Popen[bytes],
     options: WorkerOptions,
@@ -696,13 +686,6 @@ def _conclude(
     )
 
 
-_SIGNAL_WHY = {
-    "SIGKILL": "was killed (SIGKILL), usually because the system ran out of memory",
-    "SIGXCPU": "used more CPU time than --timeout allows (RLIMIT_CPU)",
-    "SIGXFSZ": "tried to write a file (RLIMIT_FSIZE)",
-}
-
-
 def _signal_name(returncode: int | None) -> str | None:
     if returncode is None or returncode >= 0:
         return None
@@ -717,19 +700,6 @@ def _ending(proc: subprocess.Popen[bytes], state: _State) -> str:
     tail = state.stderr.decode("utf-8", "replace").strip().splitlines()
     last = f"; it wrote: {tail[-1][:300]}" if tail else ""
     return (f"killed by {name}" if name else f"exit status {proc.returncode}") + last
-
-
-def _culprit(stderr: bytes) -> str:
-    """Which C library was running, from the faulthandler dump (innermost frame first)."""
-    text = stderr.decode("utf-8", "replace")
-    for entry in text.splitlines():
-        if "File " in entry:
-            if "/numpy/" in entry:
-                return "NumPy"
-            if "/torch/" in entry:
-                return "PyTorch"
-            break
-    return "PyTorch"
 
 
 def _statement_text(source: str, position: wire.Position | None) -> str:
@@ -752,64 +722,28 @@ def _failure_step(
     line = position[0] if position is not None else None
     text = _statement_text(source, position)
     where = f"at line {line}: `{text}`" if line is not None else "before the first statement"
-    name = _signal_name(proc.returncode)
-    if state.killed_for == "timeout" and state.experiment is not None:
-        expression, run = state.experiment
-        kind = "TimeoutExceeded"
-        message = (
-            f"the experiment on `{expression}` ({run}) took longer than {state.timeout:g} s (limit --timeout), "
-            "so tcopy stopped the process"
+    from tcopy_cli.explain.errors.crash import Ending, crash_error  # only on a crash: the catalogue is not small
+
+    error = crash_error(
+        Ending(
+            where=where,
+            killed_for=state.killed_for,
+            signal=_signal_name(proc.returncode),
+            status=_ending(proc, state),
+            stderr=bytes(state.stderr),
+            timeout=state.timeout,
+            max_wire_bytes=options.max_wire_bytes,
+            trust=options.trust,
+            invalid=state.invalid,
+            experiment=state.experiment,
         )
-        explanation = "The setup or the expression kept running past the time limit. Raise --timeout or shorten it."
-    elif state.killed_for == "invalid":
-        kind = "InvalidRecord"
-        message = f"the worker sent an invalid record {where} ({state.invalid}); tcopy stopped the process"
-        explanation = (
-            "The process running the script wrote something on tcopy's channel that is not a record tcopy "
-            "sends: a script that writes there itself, or a bug. The steps before are as that process sent them."
-        )
-    elif state.killed_for == "timeout":
-        kind = "TimeoutExceeded"
-        message = (
-            f"the run took longer than {state.timeout:g} s (limit --timeout); the statement {where} did not "
-            "return, so tcopy stopped the process"
-        )
-        explanation = "A single operation kept running past the time limit. Raise --timeout or make it smaller."
-    elif state.killed_for == "output":
-        kind = "LimitExceeded"
-        message = (
-            f"the run sent more than {options.max_wire_bytes:,} bytes of records {where}; tcopy stopped the process"
-        )
-        explanation = "The steps, notes or printed text were too large to show."
-    elif name in ("SIGSEGV", "SIGFPE", "SIGBUS", "SIGILL", "SIGABRT"):
-        culprit = _culprit(bytes(state.stderr))
-        inside = "torch" if culprit == "PyTorch" else "NumPy"
-        kind = "ProcessCrashed"
-        message = (
-            f"the process crashed with {name} inside {inside} {where}: a failure in {culprit}'s C code, not a Python "
-            "error in your script"
-        )
-        if options.trust:  # real Python: the script's own code or any library it called may have done it
-            message = f"the process crashed with {name} {where} (--trust: real Python ran the script)"
-        explanation = (
-            "The statement made a C library fail hard. tcopy ran the script in a separate process, so it can "
-            "report this; the script's later statements did not run."
-        )
-    elif name is not None:
-        kind = "ProcessCrashed"
-        why = _SIGNAL_WHY.get(name, f"was ended by {name}")
-        message = f"the process {why} {where}"
-        explanation = "The script's later statements did not run."
-    else:
-        kind = "ProcessCrashed"
-        message = f"the process ended unexpectedly ({_ending(proc, state)}) {where}"
-        explanation = "The script's later statements did not run."
+    )
     return Step(
         index=state.steps + 1,
         line=line or 0,
         source=text,
         status="error",
-        error=ErrorInfo(type=kind, message=message, explanation=explanation, explained=True),
+        error=error,
         stdout="",
         warnings=[],
         tensors={},

@@ -401,30 +401,6 @@ def _tensordot_numel(a: torch.Tensor, b: torch.Tensor, dims: Any) -> int | None:
     return None
 
 
-def estimate_index_numel(shape: tuple[int, ...], index: Any) -> int | None:
-    """Elements of ``t[index]`` when advanced (tensor or list) indexing can blow it up."""
-    parts = index if isinstance(index, tuple) else (index,)
-    picked: list[int] = []
-    dims_used = 0
-    for part in parts:
-        if isinstance(part, torch.Tensor) and part.dtype != torch.bool:
-            picked.append(part.numel())
-            dims_used += 1
-        elif isinstance(part, list) and len(part) and all(isinstance(x, int) and not isinstance(x, bool) for x in part):
-            picked.append(len(part))
-            dims_used += 1
-        elif isinstance(part, (torch.Tensor, np.ndarray, list)):
-            return None  # masks and nested lists select at most what exists
-        elif part is None or part is Ellipsis:
-            continue
-        else:
-            dims_used += 1
-    if not picked:
-        return None
-    rest = math.prod(shape[dims_used:]) if dims_used <= len(shape) else 1
-    return max(picked) * rest
-
-
 def einsum_numel(args: Sequence[Any]) -> int | None:
     """Elements of ``torch.einsum(equation, *operands)``'s result, from the equation.
 

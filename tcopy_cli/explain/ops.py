@@ -47,7 +47,6 @@ CONVERTERS = frozenset(
         "cuda",
     }
 )
-SHAPE_CALLS = frozenset({"reshape", "flatten", "reshape_as", "ravel", "view", "view_as", "unflatten"})
 MAY_COPY = frozenset({"reshape", "flatten", "reshape_as", "ravel"})
 AS_TENSOR = frozenset({"as_tensor", "asarray"})
 NUMPY_BRIDGES = frozenset({"from_numpy", "as_tensor", "asarray", "numpy"})

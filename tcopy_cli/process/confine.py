@@ -160,7 +160,7 @@ def confine(device: str = "cpu", readable: Iterable[str] = ()) -> Confinement:
     _fix_limits()
     result.rlimits = rlimits_in_place()
     abi = landlock.landlock_abi()
-    libc = landlock._libc()
+    libc = landlock.libc_handle()
     if abi <= 0 or libc is None:
         result.problems.append("Landlock is not available in this kernel (5.13+ with the landlock LSM enabled)")
     else:

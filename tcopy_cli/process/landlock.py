@@ -68,7 +68,7 @@ class _PathBeneathAttr(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
-def _libc() -> ctypes.CDLL | None:
+def libc_handle() -> ctypes.CDLL | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -89,7 +89,7 @@ def _syscall(libc: ctypes.CDLL, number: int, *args: object) -> int:
 
 def landlock_abi() -> int:
     """The Landlock ABI version of the running kernel; 0 if Landlock is unavailable."""
-    libc = _libc()
+    libc = libc_handle()
     if libc is None:
         return 0
     try:

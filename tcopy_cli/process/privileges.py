@@ -33,7 +33,7 @@ _SECURE_BITS = 0x01 | 0x02 | 0x04 | 0x08 | 0x20 | 0x40 | 0x80
 
 
 def _libc() -> ctypes.CDLL | None:
-    from tcopy_cli.process.landlock import _libc as libc
+    from tcopy_cli.process.landlock import libc_handle as libc
 
     return libc()
 

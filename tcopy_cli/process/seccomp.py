@@ -185,7 +185,6 @@ PRCTL_ALLOWED = (
     2, 3, 7, 15, 16, 21, 23, 27, 29, 30, 34, 37, 39, 40, 41, 42, 46, 50, 51, 52, 53, 54, 55, 56, 58,
     63, 64, 65, 66, 68, 74, 75, 76, 0x53564D41, 0x41555856,
 )  # fmt: skip
-PRCTL_NAMES = {1: "PR_SET_PDEATHSIG", 4: "PR_SET_DUMPABLE", 0x59616D61: "PR_SET_PTRACER", 35: "PR_SET_MM"}
 
 # fcntl commands allowed: not F_SETOWN/F_SETOWN_EX/F_SETSIG (a signal to another process
 # when the fd is ready), not locks or leases (they hold other processes up), F_NOTIFY, seals.

@@ -174,12 +174,6 @@ def values_stats(values: Any) -> Stats | str | None:
     return Stats(low, high, mean, std, bars, integer)
 
 
-def statistics(values: Any) -> str | None:
-    """The one-line summary of listed real values (None for other kinds)."""
-    stats = values_stats(values)
-    return stats.forms()[0][0] if isinstance(stats, Stats) else stats
-
-
 def preview_statistics(preview: str) -> str:
     """The statistics of a large tensor's preview ``[1., 2., …] min … max … mean …`` ('' if none)."""
     return preview.partition("…] ")[2]

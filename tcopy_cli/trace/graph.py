@@ -62,7 +62,7 @@ def node_key(node: Any) -> int:
     return hash((type(node).__name__, seq()))
 
 
-def _walk_nodes(start: Any) -> Iterator[tuple[int, Any]]:
+def walk_nodes(start: Any) -> Iterator[tuple[int, Any]]:
     """(key, node) for every node reachable from ``start`` through next_functions, once each."""
     seen: set[int] = set()
     stack = [start]
@@ -98,7 +98,7 @@ class GraphWalk:
         if key in self.reach:
             return self.reach[key]
         found: set[int] = set()
-        for nk, node in _walk_nodes(fn):
+        for nk, node in walk_nodes(fn):
             self.nodes[nk] = node
             if nk != key:
                 found.add(nk)
@@ -115,7 +115,7 @@ class GraphWalk:
         if node is None:
             return ()
         names: list[str] = []
-        for _, cur in _walk_nodes(node):
+        for _, cur in walk_nodes(node):
             variable = getattr(cur, "variable", None)
             if isinstance(variable, torch.Tensor):
                 names.extend(n for n in leaf_names.get(id(variable), []) if n not in names)
@@ -177,7 +177,7 @@ class _Entry:
     status: str = "ok"
 
 
-def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     if a.layout is not torch.strided or b.layout is not torch.strided:
@@ -262,7 +262,7 @@ class SavedTensorTracker:
                             entry.status = "unchecked"
                             events.append(SavedEvent("unchecked", node_type, attr, entry.tensor, entry.version))
                         continue
-                    if entry.status == "ok" and entry.copy is not None and not _same_values(item.detach(), entry.copy):
+                    if entry.status == "ok" and entry.copy is not None and not same_values(item.detach(), entry.copy):
                         entry.status = "silent"
                         events.append(
                             SavedEvent("silent", node_type, attr, entry.tensor, entry.version, leaves_behind(nid))

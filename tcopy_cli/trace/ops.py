@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tcopy_cli.trace.graph import _same_values, _walk_nodes, node_key, safe_grad_fn, safe_is_leaf, version_groups
+from tcopy_cli.trace.graph import node_key, safe_grad_fn, safe_is_leaf, same_values, version_groups, walk_nodes
 from tcopy_cli.trace.records import RESET_CALLS, OpInput, OpRecord, OpRelation, OpResult, evolve
 
 # Nodes looked at when deciding whether a result's graph reaches an input.
@@ -132,7 +132,7 @@ def reaches(result: torch.Tensor, source: torch.Tensor, budget: int = REACH_BUDG
         return False
     src_fn = safe_grad_fn(source)
     target = node_key(src_fn) if src_fn is not None else id(source)
-    return any(key == target for key, _ in itertools.islice(_walk_nodes(fn), budget))
+    return any(key == target for key, _ in itertools.islice(walk_nodes(fn), budget))
 
 
 def _array_bounds(a: np.ndarray) -> tuple[int, int]:
@@ -167,17 +167,17 @@ def _equal_values(result: Any, source: Any) -> bool:
                 return False
             a = result.detach()
             b = source.detach().to(device=a.device, dtype=a.dtype)
-            return _same_values(a, b)
+            return same_values(a, b)
         if isinstance(result, torch.Tensor) and isinstance(source, _ARRAY):
             if tuple(result.shape) != source.shape or result.numel() > COMPARE_ELEMENTS:
                 return False
             a = result.detach()
-            return _same_values(a, torch.as_tensor(source).to(device=a.device, dtype=a.dtype))
+            return same_values(a, torch.as_tensor(source).to(device=a.device, dtype=a.dtype))
         if isinstance(result, _ARRAY) and isinstance(source, torch.Tensor):
             if result.shape != tuple(source.shape) or result.size > COMPARE_ELEMENTS:
                 return False
             a = torch.as_tensor(result)
-            return _same_values(a, source.detach().cpu().to(a.dtype))
+            return same_values(a, source.detach().cpu().to(a.dtype))
     except (RuntimeError, TypeError, ValueError):
         return False
     return False

@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from attempts import assert_refused, in_worker
+from attempts import assert_refused, in_worker, run_hook
 
 from tcopy_cli.limits import Limits
 from tcopy_cli.process import confine, landlock, memory, seccomp
-from tcopy_cli.supervise import WorkerOptions, run_hook, run_in_worker
+from tcopy_cli.supervise import WorkerOptions, run_in_worker
 from tcopy_cli.worker import TEST_HOOK_ENV
 
 LINUX = sys.platform.startswith("linux")
