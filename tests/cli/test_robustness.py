@@ -123,7 +123,8 @@ def test_sigint_mid_run_exits_130(tmp_path: Path) -> None:
         line = proc.stdout.readline()
         assert line, proc.stderr.read() if proc.stderr else ""
     proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=180)  # a ceiling for a loaded machine
+    # A ceiling only: the exit code is what is checked, not how soon it comes.
+    _out, err = proc.communicate(timeout=600)
     assert proc.returncode == 130
     assert b"interrupted" in err and b"Traceback" not in err
 

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from typing import Any
 
 import pytest
@@ -20,6 +19,8 @@ from tcopy_cli.worker import TEST_HOOK_ENV
 pytestmark = pytest.mark.e2e  # through the real command line and worker
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# A ceiling for waits on a worker, never a measure of speed: a loaded machine may be slow.
+CEILING_S = 600
 
 
 def tcopy_run(*args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
@@ -99,9 +100,10 @@ def test_an_exit_without_end_is_never_ok(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_a_gil_holding_loop_is_stopped_by_timeout() -> None:
-    started = time.monotonic()
-    code, events, _ = cli("-e", "a = torch.ones(2)\nb = 1.5 in range(10**18)\nc = 3\n", "--timeout", "2")
-    elapsed = time.monotonic() - started
+    # The statement never ends by itself: the run returning at all (within the ceiling) and the
+    # TimeoutExceeded step show the timeout stopped it; how soon is not asserted.
+    src = "a = torch.ones(2)\nb = 1.5 in range(10**18)\nc = 3\n"
+    code, events, _ = cli("-e", src, "--timeout", "2", timeout=CEILING_S)
     assert code == 1
     assert [e["event"] for e in events] == ["start", "step", "step", "end"]
     stuck = events[2]
@@ -110,7 +112,6 @@ def test_a_gil_holding_loop_is_stopped_by_timeout() -> None:
     assert stuck["observed"] is False and stuck["tensors"] == {}  # nothing looked at, not "a" removed
     assert "observed" not in events[1]
     assert events[-1]["status"] == "error"
-    assert elapsed < 60
 
 
 def test_a_step_not_observed_does_not_say_its_names_were_removed() -> None:
@@ -141,10 +142,13 @@ def test_output_cap_counts_everything_the_worker_sends() -> None:
     assert len(steps) < 200
 
 
+ENDLESS = "a = 1\nb = 1.5 in range(10**18)\n"
+
+
 def test_ctrl_c_stops_the_worker_and_exits_130() -> None:
     env = dict(os.environ, PYTHONPATH=ROOT)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tcopy_cli", "run", "-e", "b = 1.5 in range(10**18)", "-f", "json", "--timeout", "0"],
+        [sys.executable, "-m", "tcopy_cli", "run", "-e", ENDLESS, "-f", "json", "--timeout", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -152,16 +156,20 @@ def test_ctrl_c_stops_the_worker_and_exits_130() -> None:
         cwd=ROOT,
     )
     assert proc.stdout is not None
-    first = proc.stdout.readline()
-    assert json.loads(first)["event"] == "start"
-    time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)
     try:
-        code = proc.wait(timeout=120)  # a ceiling, not a speed: the worker holds the GIL in C
+        # Interrupt once the worker has sent the first statement's step: it is then inside the
+        # endless second one, however long a loaded machine took to start it.
+        for line in proc.stdout:
+            if json.loads(line)["event"] == "step":
+                break
+        else:
+            raise AssertionError(proc.stderr.read() if proc.stderr else "no step event")
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=CEILING_S)
     finally:
         proc.kill()
-    assert code == 130
-    assert "interrupted" in proc.stderr.read() if proc.stderr else True
+    assert proc.returncode == 130
+    assert "interrupted" in err
 
 
 def test_memory_past_rlimit_as_is_a_clean_error() -> None:
