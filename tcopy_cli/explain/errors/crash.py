@@ -74,15 +74,16 @@ def crash_error(e: Ending) -> ErrorInfo:
         message = f"the run sent more than {e.max_wire_bytes:,} bytes of records {where}; tcopy stopped the process"
         explanation = "The steps, notes or printed text were too large to show."
     elif name in HARD_FAULTS:
-        library = culprit(e.stderr)
-        inside = "torch" if library == "PyTorch" else "NumPy"
         kind = "ProcessCrashed"
-        message = (
-            f"the process crashed with {name} inside {inside} {where}: a failure in {library}'s C code, not a Python "
-            "error in your script"
-        )
         if e.trust:  # real Python: the script's own code or any library it called may have done it
             message = f"the process crashed with {name} {where} (--trust: real Python ran the script)"
+        else:
+            library = culprit(e.stderr)
+            inside = "torch" if library == "PyTorch" else "NumPy"
+            message = (
+                f"the process crashed with {name} inside {inside} {where}: a failure in {library}'s C code, not a "
+                "Python error in your script"
+            )
         explanation = (
             "The statement made a C library fail hard. tcopy ran the script in a separate process, so it can "
             "report this; the script's later statements did not run."
