@@ -1,14 +1,18 @@
-"""Where a run is assembled: the trace's fact-only steps, then the explain pass.
+"""Where a run is assembled: a parsed script, run in the confined worker or in this process,
+its fact-only steps, then the explain pass; the caller renders what comes out.
 
-The command line and the Python API both come through here. ``NOTE_RULES`` is the
-list of note rules, in the order their notes appear under a step; to add a rule,
-write it in ``tcopy_cli/explain/`` and list it here.
+The command line (``run``, ``graph``, ``repl``) and the Python API all come through here:
+``run_in_worker`` and ``worker_session`` for a worker (``tcopy_cli.supervise`` carries its
+frames and checks them), ``run_source`` in this process. ``NOTE_RULES`` is the list of note
+rules, in the order their notes appear under a step; to add a rule, write it in
+``tcopy_cli/explain/`` and list it here.
 """
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable
-from typing import ParamSpec
+from typing import TYPE_CHECKING, Any, ParamSpec
 
 from tcopy_cli.engine import run_source as run_facts
 from tcopy_cli.explain.changes import (
@@ -42,6 +46,11 @@ from tcopy_cli.explain.saved import saved_tensor_events
 from tcopy_cli.explain.torch_warnings import torch_warnings
 from tcopy_cli.explain.writes import memory_swapped, write_effects
 from tcopy_cli.trace import Trace
+from tcopy_cli.trace.records import RunInfo, RunSummary, Step
+
+if TYPE_CHECKING:
+    from tcopy_cli.program import Program
+    from tcopy_cli.supervise import WorkerOptions, WorkerSession
 
 P = ParamSpec("P")
 
@@ -94,4 +103,27 @@ def _explained(run: Callable[P, Trace]) -> Callable[P, Trace]:
 run_source = _explained(run_facts)
 
 
-__all__ = ["NOTE_RULES", "explain_trace", "explainer", "run_source"]
+def run_in_worker(
+    program: Program,
+    options: WorkerOptions,
+    emit: Callable[[Step], None],
+    start: Callable[[RunInfo], None],
+    on_hook: Callable[[Any], None] | None = None,
+    proc: subprocess.Popen[bytes] | None = None,
+) -> RunSummary:
+    """Run a parsed script in the confined worker: ``start`` gets the RunInfo, ``emit`` every
+    step explained, in order; the RunSummary the parent counted. ``proc``: the worker
+    ``supervise.launch`` already started for it. Raises as ``supervise.run_in_worker``."""
+    from tcopy_cli import supervise
+
+    return supervise.run_in_worker(program, options, emit, start, on_hook, proc, explain=explainer().explain)
+
+
+def worker_session(options: WorkerOptions, start: Callable[[RunInfo], None]) -> WorkerSession:
+    """A REPL's worker: each piece of code it runs comes back explained, one explain pass per worker."""
+    from tcopy_cli.supervise import WorkerSession
+
+    return WorkerSession(options, start, explain=lambda: explainer().explain)
+
+
+__all__ = ["NOTE_RULES", "explain_trace", "explainer", "run_in_worker", "run_source", "worker_session"]

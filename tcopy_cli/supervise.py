@@ -1,9 +1,9 @@
 """The parent side of a run: start the worker, read its frames, report how it ended.
 
 Nothing here imports torch. ``run_in_worker`` has the shape of an in-process run: it
-calls ``start`` with the RunInfo, ``emit`` with every Step (explained here: the worker
-sends facts), and returns the
-RunSummary. Whatever happens to the worker, the caller gets a summary: a worker that
+calls ``start`` with the RunInfo, ``emit`` with every Step (passed through the ``explain``
+pass its caller gives: the worker sends facts, ``tcopy_cli.pipeline`` assembles a run), and
+returns the RunSummary. Whatever happens to the worker, the caller gets a summary: a worker that
 crashes, is killed, runs past ``--timeout``, sends more than ``max_wire_bytes`` or sends
 anything but a valid frame becomes an error step at the statement it was running.
 
@@ -12,7 +12,7 @@ strict decoder, from the records' annotations), the frames must come in the orde
 sends them (one ``start``; steps numbered 1, 2, 3 ...), and the run's summary is what the
 parent counted from the steps it received. The worker's ``end`` frame must agree with that
 count, and a run that would end "ok" must have reached the script's last top-level
-statement (the parent parses the script; the worker announces each statement it starts):
+statement (the parent's parsed script says which; the worker announces each statement it starts):
 a script running in the worker can misreport its own facts, but it can't make tcopy crash,
 reach the terminal raw, or exit 0 for a run whose frames stop before the script's end.
 
@@ -40,7 +40,7 @@ from tcopy_cli.errors import ScriptRejected, TcopyError, UsageError
 from tcopy_cli.limits import Limits
 from tcopy_cli.printable import printable_record
 from tcopy_cli.process import spawn
-from tcopy_cli.program import script_text
+from tcopy_cli.program import Program, script_text
 from tcopy_cli.trace import frames, wire
 from tcopy_cli.trace.records import Note, RunInfo, RunSummary, Step
 
@@ -139,7 +139,10 @@ class _State:
     latest: tuple[int, int, int, int] = (0, 0, 0, 0)
     """Where the statement the worker announced last is (line, column, end line, end column)."""
     source: str = ""
-    """The script (an ``end`` frame is checked against its last top-level statement)."""
+    """The script as parsed (a crash step quotes its statement; ``_may_exit`` reads it)."""
+    last: tuple[int, int] | None = None
+    """(line, column) of the script's last top-level statement a run announces (an ``end`` frame is
+    checked against it); None: no bound."""
     wire_bytes: int = 0
     stderr: bytearray = field(default_factory=bytearray)
     killed_for: str | None = None
@@ -149,7 +152,7 @@ class _State:
     hook: Any = None
     decoder: frames.FrameDecoder = field(default_factory=frames.FrameDecoder)
     explain: Callable[[Step], Step] | None = None
-    """The explain pass (the worker sends fact-only steps); made once the worker is started."""
+    """The explain pass the caller gave (the worker sends fact-only steps); None: steps go on as facts."""
     printable: bool = False
     timeout: float = 0.0
     """Seconds each run (``start``) or experiment (``experiment``) may take; 0: no limit."""
@@ -159,38 +162,41 @@ class _State:
 
 
 def run_in_worker(
-    source: str,
-    origin: str,
+    program: Program,
     options: WorkerOptions,
     emit: Callable[[Step], None],
     start: Callable[[RunInfo], None],
     on_hook: Callable[[Any], None] | None = None,
     proc: subprocess.Popen[bytes] | None = None,
+    explain: Callable[[Step], Step] | None = None,
 ) -> RunSummary:
-    """Run ``source`` in a confined worker; ScriptRejected/UsageError/TcopyError as in-process.
+    """Run ``program`` in a confined worker; ScriptRejected/UsageError/TcopyError as in-process.
 
     ``proc``: the worker ``launch`` started for this run (the caller prepared its views
-    meanwhile); None starts one here.
+    meanwhile); None starts one here. ``explain``: the explain pass each step goes through
+    before it is made printable and handed to ``emit``.
     """
     state = _State(
         hook=on_hook,
-        source=source,
+        source=program.source,
+        last=last_statement(program.tree),
+        explain=explain,
         printable=options.printable,
         timeout=options.limits.timeout,
         max_printed=options.limits.max_output,
     )
-    proc = _serve(proc if proc is not None else launch(source, origin, options), options, state, emit, start)
-    return _conclude(proc, source, options, state, emit, start)
+    proc = _serve(proc if proc is not None else launch(program, options), options, state, emit, start)
+    return _conclude(proc, options, state, emit)
 
 
-def launch(source: str, origin: str, options: WorkerOptions) -> subprocess.Popen[bytes]:
-    """Start the worker for ``source`` and send it the request; ``run_in_worker`` reads it.
+def launch(program: Program, options: WorkerOptions) -> subprocess.Popen[bytes]:
+    """Start the worker for ``program`` and send it the request; ``run_in_worker`` reads it.
 
     The worker's start-up (confining itself, importing torch) takes most of a second:
     the command line starts it first and imports its views meanwhile. A caller that does
     not go on to ``run_in_worker`` must ``stop`` the process.
     """
-    return _start(request(source, origin, options), options)
+    return _start(request(program.source, program.origin, options), options)
 
 
 def compare_in_worker(
@@ -220,7 +226,7 @@ def compare_in_worker(
         "limits": dataclasses.asdict(limits),
         "trust": False,
     }
-    state = _State(mode="compare", source=setup, timeout=limits.timeout, experiments_left=runs)
+    state = _State(mode="compare", source=script_text(setup), timeout=limits.timeout, experiments_left=runs)
     failures: list[Step] = []
     proc = _serve(_start(req, options), options, state, failures.append, start)
     final = state.final or {}
@@ -230,7 +236,7 @@ def compare_in_worker(
         except frames.WireError as exc:
             raise TcopyError(f"the comparison did not finish: the worker sent an invalid record ({exc})") from None
     try:
-        _conclude(proc, setup, options, state, failures.append, start)  # raises for a final frame
+        _conclude(proc, options, state, failures.append)  # raises for a final frame
     except ScriptRejected as exc:  # the setup failed (timed out in the worker too): say in which experiment
         if state.experiment is not None:
             expression, run = state.experiment
@@ -295,19 +301,31 @@ class WorkerSession:
     ``start`` gets the RunInfo once the worker is ready. ``run`` sends a piece of code and
     calls ``emit`` with its steps; a worker that crashes, hangs past --timeout or sends
     too much becomes an error step, and the next ``run`` starts a fresh worker (its
-    names are gone: ``lost`` says so once).
+    names are gone: ``lost`` says so once). ``explain`` makes the explain pass of each worker
+    (a fresh one with a fresh worker: the pass remembers the steps before).
     """
 
-    def __init__(self, options: WorkerOptions, start: Callable[[RunInfo], None]) -> None:
+    def __init__(
+        self,
+        options: WorkerOptions,
+        start: Callable[[RunInfo], None],
+        explain: Callable[[], Callable[[Step], Step]] | None = None,
+    ) -> None:
         self.options = options
         self.on_start = start
+        self.explain = explain
         self.proc: subprocess.Popen[bytes] | None = None
         self.state = _State()
         self.lost = False
 
     def _open(self) -> subprocess.Popen[bytes]:
         req = {**request("", "<repl>", self.options), "mode": "session"}
-        self.state = _State(mode="session", printable=self.options.printable, timeout=self.options.limits.timeout)
+        self.state = _State(
+            mode="session",
+            explain=self.explain() if self.explain is not None else None,
+            printable=self.options.printable,
+            timeout=self.options.limits.timeout,
+        )
         proc = subprocess.Popen(
             worker_command(),
             stdin=subprocess.PIPE,
@@ -345,14 +363,15 @@ class WorkerSession:
         final: dict[str, Any] = state.final or {}
         if state.info is None:  # the worker did not start: say why (UsageError, TcopyError, internal)
             self.close()
-            _conclude(proc, "", self.options, state, emit, self.on_start)
+            _conclude(proc, self.options, state, emit)
         if final.get("kind") == "done":
             return
         if final.get("kind") == "refused":
             raise ScriptRejected(final["message"], final.get("line"), final.get("column"))
         self.close()
         self.lost = True
-        _conclude(proc, "\n" * line_offset + source, self.options, state, emit, self.on_start)
+        state.source = "\n" * line_offset + script_text(source)  # the crash step quotes the piece's statement
+        _conclude(proc, self.options, state, emit)
 
     def close(self) -> None:
         """End the worker (the session's names are lost)."""
@@ -529,11 +548,7 @@ def _step(step: Step, plain: bool, state: _State, emit: Callable[[Step], None]) 
         state.piece_errors += 1
     state.expected += step.expected
     state.missing += step.missed
-    if state.explain is None:
-        from tcopy_cli.pipeline import explainer  # after the worker started: its start-up hides the import
-
-        state.explain = explainer().explain
-    explained = state.explain(step)
+    explained = state.explain(step) if state.explain is not None else step
     if state.printable and not (plain and _plain_notes(explained)):
         explained = printable_record(explained)
     emit(explained)
@@ -565,7 +580,7 @@ def _summary(sent: RunSummary, state: _State) -> RunSummary:
     summary = dataclasses.replace(sent, steps=state.steps, errors=state.errors, expected=state.expected)
     summary = dataclasses.replace(summary, missing=state.missing)
     if summary.status == "ok":
-        last = _last_statement(state.source)
+        last = state.last
         if last is not None and state.furthest < last and not _may_exit(state.source, state.latest):
             raise frames.WireError(
                 f"an end frame before the script's last statement (line {last[0]}) started, in a run without errors"
@@ -600,21 +615,16 @@ def _may_exit(source: str, position: tuple[int, int, int, int]) -> bool:
     """Whether the statement at ``position`` (the last one announced) can end the run early with
     ``sys.exit(0)``, ``exit()``, ``quit()`` or ``raise SystemExit`` (read in the parent's own copy of the
     script: a worker can't make a statement say it)."""
-    lines = script_text(source).split("\n")
+    lines = source.split("\n")
     line, _, end_line, _ = position
     if not 1 <= line <= end_line <= len(lines):
         return False
     return any(_EXIT.search(text) for text in lines[line - 1 : end_line])
 
 
-def _last_statement(source: str) -> tuple[int, int] | None:
+def last_statement(tree: ast.Module) -> tuple[int, int] | None:
     """(line, column) of the script's last top-level statement that a run announces, if any."""
-    text = script_text(source)
-    try:
-        body = ast.parse(text).body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None  # the worker parsed it (it ran): no bound here
-    for node in reversed(body):
+    for node in reversed(tree.body):
         if _announced(node):
             return node.lineno, node.col_offset
     return None
@@ -640,12 +650,7 @@ def stop(proc: subprocess.Popen[bytes], grace: float = 0.0) -> None:
 
 
 def _conclude(
-    proc: subprocess.Popen[bytes],
-    source: str,
-    options: WorkerOptions,
-    state: _State,
-    emit: Callable[[Step], None],
-    start: Callable[[RunInfo], None],
+    proc: subprocess.Popen[bytes], options: WorkerOptions, state: _State, emit: Callable[[Step], None]
 ) -> RunSummary:
     final = state.final or {}
     kind = final.get("kind")
@@ -674,7 +679,7 @@ def _conclude(
             f"internal error (the worker process ended before the run started: {_ending(proc, state)}). "
             "This is a bug in tcopy; please report it with the script."
         )
-    step = _failure_step(proc, source, options, state, state.stack.current)
+    step = _failure_step(proc, options, state, state.stack.current)
     emit(printable_record(step) if state.printable else step)
     stopped_by = {"timeout": "timeout", "output": "max_output", "invalid": "invalid"}.get(state.killed_for or "")
     return RunSummary(
@@ -707,7 +712,7 @@ def _statement_text(source: str, position: wire.Position | None) -> str:
     if position is None:
         return ""
     line, col, end_line, end_col = position
-    lines = source.replace("\r\n", "\n").split("\n")
+    lines = source.split("\n")
     if not 0 < line <= len(lines):
         return ""
     text = lines[line - 1]
@@ -717,10 +722,10 @@ def _statement_text(source: str, position: wire.Position | None) -> str:
 
 
 def _failure_step(
-    proc: subprocess.Popen[bytes], source: str, options: WorkerOptions, state: _State, position: wire.Position | None
+    proc: subprocess.Popen[bytes], options: WorkerOptions, state: _State, position: wire.Position | None
 ) -> Step:
     line = position[0] if position is not None else None
-    text = _statement_text(source, position)
+    text = _statement_text(state.source, position)
     where = f"at line {line}: `{text}`" if line is not None else "before the first statement"
     from tcopy_cli.explain.errors.crash import Ending, crash_error  # only on a crash: the catalogue is not small
 

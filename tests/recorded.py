@@ -39,6 +39,7 @@ from typer.testing import CliRunner, Result
 
 from tcopy_cli import supervise
 from tcopy_cli.cli import app
+from tcopy_cli.program import Program
 from tcopy_cli.trace import frames
 
 RECORDINGS = Path(__file__).parent / "recordings"
@@ -99,16 +100,16 @@ _recorded_now: set[Path] = set()
 """Recordings this process made (with TCOPY_UPDATE_GOLDEN=1 each is made once, then shared)."""
 
 
-def _launch(source: str, origin: str, options: supervise.WorkerOptions) -> subprocess.Popen[bytes]:
+def _launch(program: Program, options: supervise.WorkerOptions) -> subprocess.Popen[bytes]:
     """A stand-in for the worker: a process that prints the recorded frames for this request."""
-    req = supervise.request(source, origin, options)
+    req = supervise.request(program.source, program.origin, options)
     path = path_for(req)
     if UPDATE and path not in _recorded_now:
         _recorded_now.add(write(req))
     if not path.exists():
         pytest.fail(
             f"no recording of this run ({path.name}): record it with TCOPY_UPDATE_GOLDEN=1 and commit the new file "
-            f"(script {source[:60]!r})"
+            f"(script {program.source[:60]!r})"
         )
     recorded_with = _torch_of(path)
     if recorded_with != _installed_torch():  # plain python's numbers, which many tests compare with, differ

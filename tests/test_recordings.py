@@ -15,6 +15,7 @@ import torch
 from recorded import CONFINEMENT, RECORDINGS, comparable, facts_text, read, record, same_facts
 
 from tcopy_cli import supervise
+from tcopy_cli.program import parse_program
 
 STALE = "{name} is not what the engine sends for its script now: record it again (the tests with TCOPY_UPDATE_GOLDEN=1)"
 
@@ -48,7 +49,7 @@ def test_the_confined_worker_sends_what_the_recording_holds() -> None:
 
     options = supervise.WorkerOptions(printable=True)
     req = supervise.request(TRAINING, "<inline>", options)
-    proc = supervise.launch(TRAINING, "<inline>", options)
+    proc = supervise.launch(parse_program(TRAINING, "<inline>"), options)
     out, _ = proc.communicate()
     sent, ours = comparable(out), comparable(record(req))
     assert sent[1:] == ours[1:]

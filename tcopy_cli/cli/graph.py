@@ -66,16 +66,17 @@ def graph_cmd(
 
       tcopy graph --example clone --format mermaid
     """
+    from tcopy_cli.pipeline import run_in_worker
     from tcopy_cli.program import parse_program
     from tcopy_cli.render import graph as rg
-    from tcopy_cli.supervise import WorkerOptions, run_in_worker
+    from tcopy_cli.supervise import WorkerOptions
     from tcopy_cli.trace.records import Step
 
     source = ""
     steps: list[Step] = []
     try:
         source, origin = read_source(script, code, limits, example)
-        parse_program(source, origin, limits)  # pure Python: refuses early, before a worker starts
+        program = parse_program(source, origin, limits)  # pure Python: refuses early, before a worker starts
         options = WorkerOptions(
             device=device,
             limits=limits,
@@ -86,7 +87,7 @@ def graph_cmd(
             require_confinement=require_confinement,
             printable=True,
         )
-        summary = run_in_worker(source, origin, options, steps.append, lambda info: None)
+        summary = run_in_worker(program, options, steps.append, lambda info: None)
     except ScriptRejected as exc:
         show_rejection(exc, source)
         raise typer.Exit(EXIT_SCRIPT) from None

@@ -109,11 +109,12 @@ def repl(
     permissions: dict[str, Any] | None = None,
 ) -> int:
     """Run the interactive loop; returns the exit status."""
+    from tcopy_cli.pipeline import worker_session
     from tcopy_cli.program import parse_program
     from tcopy_cli.render import ViewOptions
     from tcopy_cli.render.graph import graph_tree
     from tcopy_cli.render.table import TableRenderer
-    from tcopy_cli.supervise import WorkerOptions, WorkerSession
+    from tcopy_cli.supervise import WorkerOptions
     from tcopy_cli.trace.records import RunInfo, Step
 
     _setup_readline()
@@ -139,7 +140,7 @@ def repl(
         printable=True,
         **(permissions or {}),
     )
-    session = WorkerSession(options, started)
+    session = worker_session(options, started)
 
     def forget() -> None:
         renderer.forget()

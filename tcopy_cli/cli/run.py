@@ -112,7 +112,7 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
         program = parse_program(source, origin, request.limits)
     except ScriptRejected as exc:
         _reject(exc, source, origin, fmt, request.device)
-    from tcopy_cli.supervise import WorkerOptions, launch, run_in_worker, stop
+    from tcopy_cli.supervise import WorkerOptions, launch, stop
     from tcopy_cli.trace.records import RunSummary, Step
 
     options = WorkerOptions(
@@ -127,8 +127,9 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
         printable=fmt is not OutputFormat.json,  # every view but JSON gets the script's text made printable
     )
     # The worker starts first: the views are imported while it confines itself and imports torch.
-    proc = launch(source, origin, options)
+    proc = launch(program, options)
     try:
+        from tcopy_cli.pipeline import run_in_worker
         from tcopy_cli.render.folding import StepFlow
 
         presenter.begin()
@@ -150,7 +151,7 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
             presenter.event(renderer, event)
 
     try:
-        summary = run_in_worker(source, origin, options, emit, renderer.start, proc=proc)
+        summary = run_in_worker(program, options, emit, renderer.start, proc=proc)
     except Quit:
         summary = RunSummary(
             seen["steps"], seen["errors"], stopped_by="quit", expected=seen["expected"], missing=seen["missing"]

@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from tcopy_cli.limits import Limits
+from tcopy_cli.program import parse_program
 from tcopy_cli.supervise import WorkerOptions, run_in_worker
 
 UNCONFINED = os.environ.get("TCOPY_WALL_UNCONFINED") == "1"
@@ -44,7 +45,7 @@ def raw(name, *args):
 def run_hook(options: WorkerOptions, source: str = "x = 1") -> dict[str, Any]:
     """Run ``options.test_hook`` in a worker and return what it reported."""
     reports: list[Any] = []
-    run_in_worker(source, "<test>", options, lambda _s: None, lambda _i: None, on_hook=reports.append)
+    run_in_worker(parse_program(source, "<test>"), options, lambda _s: None, lambda _i: None, on_hook=reports.append)
     if not reports:
         raise RuntimeError("the worker did not run the test hook (is TCOPY_ALLOW_TEST_HOOK=1 set?)")
     result: dict[str, Any] = reports[0]

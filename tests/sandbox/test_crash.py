@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tcopy_cli.limits import Limits
+from tcopy_cli.program import parse_program
 from tcopy_cli.supervise import WorkerOptions, run_in_worker
 from tcopy_cli.trace.records import RunInfo, Step
 from tcopy_cli.worker import TEST_HOOK_ENV
@@ -45,7 +46,7 @@ def run_with_hook(source: str, line: int, code: str, monkeypatch: pytest.MonkeyP
     steps: list[Step] = []
     infos: list[RunInfo] = []
     summary = run_in_worker(
-        source, "<t>", WorkerOptions(test_hook={"line": line, "code": code}), steps.append, infos.append
+        parse_program(source, "<t>"), WorkerOptions(test_hook={"line": line, "code": code}), steps.append, infos.append
     )
     assert infos, "the run started"
     return steps, summary
@@ -134,7 +135,7 @@ def test_output_cap_counts_everything_the_worker_sends() -> None:
     steps: list[Step] = []
     src = "t = torch.arange(50.0)\nfor i in range(2000):\n    u = t + i\n"
     summary = run_in_worker(
-        src, "<t>", WorkerOptions(max_values=100, max_wire_bytes=200_000), steps.append, lambda i: None
+        parse_program(src, "<t>"), WorkerOptions(max_values=100, max_wire_bytes=200_000), steps.append, lambda i: None
     )
     assert summary.status == "error" and summary.stopped_by == "max_output"
     last = steps[-1]
@@ -177,8 +178,7 @@ def test_memory_past_rlimit_as_is_a_clean_error() -> None:
     limits = Limits(max_bytes=64 * 1024**2, max_elements=10**11)
     steps: list[Step] = []
     summary = run_in_worker(
-        "a = torch.empty(16 * 1024**3, dtype=torch.uint8)\n",
-        "<t>",
+        parse_program("a = torch.empty(16 * 1024**3, dtype=torch.uint8)\n", "<t>"),
         WorkerOptions(limits=limits),
         steps.append,
         lambda i: None,

@@ -19,6 +19,7 @@ from attempts import assert_refused, in_worker, run_hook
 
 from tcopy_cli.limits import Limits
 from tcopy_cli.process import confine, landlock, memory, seccomp
+from tcopy_cli.program import parse_program
 from tcopy_cli.supervise import WorkerOptions, run_in_worker
 from tcopy_cli.worker import TEST_HOOK_ENV
 
@@ -210,7 +211,7 @@ def test_optimizers_and_lazy_torch_imports_work_after_confinement() -> None:
         "opt.step()\n"
     )
     steps: list = []
-    run_in_worker(script, "<test>", WorkerOptions(limits=Limits()), steps.append, lambda _info: None)
+    run_in_worker(parse_program(script, "<test>"), WorkerOptions(limits=Limits()), steps.append, lambda _info: None)
     assert [s.error for s in steps if s.error] == []
     import torch
 
@@ -237,10 +238,10 @@ def test_the_hook_needs_the_test_variable(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_start_event_names_the_active_protections() -> None:
     infos = []
-    run_in_worker("x = 1", "<t>", WorkerOptions(), lambda s: None, infos.append)
+    run_in_worker(parse_program("x = 1", "<t>"), WorkerOptions(), lambda s: None, infos.append)
     assert infos[0].confinement == _expected_confinement()
     infos.clear()
-    run_in_worker("x = 1", "<t>", WorkerOptions(trust=True), lambda s: None, infos.append)
+    run_in_worker(parse_program("x = 1", "<t>"), WorkerOptions(trust=True), lambda s: None, infos.append)
     assert infos[0].confinement == "none (--trust)"
 
 
@@ -326,14 +327,14 @@ def _spy_on_workers(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     real = supervise.run_in_worker
     infos: list[object] = []
 
-    def spy(source, origin, options, emit, start):  # type: ignore[no-untyped-def]
+    def spy(program, options, emit, start, *args, **kwargs):  # type: ignore[no-untyped-def]
         assert not options.trust
 
         def started(info):  # type: ignore[no-untyped-def]
             infos.append(info)
             start(info)
 
-        return real(source, origin, options, emit, started)
+        return real(program, options, emit, started, *args, **kwargs)
 
     monkeypatch.setattr(supervise, "run_in_worker", spy)
     return infos
@@ -413,7 +414,7 @@ def test_without_libseccomp_the_run_goes_on_and_the_header_says_so(monkeypatch: 
     monkeypatch.setenv("TCOPY_NO_LIBSECCOMP", "1")
     infos: list = []
     steps: list = []
-    run_in_worker("a = torch.ones(2)\nb = a * 2\n", "<t>", WorkerOptions(), steps.append, infos.append)
+    run_in_worker(parse_program("a = torch.ones(2)\nb = a * 2\n", "<t>"), WorkerOptions(), steps.append, infos.append)
     parts = (("landlock", LANDLOCK), ("namespaces", NAMESPACES), ("rlimits", LINUX))
     assert infos[0].confinement == ("+".join(name for name, on in parts if on) or "none")
     assert [s.error for s in steps] == [None, None]

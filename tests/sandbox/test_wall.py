@@ -485,12 +485,12 @@ report("hwm", vm("VmHWM:"))
 
 def test_an_allocation_past_the_ceiling_is_an_error_step_not_a_crash() -> None:
     """The same attack as a script statement: an error step at its line, and the run goes on to report it."""
+    from tcopy_cli.program import parse_program
     from tcopy_cli.supervise import WorkerOptions, run_in_worker
 
     steps: list = []
     run_in_worker(
-        "import torch\nxs = [torch.ones(40_000_000) for _ in range(40)]\n",
-        "<t>",
+        parse_program("import torch\nxs = [torch.ones(40_000_000) for _ in range(40)]\n", "<t>"),
         WorkerOptions(trust=UNCONFINED, limits=Limits(max_bytes=10**9)),
         steps.append,
         lambda _info: None,
