@@ -206,7 +206,8 @@ def compare_in_worker(
     limits: Limits,
     start: Callable[[RunInfo], None] = lambda _info: None,
 ) -> list[dict[str, Any]]:
-    """Run ``tcopy compare``'s experiments in one confined worker; the rows as ``Comparison.to_json()``.
+    """Run ``tcopy compare``'s experiments in one confined worker; the rows as the fields of each
+    ``Comparison`` by name (``Comparison(**row)`` makes it again).
 
     Each experiment script keeps ``limits``: the worker announces each one (an ``experiment``
     frame), and the parent gives each ``--timeout`` as the user wrote it (a run that does not

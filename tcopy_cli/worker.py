@@ -21,7 +21,9 @@ Started by ``tcopy_cli.supervise`` as ``python -m tcopy_cli.worker``. Protocol:
   ``end``           ``{"summary": RunSummary}``: the run finished; the worker exits.
   ``experiment``    ``{"expression", "run"}``: one of ``tcopy compare``'s experiment runs starts
                     (the parent gives each --timeout).
-  ``compare``       ``{"rows": [Comparison.to_json(), ...]}``: the comparison finished.
+  ``compare``       ``{"rows": [{field: value, ...}, ...]}``: the comparison finished; each row
+                    holds every field of a ``trace.compare.Comparison`` by name
+                    (``dataclasses.asdict``; the parent reads it with ``frames.decode_fields``).
   ``done``          ``{"errors"}``: a session's piece of code finished (its steps came before).
   ``rejected``      ``{"info", "line", "column", "message"}``: the script was refused.
   ``usage_error``   ``{"message"}``: e.g. the device is not available.
@@ -263,6 +265,8 @@ def _serve(request: dict[str, Any], channel: Channel, confinement: str, hook: di
 
 def _serve_compare(request: dict[str, Any], channel: Channel, confinement: str) -> int:
     """Run ``tcopy compare``'s experiment scripts here and send the measured rows."""
+    import dataclasses
+
     import torch
 
     from tcopy_cli import __version__
@@ -290,7 +294,7 @@ def _serve_compare(request: dict[str, Any], channel: Channel, confinement: str) 
     except TcopyError as exc:
         channel.send("run_error", message=exc.message)
         return 0
-    channel.send("compare", rows=[row.to_json() for row in rows])
+    channel.send("compare", rows=[dataclasses.asdict(row) for row in rows])
     return 0
 
 

@@ -23,7 +23,7 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from tcopy_cli.render.jsonl import dumps
+from tcopy_cli.render.jsonl import comparison_json, dumps
 from tcopy_cli.render.trim import Trimmed
 from tcopy_cli.trace.compare import Comparison
 
@@ -193,7 +193,7 @@ def _question_rows(block: list[list[Comparison]], headers: bool = True) -> Table
 def render_json(out: TextIO, rows: list[Comparison]) -> None:
     """One JSON object per expression."""
     for c in rows:
-        out.write(dumps(c.to_json()) + "\n")
+        out.write(dumps(comparison_json(c)) + "\n")
 
 
 def render_markdown(out: TextIO, rows: list[Comparison], setup: str, device: str) -> None:

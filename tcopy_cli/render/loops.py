@@ -86,12 +86,6 @@ def grad_norm(record: TensorRecord) -> float | None:
     return None if flat is None else math.sqrt(sum(x * x for x in flat))
 
 
-def _json_number(v: float | None) -> float | str | None:
-    if v is None or math.isfinite(v):
-        return v
-    return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
-
-
 @dataclass
 class Evolution:
     """How one named tensor changed over a loop's turns (one entry per turn, at its end)."""
@@ -125,28 +119,6 @@ class Evolution:
     def storages_made(self) -> int:
         """Storages the name got inside the loop."""
         return sum(1 for s in self.storages if s != self.storage_before)
-
-    def to_json(self) -> dict[str, Any]:
-        """The entry of a ``loop`` event's ``tensors``."""
-        out: dict[str, Any] = {}
-        if self.scalar:
-            finite = [v for v in self.values if math.isfinite(v)]
-            out["values"] = [_json_number(v) for v in self.values]
-            out["first"] = _json_number(self.values[0])
-            out["last"] = _json_number(self.values[-1])
-            out["min"] = min(finite) if finite else None
-            out["max"] = max(finite) if finite else None
-        out["version_before"] = self.version_before
-        out["version_after"] = self.versions[-1] if self.versions else None
-        norms = [n for n in self.grad_norms if n is not None]
-        if norms:
-            out["grad_norms"] = [_json_number(n) for n in self.grad_norms]
-        if any(n is not None for n in self.peak_norms):
-            out["grad_norms_peak"] = [_json_number(n) for n in self.peak_norms]
-        out["storages_made"] = self.storages_made
-        out["storages_new"] = self.storages_new
-        out["storages_freed"] = self.storages_freed
-        return out
 
 
 def _listed(names: list[str]) -> str:
@@ -187,18 +159,6 @@ class LoopFinding:
             f"{grads} never reset in the loop: {when}, each backward added its gradient to what the turns "
             f"before had left in {'it' if len(self.tensors) == 1 else 'them'}, {used}.{fix}"
         )
-
-    def to_json(self, iterations: int) -> dict[str, Any]:
-        """An entry of a ``loop`` event's ``findings``."""
-        return {
-            "kind": self.kind,
-            "severity": self.severity,
-            "tensors": self.tensors,
-            "turns": self.turns,
-            "fix": self.fix,
-            "line": self.line,
-            "text": self.text(iterations),
-        }
 
 
 @dataclass
@@ -247,21 +207,6 @@ class LoopSummary:
             if moved:
                 out[name] = ev
         return out
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``loop`` event."""
-        return {
-            "event": "loop",
-            "line": self.line,
-            "iterations": self.iterations,
-            "total": self.total,
-            "first_step": self.first_step,
-            "last_step": self.last_step,
-            "enclosing": [c.to_json() for c in self.enclosing],
-            "tensors": {name: ev.to_json() for name, ev in self.changed().items()},
-            **({"unlisted": {n: list(pair) for n, pair in self.unlisted.items()}} if self.unlisted else {}),
-            **({"findings": [f.to_json(self.iterations) for f in self.findings.values()]} if self.findings else {}),
-        }
 
     def gather(self, step: Step, turn: int) -> None:
         """Take in the notes of ``LOOP_FINDINGS`` kinds of one of its steps (in turn ``turn``)."""

@@ -55,25 +55,6 @@ class Comparison:
     warnings: list[str] = field(default_factory=list)
     error: dict[str, str] | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        """One JSON Lines object."""
-        return {
-            "expression": self.expression,
-            "new_object": self.new_object,
-            "shares_storage": self.shares_storage,
-            "same_data_ptr": self.same_data_ptr,
-            "shares_version_counter": self.shares_version_counter,
-            "requires_grad": self.requires_grad,
-            "is_leaf": self.is_leaf,
-            "grad_fn": self.grad_fn,
-            "device": self.device,
-            "grad_flows_to_source": self.grad_flows_to_source,
-            "inplace_visible_in_source": self.inplace_visible_in_source,
-            "autograd_detects_inplace": self.autograd_detects_inplace,
-            "warnings": self.warnings,
-            "error": self.error,
-        }
-
 
 Announce = Callable[[str, str], None]
 """Told (expression, which run) before each experiment script runs (the worker tells the parent)."""

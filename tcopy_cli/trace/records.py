@@ -1,4 +1,8 @@
-"""Step records: plain data about a run. They never hold a live tensor."""
+"""Step records: plain data about a run. They never hold a live tensor.
+
+They know no output format: the renderers write them (the JSON Lines objects, under the
+spec's names, in ``tcopy_cli.render.jsonl``).
+"""
 
 from __future__ import annotations
 
@@ -41,31 +45,6 @@ class TensorRecord:
     node_id: int = 0
     reach_ids: frozenset[int] = frozenset()
 
-    def to_json(self) -> dict[str, Any]:
-        """The JSON object for this record (spec field names, grads nested)."""
-        return {
-            "shape": self.shape,
-            "dtype": self.dtype,
-            "device": self.device,
-            "values": self.values,
-            "preview": self.preview,
-            "data_ptr": self.data_ptr,
-            "storage": self.storage,
-            "storage_offset": self.storage_offset,
-            "shares_memory_with": self.shares_memory_with,
-            "requires_grad": self.requires_grad,
-            "is_leaf": self.is_leaf,
-            "grad_fn": self.grad_fn,
-            "grad": self.grad.to_json() if self.grad is not None else None,
-            "version": self.version,
-            "version_counter": self.version_counter,
-            "stride": self.stride,
-            "element_size": self.element_size,
-            "storage_nbytes": self.storage_nbytes,
-            "shares_version_with": self.shares_version_with,
-            "reaches": self.reaches,
-        }
-
     def byte_span(self) -> tuple[int, int]:
         """[start, end) bytes the elements cover inside the storage."""
         return byte_span(self.shape, self.stride, self.storage_offset, self.element_size)
@@ -84,18 +63,6 @@ class ArrayRecord:
     storage: str | None = None
     """Label of the tensor storage the array's memory lies in, if any."""
 
-    def to_json(self) -> dict[str, Any]:
-        """The JSON object for this record."""
-        return {
-            "shape": self.shape,
-            "dtype": self.dtype,
-            "values": self.values,
-            "preview": self.preview,
-            "data_ptr": self.data_ptr,
-            "shares_memory_with": self.shares_memory_with,
-            "storage": self.storage,
-        }
-
 
 @dataclass(frozen=True)
 class SavedInfo:
@@ -105,10 +72,6 @@ class SavedInfo:
     tensor: str
     saved_version: int
     stale: bool
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON object."""
-        return {"attr": self.attr, "tensor": self.tensor, "saved_version": self.saved_version, "stale": self.stale}
 
 
 @dataclass(frozen=True)
@@ -121,17 +84,6 @@ class GraphNode:
     variable: list[str] = field(default_factory=list)
     tensors: list[str] = field(default_factory=list)
     saved: list[SavedInfo] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON object."""
-        return {
-            "label": self.label,
-            "op": self.op,
-            "next": self.next,
-            "variable": self.variable,
-            "tensors": self.tensors,
-            "saved": [s.to_json() for s in self.saved],
-        }
 
 
 @dataclass(frozen=True)
@@ -152,14 +104,6 @@ class GraphRecord:
             ),
             tuple(sorted(self.views.items())),
         )
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON object."""
-        return {
-            "roots": self.roots,
-            "nodes": {k: v.to_json() for k, v in self.nodes.items()},
-            "views": self.views,
-        }
 
 
 @dataclass(frozen=True)
@@ -195,13 +139,6 @@ class ErrorInfo:
         first = self.message.splitlines()[0] if self.message else ""
         return f"{self.type}: {first}"
 
-    def to_json(self) -> dict[str, Any]:
-        """The JSON object for this error (``expected`` only on an expected one)."""
-        out: dict[str, Any] = {"type": self.type, "message": self.message, "explanation": self.explanation}
-        if self.expected:
-            out["expected"] = True
-        return out
-
 
 @dataclass(frozen=True)
 class CaughtInfo:
@@ -235,21 +172,6 @@ class OpInput:
     dtype: str = ""
     device: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        """JSON object."""
-        return {
-            "role": self.role,
-            "expr": self.expr,
-            "name": self.name,
-            "kind": self.kind,
-            "from_op": self.from_op,
-            "version": self.version,
-            "contiguous": self.contiguous,
-            "is_view": self.is_view,
-            "base": self.base,
-            "requires_grad": self.requires_grad,
-        }
-
 
 @dataclass(frozen=True)
 class OpRelation:
@@ -269,10 +191,6 @@ class OpRelation:
     """None: ``input`` indexes this operation's inputs. Else the index of an earlier
     operation of the step whose result this one consumed (a temporary, as in
     ``a.clone().detach()``), and ``input`` indexes that operation's inputs."""
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON object."""
-        return {"input": self.input, "relation": self.relation, "graph": self.graph, "op": self.op}
 
 
 @dataclass(frozen=True)
@@ -294,19 +212,6 @@ class OpResult:
     device: str = ""
     names: list[str] = field(default_factory=list)
     """Every script name bound to it after the step."""
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON object."""
-        return {
-            "name": self.name,
-            "names": self.names,
-            "kind": self.kind,
-            "item": self.item,
-            "relations": [r.to_json() for r in self.relations],
-            "version": self.version,
-            "grad_fn": self.grad_fn,
-            "requires_grad": self.requires_grad,
-        }
 
 
 MAX_LISTED_ITEMS = 1000
@@ -393,21 +298,6 @@ class OpRecord:
     error: str | None = None
     """The exception class name when the operation raised."""
 
-    def to_json(self) -> dict[str, Any]:
-        """JSON object (an entry of a step's ``ops``)."""
-        return {
-            "index": self.index,
-            "kind": self.kind,
-            "call": self.call,
-            "function": self.function,
-            "line": self.line,
-            "inputs": [i.to_json() for i in self.inputs],
-            "results": [r.to_json() for r in self.results],
-            "bumped": self.bumped,
-            "detail": self.detail,
-            "error": self.error,
-        }
-
 
 @dataclass(frozen=True)
 class LoopContext:
@@ -426,10 +316,6 @@ class LoopContext:
     suspends: bool = False
     """The loop runs in a generator (``--trust``): each ``yield`` leaves it for the code that asked
     for the next item, and the next item takes it up again in its next turn."""
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON object."""
-        return {"line": self.line, "iteration": self.iteration, "total": self.total}
 
 
 @dataclass(frozen=True)
@@ -466,17 +352,6 @@ class Note:
     def line(self) -> str:
         """The note as one line of text (the JSON ``notes`` entry): warnings carry a ⚠ mark."""
         return WARNING_MARK + self.text if self.severity == "warning" else self.text
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON object (an entry of ``explanations``)."""
-        return {
-            "kind": self.kind,
-            "severity": self.severity,
-            "text": self.text,
-            "tensors": list(self.tensors),
-            "op": self.op,
-            **({"fix": self.fix} if self.fix is not None else {}),
-        }
 
 
 @dataclass(frozen=True)
@@ -552,34 +427,6 @@ class Step:
         """The notes as lines of text."""
         return [n.line for n in self.explanations]
 
-    def to_json(self) -> dict[str, Any]:
-        """The ``step`` event of the JSON Lines format (``expect``/``expected`` only where set)."""
-        out: dict[str, Any] = {
-            "event": "step",
-            "index": self.index,
-            "line": self.line,
-            "source": self.source,
-            "status": self.status,
-            "error": self.error.to_json() if self.error else None,
-            "stdout": self.stdout,
-            "warnings": self.warnings,
-            "notes": self.notes,
-            "explanations": [n.to_json() for n in self.explanations],
-            "ops": [o.to_json() for o in self.ops],
-            "tensors": {k: v.to_json() for k, v in self.tensors.items()},
-            "arrays": {k: v.to_json() for k, v in self.arrays.items()},
-            "function": self.function,
-            "depth": self.depth,
-            **({"hooks": self.hooks} if self.hooks else {}),
-            **({"unlisted": self.unlisted} if self.unlisted else {}),
-            **({"observed": False} if not self.observed else {}),
-            "loops": [loop.to_json() for loop in self.loops],
-        }
-        if self.expect is not None:
-            out["expect"] = self.expect
-            out["expected"] = self.expected
-        return out
-
 
 TRUSTED_HEADER = "trusted (--trust): nothing confines the script; it has your files, network and environment"
 """How a run's header says that ``--trust`` lifted the wall."""
@@ -607,25 +454,6 @@ class RunInfo:
     def reads(self) -> str:
         """``; reads /data, /home/u/proj`` for the header (empty where nothing was allowed)."""
         return f"; reads {', '.join(self.allow_read)}" if self.allow_read and not self.trusted else ""
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``start`` event (``degraded`` only where some fact is)."""
-        out: dict[str, Any] = {
-            "event": "start",
-            "format": "tcopy.jsonl/1",
-            "tcopy": self.tcopy,
-            "torch": self.torch,
-            "device": self.device,
-            "source": self.source,
-            "title": self.title,
-            "confinement": self.confinement,
-            "allow_read": self.allow_read,
-        }
-        if self.degraded:
-            out["degraded"] = self.degraded
-        if self.trusted:
-            out["trusted"] = True
-        return out
 
 
 @dataclass(frozen=True)
@@ -655,15 +483,6 @@ class RunSummary:
         """``ok`` when every error step was expected, every expected error happened, and the
         script was not refused."""
         return "ok" if self.unexpected == 0 and self.missing == 0 and not self.rejected else "error"
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``end`` event (the expectation counts only where not zero)."""
-        out: dict[str, Any] = {"event": "end", "status": self.status, "steps": self.steps, "errors": self.errors}
-        if self.expected:
-            out["expected_errors"] = self.expected
-        if self.missing:
-            out["missing_errors"] = self.missing
-        return out
 
 
 R = TypeVar("R")

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from tcopy_cli.cli import app
 from tcopy_cli.pipeline import run_source
 from tcopy_cli.program import parse_program as parse_script
+from tcopy_cli.render.jsonl import end_json
 
 runner = CliRunner()
 
@@ -76,7 +77,7 @@ def test_an_expected_error_is_plain_pythons_error_and_the_run_goes_on() -> None:
     assert trace.steps[-1].tensors["c"].values == [3.0, 3.0]
     summary = trace.summary
     assert (summary.errors, summary.expected, summary.missing, summary.status) == (1, 1, 0, "ok")
-    assert summary.to_json() == {"event": "end", "status": "ok", "steps": 4, "errors": 1, "expected_errors": 1}
+    assert end_json(summary) == {"event": "end", "status": "ok", "steps": 4, "errors": 1, "expected_errors": 1}
 
 
 def test_a_base_class_name_matches_like_except() -> None:

@@ -135,6 +135,7 @@ def _addresses_normalised(text: str) -> str:
 def _tcopy_in_process(source: str, name: str) -> dict[str, Any]:
     from tcopy_cli.engine import run_source
     from tcopy_cli.errors import ScriptRejected
+    from tcopy_cli.render.jsonl import end_json, step_json
 
     fresh_warn_once()
     try:
@@ -144,8 +145,8 @@ def _tcopy_in_process(source: str, name: str) -> dict[str, Any]:
     except Exception as exc:  # a crash of tcopy itself fails this script's tests only
         return {"crash": f"run_source raised {type(exc).__name__}: {exc}"}
     assert trace.summary is not None
-    steps = [json.loads(json.dumps(step.to_json(), allow_nan=False)) for step in trace.steps]
-    return {"crash": None, "steps": steps, "end": trace.summary.to_json(), "exit_code": None}
+    steps = [json.loads(json.dumps(step_json(step), allow_nan=False)) for step in trace.steps]
+    return {"crash": None, "steps": steps, "end": end_json(trace.summary), "exit_code": None}
 
 
 def _start_cli(path: Path) -> subprocess.Popen[str]:

@@ -41,6 +41,7 @@ from typer.testing import CliRunner
 
 from tcopy_cli.cli import app
 from tcopy_cli.engine import run_source
+from tcopy_cli.render.jsonl import step_json
 
 pytestmark = pytest.mark.slow
 
@@ -284,7 +285,7 @@ def run_tcopy(source: str) -> dict[str, Any]:
         trace = run_source(source, keep_going=False)
     except Exception as exc:  # the script's own errors become error steps; anything else is tcopy's
         raise AssertionError(f"run_source crashed: {type(exc).__name__}: {exc}") from exc
-    steps = [s.to_json() for s in trace.steps]
+    steps = [step_json(s) for s in trace.steps]
     assert steps, "tcopy ran no steps"
     errors = [s for s in steps if s["status"] == "error"]
     assert len(errors) <= 1 and (not errors or errors[0] is steps[-1]), "without --keep-going an error ends the run"

@@ -16,6 +16,7 @@ import torch
 
 from tcopy_cli.limits import Limits
 from tcopy_cli.pipeline import run_source
+from tcopy_cli.render.jsonl import loop_json, step_json
 from tcopy_cli.trace.records import Step
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -201,7 +202,7 @@ def test_hooks_torch_calls_during_backward_print_into_the_backward_step(tmp_path
     assert not any(s.function == "show" for s in steps)
     assert steps[-1].stdout == "hook [3.0, 3.0]\n"
     assert [s.hooks for s in steps] == [[], [], [], [], ["show"]]  # the backward step names the hook
-    assert steps[-1].to_json()["hooks"] == ["show"] and "hooks" not in steps[-2].to_json()
+    assert step_json(steps[-1])["hooks"] == ["show"] and "hooks" not in step_json(steps[-2])
     assert steps[-1].tensors["a"].grad is not None and steps[-1].tensors["a"].grad.values == [6.0, 6.0]
 
 
@@ -290,8 +291,8 @@ def test_loops_and_their_summaries() -> None:
 
     trace = run_source(LOOPS)
     tracker = LoopTracker()
-    events = [s.to_json() for step in trace.steps for s in tracker.feed(step)]
-    events += [s.to_json() for s in tracker.close()]
+    events = [loop_json(s) for step in trace.steps for s in tracker.feed(step)]
+    events += [loop_json(s) for s in tracker.close()]
     where = [(s.line, s.loops, s.contexts, s.calls) for s in trace.steps]
     # against plain Python: 4 epochs, each calling loss_of
     # (whose own loop turns twice), the update inside no_grad; a while loop of 3 turns

@@ -13,6 +13,7 @@ from tcopy_cli.engine import run_source as run_facts
 from tcopy_cli.explain import Explainer, Rule, StepFacts
 from tcopy_cli.pipeline import NOTE_RULES, explain_trace, explainer
 from tcopy_cli.pipeline import run_source as run_explained
+from tcopy_cli.render.jsonl import error_json, note_json, step_json
 from tcopy_cli.trace.records import ErrorInfo, Note
 
 LEAF = "a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\n"
@@ -70,8 +71,8 @@ def test_explaining_after_the_run_equals_explaining_as_it_runs() -> None:
     assert len(streamed) == len(after.steps)
     for event, step in zip(streamed, after.steps):
         assert event["notes"] == step.notes
-        assert event["explanations"] == [n.to_json() for n in step.explanations]
-        assert event["error"] == (step.error.to_json() if step.error else None)
+        assert event["explanations"] == [note_json(n) for n in step.explanations]
+        assert event["error"] == (error_json(step.error) if step.error else None)
     assert [s.notes for s in run_explained(SCRIPT, keep_going=True).steps] == [s.notes for s in after.steps]
     assert run_script(LEAF + "b = a").steps[-1].notes == after.steps[1].notes
 
@@ -110,7 +111,7 @@ def test_every_family_is_explained_with_kinds_and_names() -> None:
 def test_notes_strings_are_the_explanations_with_the_warning_mark() -> None:
     for step in run_explained(SCRIPT, keep_going=True).steps:
         assert step.notes == [("⚠ " if n.severity == "warning" else "") + n.text for n in step.explanations]
-        event = step.to_json()
+        event = step_json(step)
         assert event["notes"] == step.notes
         assert [e["kind"] for e in event["explanations"]] == [n.kind for n in step.explanations]
 

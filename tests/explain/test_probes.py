@@ -18,6 +18,7 @@ import torch
 from probes import Probe, load, probe_names
 
 from tcopy_cli.pipeline import run_source
+from tcopy_cli.render.jsonl import loop_json
 from tcopy_cli.render.loops import LoopSummary, LoopTracker
 from tcopy_cli.trace.records import Step
 
@@ -96,6 +97,6 @@ def test_tcopy_says_what_the_probe_needs(name: str) -> None:
     if probe.loop:
         summaries = loop_summaries(trace.steps)
         for line, phrases in probe.loop.items():
-            text = "\n".join(str(s.to_json()) for s in summaries if s.line == line)
+            text = "\n".join(str(loop_json(s)) for s in summaries if s.line == line)
             for phrase in phrases:
                 assert phrase in text, (name, line, phrase, text)

@@ -8,6 +8,7 @@ import warnings
 import pytest
 import torch
 
+from tcopy_cli.render.jsonl import comparison_json
 from tcopy_cli.trace.compare import SETUPS, STANDARD, compare
 
 
@@ -80,7 +81,7 @@ def test_compare_matches_plain_pytorch(source: str) -> None:
     assert [r.expression for r in rows] == STANDARD
     for row in rows:
         expected = _plain(row.expression, source == "nonleaf")
-        got = row.to_json()
+        got = comparison_json(row)
         if "error" in expected:
             assert got["error"] is not None and got["error"]["type"] == expected["error"], row.expression
             continue

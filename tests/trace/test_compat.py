@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from tcopy_cli.engine import run_source
+from tcopy_cli.render.jsonl import start_json, step_json
 from tcopy_cli.trace import compat, observe
 from tcopy_cli.trace.graph import version_groups
 
@@ -44,7 +45,7 @@ def test_version_groups_match_plain_torch() -> None:
 
 
 def test_degraded_facts_are_said_in_the_start_event() -> None:
-    event = json.loads(json.dumps(run_source("x = 1").info.to_json()))
+    event = json.loads(json.dumps(start_json(run_source("x = 1").info)))
     said = event.get("degraded", [])
     assert said == compat.degraded()
     t = torch.zeros(1)
@@ -148,7 +149,7 @@ def test_unmeasurable_version_counter_is_said(monkeypatch: pytest.MonkeyPatch) -
     buffer = io.StringIO()
     TableRenderer(Console(file=buffer, width=200, no_color=True)).start(trace.info)
     assert f"degraded: {said}" in buffer.getvalue()
-    step = json.loads(json.dumps(trace.steps[-1].to_json()))
+    step = json.loads(json.dumps(step_json(trace.steps[-1])))
     assert step["tensors"]["v"]["shares_version_with"] == []
     from tcopy_cli.trace.compare import compare_one
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import textwrap
 
 from tcopy_cli.engine import run_source
+from tcopy_cli.render.jsonl import step_json
 from tcopy_cli.trace import frames, records, wire
 from tcopy_cli.trace.records import CallSite, LoopContext
 
@@ -129,7 +130,7 @@ def test_context_travels_on_the_wire() -> None:
     assert (
         last.loops
         and last.contexts == ("no_grad",)
-        and last.to_json()["loops"] == [{"line": 3, "iteration": 2, "total": 2}]
+        and step_json(last)["loops"] == [{"line": 3, "iteration": 2, "total": 2}]
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from tcopy_cli.engine import run_source
+from tcopy_cli.render.jsonl import step_json
 from tcopy_cli.trace import frames, records, wire
 from tcopy_cli.trace.records import OpRecord
 
@@ -60,8 +61,8 @@ def test_ops_cross_the_wire_and_are_json() -> None:
     trace = run_source("import torch\na = torch.ones(2, requires_grad=True)\nb = a[0:1]\nb.data = torch.zeros(3)")
     for step in trace.steps:
         assert frames.decode_as(records.Step, frames.parse(wire.dumps(step).encode())) == step
-        json.loads(json.dumps(step.to_json(), allow_nan=False))
-    assert trace.steps[-1].to_json()["ops"][-1]["detail"]["replaced"] == ["storage"]
+        json.loads(json.dumps(step_json(step), allow_nan=False))
+    assert step_json(trace.steps[-1])["ops"][-1]["detail"]["replaced"] == ["storage"]
 
 
 def test_version_counter_labels_tell_detach_from_data() -> None:

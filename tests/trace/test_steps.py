@@ -30,6 +30,7 @@ from tcopy_cli.engine.stepper import RunOptions, Stepper
 from tcopy_cli.errors import ScriptRejected
 from tcopy_cli.limits import Limits
 from tcopy_cli.program import parse_program
+from tcopy_cli.render.jsonl import step_json
 from tcopy_cli.trace.records import Step
 
 # --- steps: lines, source text, errors -----------------------------------------------
@@ -401,8 +402,8 @@ def test_a_list_longer_than_the_records_list_says_how_many_items_are_not_listed(
     assert set(last.unlisted) == set(containers) and "floats" not in last.unlisted
     assert last.unlisted["xs"] == len(namespace["xs"]) - 1000 and last.unlisted["short"] > 0
     assert [s.unlisted.get("xs") for s in steps[1:]] == [3, 3, 3, 3, 4]
-    assert last.to_json()["unlisted"] == last.unlisted
-    assert "unlisted" not in steps[0].to_json()
+    assert step_json(last)["unlisted"] == last.unlisted
+    assert "unlisted" not in step_json(steps[0])
 
 
 def test_a_module_past_the_step_budget_says_how_many_parameters_and_buffers_are_not_listed() -> None:
