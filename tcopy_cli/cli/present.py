@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -215,11 +217,18 @@ PROMPTS = (
 )
 
 
-def prompt_text(at: int, shown: int, width: int) -> str:
-    """The --pause prompt at step ``at`` (from 0) of ``shown``, the longest form narrower than ``width``
-    (the last column left free: a line that fills it makes some terminals wrap)."""
-    where = f"step {at + 1} of {shown} shown" + (" (back)" if at + 1 < shown else "")
-    short = f"{at + 1}/{shown}" + (" (back)" if at + 1 < shown else "")
+def prompt_text(at: int, shown: int, width: int, label: str = "") -> str:
+    """The --pause prompt at stop ``at`` (from 0) of ``shown``, the longest form narrower than ``width``
+    (the last column left free: a line that fills it makes some terminals wrap). ``label``: what the
+    stop shows (``step 7``, ``loop at line 4``), as its header says.
+
+    At the newest stop it gives no total: the steps still to come are not known yet, and
+    "5 of 5" would read as the last one. Gone back, it says how far back.
+    """
+    back = at + 1 < shown
+    label = label or f"stop {at + 1}"
+    where = f"{label} (back: stop {at + 1} of {shown})" if back else label
+    short = f"{label} ({at + 1}/{shown})" if back else label
     forms = [p.format(where=where, short=short) for p in PROMPTS]
     for text in forms:
         if cell_len(text) < width:
@@ -238,6 +247,18 @@ def first_sentence(headline: str, most: int = 100) -> str:
     if len(cut) > most:
         cut = cut[:most].rsplit(" ", 1)[0]
     return cut if cut == headline else cut.rstrip(" .,;:") + " …"
+
+
+class _Drawn(io.StringIO):
+    """Where a step is drawn under --pause before it goes to the terminal: it answers ``isatty`` as
+    the terminal does, so Rich draws for it alike (colours, control codes)."""
+
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
 
 
 class Presenter:
@@ -266,6 +287,8 @@ class Presenter:
         """The terminal --pause reads keys from (``key_source``)."""
         self.errors: list[Step] = []
         self.history: list[str] = []
+        self.labels: list[str] = []
+        """What each stop in ``history`` shows (``step 7``), for the prompt."""
         """Each step shown under --pause, as drawn (to draw it again on the way back)."""
         self.carried = ""
         """Folded loop turns drawn under --pause since the last stop (drawn again with the next)."""
@@ -304,6 +327,17 @@ class Presenter:
 
         atexit.register(restore)
 
+    def _draw(self, render: Callable[[], None]) -> str:
+        """What ``render`` draws, not yet on the terminal (kept to draw again on the way back); the
+        console records it as it records every step, for --export."""
+        real = self.console.file
+        self.console.file = _Drawn(real.isatty())
+        try:
+            render()
+            return self.console.file.getvalue()  # type: ignore[attr-defined]
+        finally:
+            self.console.file = real
+
     def event(self, renderer: Renderer, event: Event) -> None:
         """Draw what the step flow says: a step, a folded loop turn, or a loop's summary.
 
@@ -317,21 +351,20 @@ class Presenter:
             return
         if isinstance(event, FoldedTurn):
             if self.interactive:
-                with self.console.capture() as capture:
-                    renderer.folded(event)
-                self.carried += capture.get()
-                self.console.file.write(capture.get())
+                drawn = self._draw(lambda: renderer.folded(event))
+                self.carried += drawn
+                self.console.file.write(drawn)
             else:
                 renderer.folded(event)
             return
         if not event.shown and self.fmt is not OutputFormat.json:
             return
         if self.interactive:
-            with self.console.capture() as capture:
-                renderer.loop(event.summary)
-            self.history.append(self.carried + capture.get())
+            drawn = self._draw(lambda: renderer.loop(event.summary))
+            self.history.append(self.carried + drawn)
+            self.labels.append(f"loop at line {event.summary.line}")
             self.carried = ""
-            self.console.file.write(capture.get())
+            self.console.file.write(drawn)
         else:
             renderer.loop(event.summary)
         if self.cast is not None:
@@ -351,9 +384,7 @@ class Presenter:
         shown = shown or self.fmt is OutputFormat.json
         stop = shown
         if self.interactive and shown:
-            with self.console.capture() as capture:  # still recorded for --export
-                renderer.step(step, shown)
-            drawn = capture.get()
+            drawn = self._draw(lambda: renderer.step(step, shown))
             if drawn.count("\n") <= 1 and step.error is None:
                 # a step drawn as its rule alone (``import torch``, no tensor changed) is no stop:
                 # it goes by with the next one, as folded loop turns do
@@ -361,9 +392,10 @@ class Presenter:
                 self.console.file.write(drawn)
                 stop = False
             else:
-                self.history.append(self.carried + drawn)
+                self.history.append(self.carried + drawn)  # the lines carried are on the screen already
+                self.labels.append(f"step {step.index}")
                 self.carried = ""
-                self.console.file.write(self.history[-1])
+                self.console.file.write(drawn)
         else:
             renderer.step(step, shown)
         if (step.error is not None and not step.expected) or step.missed:
@@ -384,10 +416,19 @@ class Presenter:
         console = self.console
         console.record = False
         try:
-            console.print(Text(prompt_text(at, len(self.history), console.width), style="dim"), end="")
+            console.print(
+                Text(prompt_text(at, len(self.history), self._columns(), self.labels[at]), style="dim"), end=""
+            )
         finally:
             console.record = self.export_to is not None
         console.file.flush()
+
+    def _columns(self) -> int:
+        """The columns the prompt has: the terminal's own (``--width`` may draw steps wider than it)."""
+        try:
+            return min(self.console.width, os.get_terminal_size(self.console.file.fileno()).columns)
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            return self.console.width
 
     def _redraw(self, at: int) -> None:
         """Clear the screen and draw a step shown before (as it was rendered then)."""

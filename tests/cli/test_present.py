@@ -139,7 +139,9 @@ def test_pause_without_terminal_is_ignored_with_notice() -> None:
 def _spawn(args: list[str], timeout: int = 60):  # type: ignore[no-untyped-def]
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR",)}
     env.update({"NO_COLOR": "1", "COLUMNS": "100", "LINES": "50", "TERM": "xterm"})
-    return pexpect.spawn(sys.executable, ["-m", "tcopy_cli", *args], env=env, timeout=timeout, encoding="utf-8")
+    return pexpect.spawn(  # a terminal as wide as COLUMNS says: the pause prompt fits the terminal itself
+        sys.executable, ["-m", "tcopy_cli", *args], env=env, timeout=timeout, encoding="utf-8", dimensions=(50, 100)
+    )
 
 
 PROMPT = "Home/End: first/last"
@@ -353,3 +355,27 @@ def test_pause_lets_folded_turns_go_by_and_stops_at_the_loop_summary() -> None:
     child.expect("loop at line 2")
     child.expect(PROMPT)
     _quit(child, 7)
+
+
+def test_pause_with_export_records_every_step_once(tmp_path: Path) -> None:
+    # import torch and manual_seed are drawn as their rules alone: they go by with step 3
+    script = tmp_path / "demo.py"
+    script.write_text("import torch\ntorch.manual_seed(0)\nx = torch.ones(3)\nfor i in range(3):\n    x = x + i\n")
+    out = tmp_path / "demo.txt"
+    child = _spawn(["run", str(script), "--pause", "--export", str(out)])
+    child.expect(PROMPT)  # at step 3
+    screen = child.before
+    while True:
+        child.send(" ")
+        if child.expect([PROMPT, pexpect.EOF]) == 1:
+            break
+        screen += child.before
+    child.close()
+    assert child.exitstatus == 0
+    screen = re.sub(r"\x1b\[[0-9;]*m", "", screen)
+    for rule in ("Step 1 · line 1 · import torch", "Step 2 · line 2 · torch.manual_seed(0)", "↻ iteration 2/3"):
+        assert screen.count(rule) == 1, screen  # drawn once, not again with the stop they went by with
+    exported = out.read_text()
+    assert re.findall(r"Step (\d+) ·", exported) == ["1", "2", "3", "4"], exported  # 5 and 6: folded turns
+    assert exported.count("↻ iteration 2/3") == 1
+    assert "Home/End" not in exported  # the prompt is not part of the picture

@@ -84,7 +84,7 @@ def tcopy(*args: str) -> str:
     return " ".join(shlex.quote(a) for a in [sys.executable, "-m", "tcopy_cli", *args])
 
 
-PROMPT_START = r"^── (step )?\d+"
+PROMPT_START = r"^── (step \d+|loop at line \d+)"
 
 
 def test_the_pause_prompt_is_one_line_at_80_columns_and_none_is_left_behind(screen) -> None:  # type: ignore[no-untyped-def]
