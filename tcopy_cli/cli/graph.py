@@ -112,4 +112,6 @@ def graph_cmd(
         what = (
             failed.error.headline if failed.error is not None else f"expected {failed.expect}, but nothing was raised"
         )
-        fail(f"line {failed.line}: {what} (the graph above is as the script left it there)", EXIT_SCRIPT)
+        drawn = graph is not None and bool(graph.roots)
+        where = "the graph above is as the script left it there" if drawn else "the script stopped there, with no graph"
+        fail(f"line {failed.line}: {what} ({where})", EXIT_SCRIPT)

@@ -238,6 +238,11 @@ def _cleared(f: StepFacts, kind: str, names: list[str]) -> Note:
     grads = names_text([n + ".grad" for n in names])
     were = agree(names, "was", "were")
     if kind == "grad.zeroed":
+        before = [f.before[n].grad for n in names if n in f.before]
+        if before and all(g is not None and g.values is not None and _all_zero(g.values) for g in before):
+            # no value moved: the table says no tensor changed, and the note must not say otherwise
+            its = agree(names, "its", "their")
+            return note(kind, f"{grads} {were} zeroed in place again: {its} values were 0 already.", names)
         return note(kind, f"{grads} {were} zeroed in place (same memory, values now 0).", names)
     if len({f.tensors[n].object_id for n in names}) < 2:  # one tensor, under one name or several
         return note(kind, f"{grads} {were} reset to None: the next backward starts from nothing.", names)

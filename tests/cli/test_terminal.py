@@ -189,6 +189,20 @@ def test_graph_of_a_script_that_fails_says_why_on_stderr() -> None:
     assert done.stderr.startswith("tcopy: line 5: RuntimeError: Trying to backward through the graph"), done.stderr
 
 
+def test_graph_of_a_script_that_fails_before_any_graph_says_there_was_none() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tcopy_cli", "graph", "-e", "a = torch.ones(6)\nb = a.view(4, 4)"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
+        timeout=300,
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert "the graph is empty" in done.stderr
+    assert "the graph above" not in done.stderr and "with no graph" in done.stderr, done.stderr
+
+
 def test_repl_zeroing_a_grad_already_zero_says_so_not_that_it_changed() -> None:
     entries = "x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\n(x * 2).sum().backward()\n"
     entries += "for i in range(2):\n    x.grad.zero_()\n\n:quit\n"
@@ -202,7 +216,7 @@ def test_repl_zeroing_a_grad_already_zero_says_so_not_that_it_changed() -> None:
         timeout=300,
     )
     second = done.stdout.split("iteration 2/2")[-1]
-    assert "x.grad was zeroed in place" in second, done.stdout
+    assert "x.grad was zeroed in place again: its values were 0 already." in second, done.stdout
     assert "→ [0., 0., 0.]" not in done.stdout, done.stdout
 
 
