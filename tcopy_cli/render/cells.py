@@ -334,7 +334,24 @@ def quiet_form(step: Step, rows: Sequence[Row], gone: Sequence[str], drawn: bool
         if step.source.startswith(("import ", "from ")) and "\n" not in step.source:
             return Quiet(step.source, False)
         has = bool(step.tensors or step.arrays)
-        if "\n" not in step.source and not (step.warnings or step.explanations or step.hooks) and (drawn or not has):
-            return Quiet(step.source, drawn, says_unchanged=has, statement=True)
+        line = one_line(step.source)
+        if line is not None and not (step.warnings or step.explanations or step.hooks) and (drawn or not has):
+            return Quiet(line, drawn, says_unchanged=has, statement=True)
         return Quiet(None, drawn)
     return Quiet(None, True)
+
+
+_CLOSING = re.compile(r"[)\]}]+,?")
+
+
+def one_line(source: str) -> str | None:
+    """A statement in one line: itself; a call written over several lines whose last line only
+    closes it, its first line and its last with ``…`` for the arguments between
+    (``return nn.Sequential(…)``); else None (told in full)."""
+    if "\n" not in source:
+        return source
+    lines = source.split("\n")
+    first, last = lines[0].rstrip(), lines[-1].strip()
+    if first.endswith(("(", "[", "{")) and _CLOSING.fullmatch(last):
+        return f"{first}…{last}"
+    return None

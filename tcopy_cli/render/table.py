@@ -45,6 +45,8 @@ class TableRenderer:
         self.forms = Forms()  # the form each tensor's values and grad were drawn in last
         self.last_folded: FoldedTurn | None = None  # the folded turn drawn last, if nothing came after it
         self.latest: Step | None = None  # the step taken in last, shown or not (what modules there are)
+        self.one_line: tuple[tuple[object, ...], Text] | None = None  # the last step drawn in one line: what it says
+        self.repeat: tuple[tuple[object, ...], Text, list[int]] | None = None  # and the steps that said it again
 
     def start(self, info: RunInfo) -> None:
         """The line above the first step."""
@@ -81,13 +83,40 @@ class TableRenderer:
             self.console.print(Trimmed(Text(f"degraded: {fact}", style="yellow")))
 
     def step(self, step: Step, shown: bool = True) -> None:
-        """Render one step (a hidden step still counts for change marks)."""
+        """Render one step (a hidden step still counts for change marks).
+
+        A step told in one line that says what the one line before it said (the same statement at
+        the same place, nothing changed: ``block()`` called ten times) is not drawn again; one line
+        under the first says how many times it came again (``Steps 7–15 · ... · 9 more times``)."""
         if shown:
-            self.console.print(self.render_step(step), crop=False)
+            drawn = self.render_step(step)
+            again = self.one_line is not None and self.repeat is not None and self.one_line[0] == self.repeat[0]
+            if again and self.options.fold and self.repeat is not None:
+                self.repeat[2].append(step.index)
+            else:
+                self.flush()
+                self.console.print(drawn, crop=False)
+                self.repeat = (self.one_line[0], self.one_line[1], []) if self.one_line is not None else None
             self.shown += 1
             self.last_folded = None
         self.before.add(step.depth, step)
         self.latest = step
+
+    def flush(self) -> None:
+        """The line for the one-line steps that said again what the one before them said."""
+        if self.repeat is None or not self.repeat[2]:
+            self.repeat = None
+            return
+        _, title, again = self.repeat
+        self.repeat = None
+        first, last = again[0], again[-1]
+        span = f"Steps {first}–{last}" if last > first else f"Step {first}"
+        times = f" · {len(again)} more time{'s' if len(again) > 1 else ''}"
+        for words in (title.plain, title.plain.partition(" · in ")[0]):
+            text = Text.assemble((span, "bold"), " · ", words, (" again", "dim"), (times, "dim"))
+            if text.cell_len + 4 <= self.console.width:
+                break
+        self.console.print(Trimmed(Rule(text, **RULE)), crop=False)
 
     def forget(self) -> None:
         """Start over: the next step compares with nothing, so every tensor in it is new."""
@@ -129,9 +158,13 @@ class TableRenderer:
             )
             if quiet.statement and (title.cell_len + 4 > self.console.width or graph_moved):
                 quiet = Quiet(None, quiet.told)  # too long for one line, or the graph it changed is shown
+        self.one_line = None
         if quiet.one_line is not None:  # class/def/import, a quiet statement: one line (JSON keeps the whole step)
             parts.append(Rule(title, **RULE))
             self._notes(parts, step)
+            if len(parts) == 1 and step.error is None:
+                words = title.plain.partition(" · ")[2]  # the title after "Step N"
+                self.one_line = ((step.line, step.depth, words), Text(words))
             return Trimmed(Group(*parts))
         parts.append(Rule(Text.assemble((f"Step {step.index}", "bold"), f" · line {step.line}", where, status), **RULE))
         if self.console.color_system is not None or self.console.record:
@@ -200,6 +233,7 @@ class TableRenderer:
 
     def folded(self, turn: FoldedTurn) -> None:
         """A later turn of a loop, or a range of them, in one line (what they printed under it)."""
+        self.flush()
         text = Text.assemble(("↻ ", "dim"), (turn_label(turn), "magenta"))
         known = self.latest.tensors if self.latest is not None and self.options.fold else {}
         for part in turn_parts(turn, self.last_folded, lambda names: whole_modules(names, known)):
@@ -212,6 +246,7 @@ class TableRenderer:
 
     def loop(self, summary: LoopSummary) -> None:
         """When a loop ends: its turns, and how each tensor it changed evolved."""
+        self.flush()
         self.last_folded = None
         changed = module_evolutions(summary_rows(self.options.watched_only(summary.changed())), self.options)
         out: list[RenderableType] = [Text.assemble(("  ⟲ ", "dim"), (loop_heading(summary), "bold"))]
@@ -284,6 +319,7 @@ class TableRenderer:
 
     def end(self, summary: RunSummary, flow: StepFlow | None = None) -> None:
         """The closing line, and what folding and --watch left out."""
+        self.flush()
         style = "green" if summary.status == "ok" else "red"
         o = self.options
         hidden = self.shown < summary.steps and (o.first, o.last, o.depth) != (None, None, None)
