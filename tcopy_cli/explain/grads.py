@@ -227,8 +227,14 @@ def _received(names: list[str], received: dict[str, tuple[int, str]]) -> Note:
         text = f"backward put gradients into {names_text([f'{n}.grad ({p})' for n, p in shown])}."
     else:
         text = f"backward put gradients into {names_text([n + '.grad' for n, _ in shown])}."
+    pairs = [(others[0], lead) for lead, others in also.items() if len(others) == 1]
+    if len(pairs) >= 2:  # one other name each (a module under two names): one sentence, in order
+        text += (
+            f" {names_text([o for o, _ in pairs])} are {names_text([lead for _, lead in pairs])} under other names,"
+            " in that order."
+        )
     for lead, others in also.items():
-        if others:
+        if others and (len(pairs) < 2 or len(others) > 1):
             text += f" {names_text(others)} {agree(others, 'is', 'are')} {lead} under another name."
     return note("grad.received", text, names)
 

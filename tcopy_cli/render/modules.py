@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from tcopy_cli.render import ViewOptions
@@ -223,16 +223,23 @@ def _run_pattern(listed: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile(rf"{item}(?:(?:, | and ){item})+(?: and \d[\d,]* more\b)?")
 
 
-def module_phrases(text: str, names: Iterable[str]) -> str:
+def module_phrases(text: str, names: Iterable[str] | Mapping[str, object]) -> str:
     """``text`` (a note), where a list of every tensor of a module (``model.conv1.weight,
     model.conv1.bias, ... and model.fc2.bias``, or ``..., model.conv2.bias and 4 more``; each
     name with ``.grad`` after it, or none) reads ``model's 8 tensors`` (``the .grad of model's 8
-    tensors``). ``names``: the step's tensors."""
+    tensors``). ``names``: the step's tensors (a mapping to their records tells which require
+    grad: a list of every parameter of a model that also holds buffers reads ``model's 65
+    parameters``; of all but one module's, ``model's 59 parameters outside model.blocks.9``;
+    lists that cover several tops, ``model's 65 parameters and b's 6 parameters``)."""
     tops: dict[str, set[str]] = {}
+    grads: dict[str, set[str]] = {}  # top -> its tensors that require grad (its parameters)
     for name in names:
         parts = member_of(name)
         if parts is not None:
             tops.setdefault(parts[0], set()).add(name)
+            record = names[name] if isinstance(names, Mapping) else None
+            if isinstance(record, TensorRecord) and record.requires_grad and record.is_leaf:
+                grads.setdefault(parts[0], set()).add(name)
     if not tops:
         return text
     listed = tuple(sorted({n for members in tops.values() for n in members}, key=len, reverse=True))
@@ -244,8 +251,8 @@ def module_phrases(text: str, names: Iterable[str]) -> str:
         extra = int(more[1].replace(",", "")) if more is not None and more.end() == len(words) else 0
         body = words[: more.start()] if more is not None and extra else words
         items = re.split(r", | and ", body)
-        grads = [i.endswith(".grad") for i in items]
-        if len(items) + extra < 3 or (any(grads) and not all(grads)):
+        with_grad = [i.endswith(".grad") for i in items]
+        if len(items) + extra < 3 or (any(with_grad) and not all(with_grad)):
             return words
         named = [i.removesuffix(".grad") for i in items]
         found = set(named)
@@ -256,10 +263,61 @@ def module_phrases(text: str, names: Iterable[str]) -> str:
                 what = f"{top}.{{{','.join(parts)}}}'s {len(found)} tensors"
             else:
                 continue
-            return f"the .grad of {what}" if all(grads) else what
+            return f"the .grad of {what}" if all(with_grad) else what
+        if not extra and (whats := _parameter_phrases(named, tops, grads)):
+            what = ", ".join(whats[:-1]) + " and " + whats[-1] if len(whats) > 1 else whats[0]
+            return f"the .grad of {what}" if all(with_grad) else what
         return words
 
     return run.sub(phrase, text)
+
+
+def _parameter_phrases(named: list[str], tops: dict[str, set[str]], grads: dict[str, set[str]]) -> list[str]:
+    """``named`` told top by top, in the order first named, as whole tops (``b's 6 tensors``),
+    every parameter of a top that holds buffers too (``model's 65 parameters``), or all but one
+    module's (``model's 59 parameters outside model.blocks.9``); [] where a top's names are
+    none of these or only one top is named whole (the caller's plain forms)."""
+    by_top: dict[str, set[str]] = {}
+    for name in named:
+        parts = member_of(name)
+        if parts is None:
+            return []
+        by_top.setdefault(parts[0], set()).add(name)
+    out: list[str] = []
+    told = False  # a top told as its parts, not as names
+    for top, found in by_top.items():
+        members, params = tops.get(top, set()), grads.get(top, set())
+        if len(found) < 3:  # fc1.weight and fc1.bias: as named
+            out += [n for n in named if n in found]
+            continue
+        told = True
+        if found == members:
+            out.append(f"{top}'s {len(found)} tensors")
+        elif found == params:
+            out.append(f"{top}'s {len(found)} parameters")
+        elif found < params and (outside := _one_module(params - found, params)):
+            out.append(f"{top}'s {len(found)} parameters outside {outside}")
+        elif found < params and len(found) > 1 and (inside := _one_module(found, params)):
+            out.append(f"{inside}'s {len(found)} parameters")
+        else:
+            return []
+    return out if told else []
+
+
+def _one_module(missing: set[str], params: set[str]) -> str | None:
+    """The module (``model.blocks.9``) whose parameters are exactly ``missing``, or None."""
+    paths = [member_of(n) for n in missing]
+    if any(p is None for p in paths):
+        return None
+    prefix: list[str] = []
+    for pieces in zip(*(p[:-1] for p in paths if p is not None)):
+        if len(set(pieces)) > 1:
+            break
+        prefix.append(pieces[0])
+    if len(prefix) < 2:
+        return None
+    inside = {n for n in params if (p := member_of(n)) is not None and list(p[: len(prefix)]) == prefix}
+    return ".".join(prefix) if inside == missing else None
 
 
 def _whole_parts(found: list[str], members: set[str]) -> list[str]:
