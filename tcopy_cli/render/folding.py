@@ -737,8 +737,17 @@ def _alias_clauses(pairs: list[tuple[str, str]]) -> list[str]:
             if written == mapped:
                 clauses.append(f"{written} (the same tensors as {', '.join(together)})")
                 continue
+        if len(group) >= ALIAS_RUN and mine and theirs and all(a[len(mine)] == "." for a in aliases):
+            # a module under another name: b.0.weight is model.blocks.9.0.weight, and so on
+            clauses.append(f"{written} (each the same tensor as its name with {theirs} for {mine})")
+            continue
         clauses += [f"{a} (the same tensor as {o})" for a, o in group]
     return clauses
+
+
+ALIAS_RUN = 3
+"""From this many tensors of one module under another module's names (``b.0.weight`` is
+``model.blocks.9.0.weight``, and so on), the ``also named`` line writes them as one clause."""
 
 
 def _common_end(a: str, b: str) -> int:
