@@ -107,6 +107,9 @@ class Evolution:
     storages_new: int = 0
     """Of ``storages``, how many first appeared inside the loop (their storage label is newer than
     every label seen before it); the others were made before it (``for x in xs`` holds xs's)."""
+    ends: tuple[tuple[float, float, int], ...] = ()
+    """For a module's row of one-element tensors that did not all go the same way
+    (``modules.module_evolutions``): (first value, last value, how many tensors), in order."""
     items: int = 0
     """For a row of several list items (``summary_rows``): how many; their values (one each) in ``values``."""
 
@@ -396,6 +399,8 @@ def number(v: float) -> str:
 def evolution_parts(ev: Evolution, spark_width: int) -> list[str]:
     """How one tensor evolved, in words (a sparkline first for a one-element tensor)."""
     parts: list[str] = []
+    if ev.ends:
+        return [", ".join(f"{number(a)} → {number(b)} ({n})" for a, b, n in ev.ends)]
     if ev.scalar:
         finite = [v for v in ev.values if math.isfinite(v)]
         span = f"{number(ev.values[0])} → {number(ev.values[-1])}"

@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from tcopy_cli.render import ViewOptions
 from tcopy_cli.render.cells import Row
-from tcopy_cli.render.loops import Evolution
+from tcopy_cli.render.loops import SPARKS, Evolution
 from tcopy_cli.render.memo import Memo
 from tcopy_cli.render.values import tensor_norm
 from tcopy_cli.trace.records import Step, TensorRecord
@@ -349,18 +349,21 @@ def module_evolutions(rows: list[tuple[str, Evolution]], view: ViewOptions) -> l
         parts = member_of(name)
         alike = (
             parts is not None
-            and not ev.scalar
             and not ev.items
-            and ev.storages_made == 0
             and not any(name == w or name.startswith((w + ".", w + "[")) for w in opening)
         )
-        if parts is not None and alike:
-            key: tuple[object, ...] = (
+        if parts is not None and alike and ev.scalar:  # model.blocks.*.num_batches_tracked
+            key: tuple[object, ...] = ("scalar", parts[0], parts[-1], ev.version_before is None)
+        elif parts is not None and alike:
+            key = (
                 parts[0],
                 ev.version_before,
                 ev.versions[-1] if ev.versions else None,
                 any(n is not None for n in ev.grad_norms),
                 any(n is not None for n in ev.peak_norms),
+                ev.storages_made,
+                ev.storages_new,
+                ev.storages_freed,
             )
         else:
             key = ("alone", name)
@@ -368,27 +371,61 @@ def module_evolutions(rows: list[tuple[str, Evolution]], view: ViewOptions) -> l
             order.append(key)
         groups.setdefault(key, []).append((name, ev))
     out: list[tuple[str, Evolution, int]] = []
+    named: dict[int, list[tuple[str, ...]]] = {}  # a module's row (its place in out) -> its tensors' names
     for key in order:
         group = groups[key]
         if len(group) < MODULE_ROW:
             out += [(name, ev, 1) for name, ev in group]
             continue
         evs = [ev for _, ev in group]
-        merged = Evolution(
-            version_before=evs[0].version_before,
-            versions=list(evs[0].versions),
-            grad_norms=_largest([ev.grad_norms for ev in evs]),
-            peak_norms=_largest([ev.peak_norms for ev in evs]),
-            storage_before=evs[0].storage_before,
-        )
         paths = [member_of(name) or (name,) for name, _ in group]
         prefix: list[str] = []
         for pieces in zip(*(p[:-1] for p in paths)):
             if len(set(pieces)) > 1:
                 break
             prefix.append(pieces[0])
+        if key[0] == "scalar":
+            out.append((_scalar_name(prefix, paths), _scalars(evs), len(group)))
+            continue
+        merged = Evolution(
+            version_before=evs[0].version_before,
+            versions=list(evs[0].versions),
+            grad_norms=_largest([ev.grad_norms for ev in evs]),
+            peak_norms=_largest([ev.peak_norms for ev in evs]),
+            storages=list(evs[0].storages),
+            storage_before=evs[0].storage_before,
+            storages_freed=evs[0].storages_freed,
+            storages_new=evs[0].storages_new,
+        )
         out.append((".".join(prefix), merged, len(group)))
+        named[len(out) - 1] = paths
+    clash = [name for name, _, _ in out]
+    for at, paths in named.items():  # two rows of one module (its parameters, its buffers): by their names
+        name, ev, count = out[at]
+        if clash.count(name) > 1:
+            leaves = sorted({p[-1] for p in paths})
+            out[at] = (name + ".*." + (leaves[0] if len(leaves) == 1 else "{" + ",".join(leaves) + "}"), ev, count)
     return out
+
+
+def _scalar_name(prefix: list[str], paths: list[tuple[str, ...]]) -> str:
+    """``model.blocks.*.num_batches_tracked``: the module above one-element tensors of one name."""
+    leaf = paths[0][-1]
+    if all(len(p) == len(prefix) + 1 for p in paths):
+        return ".".join([*prefix, leaf])
+    return ".".join([*prefix, "*", leaf])
+
+
+def _scalars(evs: list[Evolution]) -> Evolution:
+    """One row for one-element tensors of one name: their values where every one went the same
+    way; else how many went from which first value to which last (``ends``)."""
+    first = evs[0]
+    if all(ev.values == first.values for ev in evs):
+        return replace(first, storages=[], storages_new=0, storages_freed=0, storage_before=None)
+    ends: dict[tuple[float, float], int] = {}
+    for ev in evs:
+        ends[ev.values[0], ev.values[-1]] = ends.get((ev.values[0], ev.values[-1]), 0) + 1
+    return Evolution(versions=list(first.versions), ends=tuple((a, b, n) for (a, b), n in ends.items()))
 
 
 def _largest(series: list[list[float | None]]) -> list[float | None]:
@@ -404,7 +441,10 @@ def module_parts(parts: list[str], count: int) -> list[str]:
     """``evolution_parts`` of a module's row: how many tensors, and its norms are the largest of theirs."""
     if count < 2:
         return parts
-    return [f"{count} tensors", *(("largest " + p) if p.startswith("grad norm") else p for p in parts)]
+    each = [("largest " + p) if p.startswith("grad norm") else ("each " + p) if "storage" in p else p for p in parts]
+    if parts and parts[0][:1] in SPARKS:  # one-element tensors that went the same way: a sparkline
+        return [f"{count} tensors, each {each[0]}", *each[1:]]
+    return [f"{count} tensors", *each]
 
 
 def whole_modules(names: list[str], known: Iterable[str]) -> list[str]:
