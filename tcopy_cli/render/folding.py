@@ -855,8 +855,7 @@ def turn_parts(
         parts.append(f"nothing new in {lines}")
     elif not (same_loop and previous is not None and previous.lines == turn.lines):
         parts.append(lines)
-    parts += [f"{name} {number(was)} → {number(now)}" if was is not None else f"{name} = {number(now)}"
-              for name, was, now in turn.scalars]  # fmt: skip
+    parts += _scalar_parts(turn.scalars)
     updated = _updated(turn)
     # said again where the line would say nothing else (--watch w: w is all it shows, every turn)
     if updated and (not parts or not (same_loop and previous is not None and _updated(previous) == updated)):
@@ -865,6 +864,21 @@ def turn_parts(
         parts.append(f"added: {grouped_names(turn.added)}")
     parts += [f"{name}: {unlisted_change(d)}" for name, d in turn.unlisted.items()]
     return parts
+
+
+def _scalar_parts(scalars: Iterable[tuple[str, float | None, float]]) -> list[str]:
+    """``loss 2.3 → 2.1``; one-element tensors that went from one value to the same other, together
+    (``model.blocks.{6…9}.1.num_batches_tracked each 0 → 1``)."""
+    changes: dict[str, list[str]] = {}
+    for name, was, now in scalars:
+        changes.setdefault(f"{number(was)} → {number(now)}" if was is not None else f"= {number(now)}", []).append(name)
+    out = []
+    for change, names in changes.items():
+        if len(names) == 1:
+            out.append(f"{names[0]} {change}")
+        else:
+            out.append(f"{grouped_names(names, most=len(names))} each {change}")
+    return out
 
 
 def _updated(turn: FoldedTurn) -> list[str]:

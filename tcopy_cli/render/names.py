@@ -50,19 +50,23 @@ LAYER = re.compile(r"([^\[\]]*?)\.(0|[1-9]\d*)(\..+)")
 """``model.2.{weight,bias}``: an owner, a numbered layer (of a Sequential or ModuleList), the rest."""
 
 
-def layer_sets(parts: list[str]) -> list[str]:
+INNER_LAYER = re.compile(r"([^\[\]]*)\.(0|[1-9]\d*)(\.[^\[\]]+)")
+"""``model.blocks.2.1.weight``: the last numbered layer, after its owner (``model.blocks.2``)."""
+
+
+def layer_sets(parts: list[str], layer: re.Pattern[str] = LAYER) -> list[str]:
     """``parts``, where names that differ only in one layer's number (``model.0.{weight,bias}``,
     ``model.2.{weight,bias}``) are written as one, ``model.{0,2}.{weight,bias}``, at the place of
     the first; ``INDEX_RUN`` or more consecutive numbers as a range, ``blocks.{0…11}.attn.q.weight``.
-    The layer is the first numbered one in the name (before any ``[``)."""
+    The layer is the first numbered one in the name (before any ``[``); with ``INNER_LAYER``, the last."""
     groups: dict[tuple[str, str], list[str]] = {}
     for part in parts:
-        m = LAYER.fullmatch(part)
+        m = layer.fullmatch(part)
         if m is not None:
             groups.setdefault((m[1], m[3]), []).append(m[2])
     out: list[str] = []
     for part in parts:
-        m = LAYER.fullmatch(part)
+        m = layer.fullmatch(part)
         numbers = groups.get((m[1], m[3]), []) if m is not None else []
         if m is None or len(numbers) < 2:
             out.append(part)
@@ -121,7 +125,8 @@ def _owner_split(name: str) -> tuple[str, str, str]:
 
 def grouped_names(names: list[str], most: int = 6) -> str:
     """``model.fc1.{weight,bias}, model.fc2.weight``: names with one owner written together (and
-    ``model.{0,2}.{weight,bias}``: owners that differ only in a layer's number)."""
+    ``model.{0,2}.{weight,bias}``: owners that differ only in a layer's number, the first numbered
+    one, then the last: ``model.blocks.{6…9}.{1,4}.num_batches_tracked``)."""
     groups: dict[str, list[str]] = {}
     for name in dict.fromkeys(names):
         owner, dot, leaf = _owner_split(name)
@@ -130,7 +135,7 @@ def grouped_names(names: list[str], most: int = 6) -> str:
         else:  # a name with no owner stands alone: ``x, y``, not ``{x,y}``
             groups[name] = [""]
     parts = [prefix + (leaf[0] if len(leaf) == 1 else "{" + ",".join(leaf) + "}") for prefix, leaf in groups.items()]
-    parts = outer_item_runs(layer_sets(index_runs(parts)))
+    parts = outer_item_runs(layer_sets(layer_sets(index_runs(parts)), INNER_LAYER))
     return ", ".join(parts[:most]) + (f" +{len(parts) - most} more" if len(parts) > most else "")
 
 
