@@ -229,6 +229,10 @@ class Findings:
             self._items.append(_Slot(key))
         self._names[key].append(name)
 
+    def groups(self) -> dict[Hashable, list[str]]:
+        """The findings about several names so far: key -> names."""
+        return self._names
+
     def notes(self, make: Callable[[Any, list[str]], Note]) -> list[Note]:
         """The notes, each group's made by ``make(key, names)``."""
         return [make(i.key, self._names[i.key]) if isinstance(i, _Slot) else i for i in self._items]

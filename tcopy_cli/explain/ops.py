@@ -25,7 +25,7 @@ from tcopy_cli.trace.records import (
     is_local,
     script_name,
 )
-from tcopy_cli.trace.values import code_span
+from tcopy_cli.trace.values import code_span, one_line
 
 # Calls that return their input itself when nothing needs converting.
 CONVERTERS = frozenset(
@@ -147,6 +147,7 @@ def _analyse(f: StepFacts, explained: set[str]) -> list[Note]:
         notes.add(made)
         if born is not None:  # the names one call as written made at one version, for one reason: one note
             notes.group((_written_as(ops, op), b.version, born), name)
+    _whole_modules_born(f, notes, explained)
     by_index = {op.index: op for op in ops}
     out = notes.notes(
         lambda key, names: (
@@ -299,7 +300,8 @@ def _rebound_later(ops: list[OpRecord], op: OpRecord, name: str) -> bool:
 
 
 def _call(op: OpRecord) -> str:
-    return code_span(op.call)
+    """The call as the script wrote it, quoted; one written over several lines in one (``nn.ModuleDict(…)``)."""
+    return code_span(one_line(op.call) or op.call)
 
 
 def _relation_note(
@@ -618,6 +620,28 @@ def _new_note(f: StepFacts, op: OpRecord, name: str, b: TensorRecord, srcs: list
             op=op.index,
         )
     return None
+
+
+def _whole_modules_born(f: StepFacts, notes: Findings, explained: set[str]) -> None:
+    """A module's parameters that start at version 1 for its layers' initialisation: the call's
+    operation lists at most ``MAX_RESULT_ITEMS`` of them (the first 16 of a ResNet's 65), so the
+    other parameters of that module the step made, at that version, join the note."""
+    for key, names in list(notes.groups().items()):
+        if key[0] == "module" or key[2] != "layers":
+            continue
+        tops = {n.partition(".")[0] for n in names if "." in n}
+        for n in f.new_names:
+            b = f.tensors.get(n)
+            if (
+                n not in explained
+                and n.partition(".")[0] in tops
+                and b is not None
+                and b.requires_grad
+                and b.is_leaf
+                and b.version == key[1]
+            ):
+                explained.add(n)
+                notes.group(key, n)
 
 
 def _born_reason(op: OpRecord, res: OpResult, b: TensorRecord) -> str | None:

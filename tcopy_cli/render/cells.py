@@ -10,6 +10,7 @@ from typing import Generic, TypeVar
 from tcopy_cli.render.memo import Memo
 from tcopy_cli.render.values import preview_statistics, summary_line
 from tcopy_cli.trace.records import ArrayRecord, Step, TensorRecord
+from tcopy_cli.trace.values import one_line
 
 PREVIEW_WIDTH = 48
 
@@ -339,19 +340,3 @@ def quiet_form(step: Step, rows: Sequence[Row], gone: Sequence[str], drawn: bool
             return Quiet(line, drawn, says_unchanged=has, statement=True)
         return Quiet(None, drawn)
     return Quiet(None, True)
-
-
-_CLOSING = re.compile(r"[)\]}]+,?")
-
-
-def one_line(source: str) -> str | None:
-    """A statement in one line: itself; a call written over several lines whose last line only
-    closes it, its first line and its last with ``…`` for the arguments between
-    (``return nn.Sequential(…)``); else None (told in full)."""
-    if "\n" not in source:
-        return source
-    lines = source.split("\n")
-    first, last = lines[0].rstrip(), lines[-1].strip()
-    if first.endswith(("(", "[", "{")) and _CLOSING.fullmatch(last):
-        return f"{first}…{last}"
-    return None

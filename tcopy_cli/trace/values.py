@@ -76,6 +76,22 @@ def longest_backticks(text: str) -> int:
     return max((len(run) for run in re.findall(r"`+", text)), default=0)
 
 
+_CLOSING = re.compile(r"[)\]}]+,?")
+
+
+def one_line(source: str) -> str | None:
+    """A statement or call in one line: itself; one written over several lines whose last line only
+    closes it, its first line and its last with ``…`` for what lies between
+    (``return nn.Sequential(…)``); else None."""
+    if "\n" not in source:
+        return source
+    lines = source.split("\n")
+    first, last = lines[0].rstrip(), lines[-1].strip()
+    if first.endswith(("(", "[", "{")) and _CLOSING.fullmatch(last):
+        return f"{first}…{last}"
+    return None
+
+
 def code_span(text: str) -> str:
     """``text`` quoted as code in a note: between backticks, more of them than its longest run of
     backticks (``d["x`y"]`` gets two), padded with a space where it starts or ends with a backtick
