@@ -627,7 +627,7 @@ def _whole_modules_born(f: StepFacts, notes: Findings, explained: set[str]) -> N
     operation lists at most ``MAX_RESULT_ITEMS`` of them (the first 16 of a ResNet's 65), so the
     other parameters of that module the step made, at that version, join the note."""
     for key, names in list(notes.groups().items()):
-        if key[0] == "module" or key[2] != "layers":
+        if not isinstance(key, tuple) or key[0] == "module" or key[2] != "layers":
             continue
         tops = {n.partition(".")[0] for n in names if "." in n}
         for n in f.new_names:
