@@ -278,5 +278,31 @@ def test_batch_norm_running_statistics_are_told_as_batch_norm_writes_them() -> N
 def test_the_resnet_case_is_told_in_far_fewer_lines(monkeypatch: pytest.MonkeyPatch) -> None:
     out = _run_case("resnet_blocks.py", monkeypatch)
     assert max(len(line) for line in out.splitlines()) <= 100
-    assert len(out.splitlines()) <= 650, len(out.splitlines())  # 1,951 when every inner turn was drawn
+    assert len(out.splitlines()) <= 300, len(out.splitlines())  # 1,951 when every inner turn was drawn, 594 before
     assert f"│ {_python_loss(CASES / 'resnet_blocks.py')}" in out
+    # the ten block() calls: one line, then one for the nine that said it again
+    assert re.search(r"^Step 6 · line 10 · return nn\.Sequential\(…\) · in block\(\)", out, flags=re.M), out
+    assert re.search(r"^Steps 7–15 · line 10 · return nn\.Sequential\(…\) .*9 more times", out, flags=re.M), out
+    # a model with buffers: its parameters told as such, every one of them (the call's record lists 16)
+    assert "model's 65 parameters start at version 1, not 0: `nn.ModuleDict(…)` created them" in out
+    assert "backward put gradients into the .grad of model's 65 parameters." in out
+    assert "model's 59 parameters outside model.blocks.9 were changed in place" in out
+    # the loop summaries: a module's buffers of one name in one row
+    assert re.search(r"^    model\.\*\.num_batches_tracked +21 tensors, each ▁▅█ 1 → 3", out, flags=re.M), out
+    assert "model.blocks.{6…9}.{1,4}.num_batches_tracked each 0 → 1" in out
+
+
+def test_a_list_of_a_models_parameters_reads_as_its_parameters() -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.BatchNorm1d(2), torch.nn.Linear(2, 2))
+    records = {f"model.{n}": _record(t.detach(), None, None, i) for i, (n, t) in enumerate(model.state_dict().items())}
+    params = {f"model.{n}" for n, _ in model.named_parameters()}
+    for name in params:  # parameters require grad; the buffers do not
+        records[name] = _record(torch.zeros(1), torch.zeros(1), None, 1)
+    ordered = [n for n in records if n in params]
+    text = ", ".join(ordered[:-1]) + " and " + ordered[-1]
+    assert module_phrases(f"{text} were changed.", records) == "model's 6 parameters were changed."
+    but_last = [n for n in ordered if not n.startswith("model.2.")]
+    text = ", ".join(but_last[:-1]) + " and " + but_last[-1]
+    assert module_phrases(text, records) == "model's 4 parameters outside model.2"
+    assert module_phrases(text, list(records)) == text  # names alone: which are parameters is not known
