@@ -75,6 +75,9 @@ def _others(members: list[tuple[Note, tuple[str, ...]]], varies: list[int], firs
     named = [i for i in varies if first[i] in note.tensors]
     if varies == named and len(named) == 1:
         return grouped_names([t[named[0]] for _, t in members], most=LISTED)
+    paired = _paired(members, named, [i for i in varies if i not in named])
+    if paired is not None:
+        return paired
     items = []
     for other, tokens in members[:LISTED]:
         names = [n for n in other.tensors if n in {tokens[i] for i in named}]
@@ -83,3 +86,35 @@ def _others(members: list[tuple[Note, tuple[str, ...]]], varies: list[int], firs
         items.append(" and ".join([head, *names[1:]]))
     rest = len(members) - LISTED
     return "; ".join(items) + (f"; and {rest:,} more" if rest > 0 else "")
+
+
+PAIRED = 3
+"""From this many other notes about a tensor of one module and its name under another (``model.blocks.9.1.weight``
+and ``b.1.weight``), they are told as the first module's names ``each with its name under b``."""
+
+
+def _paired(members: list[tuple[Note, tuple[str, ...]]], named: list[int], labels: list[int]) -> str | None:
+    """``model.blocks.9.{1,4}.{weight,bias}, model.blocks.9.3.weight, each with its name under b
+    (S59–S63)``: notes each about two names, one module's tensor and the same tensor under
+    another module's name, with at most one label each; else None."""
+    if len(members) < PAIRED or len(named) != 2 or len(labels) > 1:
+        return None
+    pairs = [(tokens[named[0]], tokens[named[1]]) for _, tokens in members]
+    a, b = pairs[0]
+    common = 0
+    while common < min(len(a), len(b)) and a[-1 - common] == b[-1 - common]:
+        common += 1
+    rest = a[len(a) - common :]
+    if "." not in rest:
+        return None
+    rest = rest[rest.index(".") :]  # from a dot on: model.blocks.9 | .1.weight, b | .1.weight
+    theirs, mine = a[: len(a) - len(rest)], b[: len(b) - len(rest)]
+    if (
+        not theirs
+        or not mine
+        or any(not (x.startswith(theirs + ".") and y == mine + x[len(theirs) :]) for x, y in pairs)
+    ):
+        return None
+    shown = [tokens[labels[0]] for _, tokens in members] if labels else []
+    told = f" ({', '.join(shown)})" if shown else ""
+    return f"{grouped_names([x for x, _ in pairs], most=len(pairs))}, each with its name under {mine}{told}"
