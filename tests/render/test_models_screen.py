@@ -278,7 +278,7 @@ def test_batch_norm_running_statistics_are_told_as_batch_norm_writes_them() -> N
 def test_the_resnet_case_is_told_in_far_fewer_lines(monkeypatch: pytest.MonkeyPatch) -> None:
     out = _run_case("resnet_blocks.py", monkeypatch)
     assert max(len(line) for line in out.splitlines()) <= 100
-    assert len(out.splitlines()) <= 300, len(out.splitlines())  # 1,951 when every inner turn was drawn, 594 before, 288 now
+    assert len(out.splitlines()) <= 300, len(out.splitlines())  # 1,951 with every inner turn drawn, 594 before; 288
     assert f"│ {_python_loss(CASES / 'resnet_blocks.py')}" in out
     # the ten block() calls: one line, then one for the nine that said it again
     assert re.search(r"^Step 6 · line 10 · return nn\.Sequential\(…\) · in block\(\)", out, flags=re.M), out
