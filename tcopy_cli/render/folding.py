@@ -5,7 +5,7 @@ held back until it ends and then shown as one compact line (``FoldedTurn``), unl
 something new happened in it (an error, a warning, a new name, a note of a kind not seen
 before or one about wrong gradients, a shape, dtype or device not seen before for a
 name): then the steps of it that bring something new are shown in full, each run of its
-other steps as one line (``FoldedTurn.partial``: "nothing new in lines ..."), and the
+other steps as one line (``FoldedTurn.partial``: "lines ... as before"), and the
 loops inside it fold the same way. Loops
 nested in loops, and the steps of script functions called in a loop, fold with the turn
 they belong to. When a loop ends, its ``LoopSummary`` follows.
@@ -852,7 +852,7 @@ def turn_parts(
     parts = []
     lines = f"line{'s' if len(set(turn.lines)) > 1 else ''} {line_ranges(turn.lines)}"
     if turn.partial:  # steps of a turn shown in full: always said which, and that they were folded
-        parts.append(f"nothing new in {lines}")
+        parts.append(f"{lines} as before")  # their values may move (loss 2.3 → 2.1): nothing else is new
     elif not (same_loop and previous is not None and previous.lines == turn.lines):
         parts.append(lines)
     parts += _scalar_parts(turn.scalars)

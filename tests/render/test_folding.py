@@ -108,7 +108,7 @@ def test_golden_folded_training_loop(width: int) -> None:
     # ranges cut by the turns shown
     headers = re.findall(r"^Step \d+ · line \d+ · iteration (\d+)/20", out, re.M)
     full_turns = sorted({int(t) for t in headers})
-    turn_line = r"↻ iterations? (\d+)(?:–(\d+))?/20 · (?!nothing new)"
+    turn_line = r"↻ iterations? (\d+)(?:–(\d+))?/20 · (?!lines? [\d–, ]+ as before)"
     ranges = [(int(a), int(b or a)) for a, b in re.findall(turn_line, out)]
     assert full_turns == [1, 2, 8, 14]
     assert ranges == [(3, 3), (4, 4), (5, 5), (6, 6), (7, 7), (9, 10), (11, 13), (15, 20)]
@@ -116,7 +116,7 @@ def test_golden_folded_training_loop(width: int) -> None:
     assert sorted(full_turns + folded) == list(range(1, 21))
     # turns 2, 8 and 14 each show fewer steps than turn 1 (what was as before is one line)
     per_turn = Counter(int(t) for t in headers)
-    partial = [int(t) for t in re.findall(r"↻ iteration (\d+)/20 · nothing new in lines? ", out)]
+    partial = [int(t) for t in re.findall(r"↻ iteration (\d+)/20 · lines? [\d–, ]+ as before", out)]
     assert all(per_turn[t] < per_turn[1] for t in (2, 8, 14)) and set(partial) <= {2, 8, 14} and partial
     assert "Train: forward, loss, backward, update" in out
     assert "Check without the graph" in out
@@ -441,7 +441,7 @@ def test_footer_accounts_for_every_step(watch: list[str]) -> None:
     hidden = re.search(r"^(\d+) steps? hidden by --watch", out, re.M)
     assert folded is not None and in_part is not None
     assert shown + int(folded[1]) + int(in_part[1]) + (int(hidden[1]) if hidden else 0) == total
-    ranges = re.findall(r"↻ iterations? (\d+)(?:–(\d+))?/20 · (?!nothing new)", out)
+    ranges = re.findall(r"↻ iterations? (\d+)(?:–(\d+))?/20 · (?!lines? [\d–, ]+ as before)", out)
     assert int(folded[2]) == sum(int(b or a) - int(a) + 1 for a, b in ranges) == 16
 
 
