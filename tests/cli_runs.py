@@ -64,17 +64,10 @@ def python(
     )
 
 
-def tcopy(
-    *args: str,
-    input: str | bytes | None = None,
-    env: Mapping[str, str] | None = None,
-    cwd: str | Path | None = None,
-    timeout: float | None = 120,
-    text: bool = True,
-    errors: str | None = None,
-) -> subprocess.CompletedProcess[Any]:
-    """``python -m tcopy_cli ARGS``: the real command line in a process of its own (see ``python``)."""
-    return python("-m", "tcopy_cli", *args, input=input, env=env, cwd=cwd, timeout=timeout, text=text, errors=errors)
+def tcopy(*args: str, **options: Any) -> subprocess.CompletedProcess[Any]:
+    """``python -m tcopy_cli ARGS``: the real command line in a process of its own (``options``: those
+    ``python`` takes)."""
+    return python("-m", "tcopy_cli", *args, **options)
 
 
 def piped(
