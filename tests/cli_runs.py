@@ -27,6 +27,8 @@ from typing import Any
 
 from typer.testing import CliRunner, Result
 
+from tcopy_cli.cli import app
+
 ROOT = Path(__file__).resolve().parents[1]
 """The checkout: where ``tcopy_cli`` is imported from (tests put it on PYTHONPATH for a child)."""
 
@@ -85,8 +87,6 @@ def piped(
 
 def invoke(*args: str, input: str | bytes | None = None, env: Mapping[str, str | None] | None = None) -> Result:
     """``tcopy ARGS`` in this process, through Typer's ``CliRunner`` (the worker is a real one)."""
-    from tcopy_cli.cli import app
-
     return CliRunner().invoke(app, list(args), input=input, env=env)
 
 
