@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner, Result
+from cli_runs import invoke
+from typer.testing import Result
 
 from tcopy_cli import supervise
-from tcopy_cli.cli import app
 from tcopy_cli.program import Program
 from tcopy_cli.trace import frames
 
@@ -152,7 +152,7 @@ def recorded_worker() -> Iterator[None]:
 def run_cli(args: list[str], env: dict[str, str] | None = None) -> Result:
     """``tcopy <args>`` through the real command line, with the worker's frames from the recording."""
     with recorded_worker():
-        return CliRunner().invoke(app, args, env=env)
+        return invoke(*args, env=env)
 
 
 _IDENTITIES = frozenset({"object_id", "node_id", "reach_ids"})

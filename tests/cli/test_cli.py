@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
-from typer.testing import CliRunner
+from cli_runs import cli, environ, piped, tcopy
 
 from tcopy_cli import __version__
-from tcopy_cli.cli import app
 
-runner = CliRunner()
 COLOUR = re.compile(rb"\x1b\[(?:[0-9;]*;)?(?:3[0-8]|9[0-7])[;m]")
 
 DEMO = """\
@@ -28,13 +23,6 @@ d = a.detach()
 (b * b).sum().backward()
 print(a.grad)
 """
-
-
-def invoke(*args: str, input: str | None = None) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args), input=input)
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout, result.stderr
 
 
 def events(stdout: str) -> list[dict]:
@@ -49,14 +37,14 @@ def demo(tmp_path: Path) -> Path:
 
 
 def test_version_and_help() -> None:
-    code, out, _ = invoke("--version")
+    code, out, _ = cli("--version")
     assert code == 0 and out.strip() == f"tcopy {__version__}"
-    code, out, _ = invoke("--help")
+    code, out, _ = cli("--help")
     assert code == 0 and "run" in out and "examples" in out
 
 
 def test_table_output(demo: Path) -> None:
-    code, out, err = invoke("run", str(demo))
+    code, out, err = cli("run", str(demo))
     assert code == 0, err
     assert "Step 5 · line 6" in out
     assert "CloneBackward0" in out
@@ -66,7 +54,7 @@ def test_table_output(demo: Path) -> None:
 
 
 def test_json_output_follows_spec(demo: Path) -> None:
-    code, out, _ = invoke("run", str(demo), "--format", "json")
+    code, out, _ = cli("run", str(demo), "--format", "json")
     assert code == 0
     evs = events(out)
     assert evs[0]["event"] == "start" and evs[0]["format"] == "tcopy.jsonl/1"
@@ -102,7 +90,7 @@ def test_json_output_follows_spec(demo: Path) -> None:
 
 
 def test_markdown_output(demo: Path) -> None:
-    code, out, _ = invoke("run", str(demo), "--format", "markdown")
+    code, out, _ = cli("run", str(demo), "--format", "markdown")
     assert code == 0
     assert out.startswith("# A small demo")
     assert "### Step 3 · line 4" in out
@@ -111,20 +99,20 @@ def test_markdown_output(demo: Path) -> None:
 
 
 def test_inline_code_and_stdin(demo: Path) -> None:
-    code, out, _ = invoke("run", "-e", "a = torch.ones(2); b = a + 1", "-f", "json")
+    code, out, _ = cli("run", "-e", "a = torch.ones(2); b = a + 1", "-f", "json")
     assert code == 0
     steps = [e for e in events(out) if e["event"] == "step"]
     assert [s["source"] for s in steps] == ["a = torch.ones(2)", "b = a + 1"]
     assert events(out)[0]["source"] == "<inline>"
-    code, out, _ = invoke("run", "-", "-f", "json", input=DEMO)
+    code, out, _ = cli("run", "-", "-f", "json", input=DEMO)
     assert code == 0 and events(out)[0]["source"] == "-"
-    code, out, _ = invoke("run", "-f", "json", input=DEMO)  # no path, piped stdin
+    code, out, _ = cli("run", "-f", "json", input=DEMO)  # no path, piped stdin
     assert code == 0 and events(out)[-1]["steps"] == 6
 
 
 def test_error_step_and_keep_going() -> None:
     script = "a = torch.ones(2)\nb = a.view(3)\nc = a * 2\n"
-    code, out, err = invoke("run", "-e", script, "-f", "json")
+    code, out, err = cli("run", "-e", script, "-f", "json")
     assert code == 1
     evs = events(out)
     steps = [e for e in evs if e["event"] == "step"]
@@ -134,7 +122,7 @@ def test_error_step_and_keep_going() -> None:
     )
     assert evs[-1] == {"event": "end", "status": "error", "steps": 2, "errors": 1}
     assert "line 2" in err and "Traceback" not in err + out
-    code, out, _ = invoke("run", "-e", script, "-f", "json", "--keep-going")
+    code, out, _ = cli("run", "-e", script, "-f", "json", "--keep-going")
     assert code == 1
     steps = [e for e in events(out) if e["event"] == "step"]
     assert [s["status"] for s in steps] == ["ok", "error", "ok"] and "c" in steps[-1]["tensors"]
@@ -142,10 +130,10 @@ def test_error_step_and_keep_going() -> None:
 
 def test_refused_script_table_and_json() -> None:
     # What Python can't compile is refused before a worker starts: the line, a caret, nothing on stdout.
-    code, out, err = invoke("run", "-e", "return 1\nx = 2")
+    code, out, err = cli("run", "-e", "return 1\nx = 2")
     assert code == 1 and out == ""
     assert "line 1, column 1" in err and "return 1" in err and "^" in err and "'return' outside function" in err
-    code, out, err = invoke("run", "-e", "x = 1\nnonlocal y", "-f", "json")
+    code, out, err = cli("run", "-e", "x = 1\nnonlocal y", "-f", "json")
     assert code == 1
     evs = events(out)
     assert [e["event"] for e in evs] == ["start", "rejected", "end"]
@@ -154,24 +142,24 @@ def test_refused_script_table_and_json() -> None:
 
 
 def test_syntax_error_points_at_line() -> None:
-    code, _, err = invoke("run", "-e", "a = torch.ones(2)\nb = (a +\n")
+    code, _, err = cli("run", "-e", "a = torch.ones(2)\nb = (a +\n")
     assert code == 1 and "line 2" in err and "syntax error" in err
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
-    assert invoke("run", str(tmp_path / "missing.py"))[0] == 2
-    assert invoke("run", str(tmp_path))[0] == 2
-    assert invoke("run", "-e", "x = 1", "--format", "xml")[0] == 2
-    assert invoke("run", "-e", "x = 1", "--example", "clone")[0] == 2
-    assert invoke("run", "--example", "no-such-example")[0] == 2
+    assert cli("run", str(tmp_path / "missing.py"))[0] == 2
+    assert cli("run", str(tmp_path))[0] == 2
+    assert cli("run", "-e", "x = 1", "--format", "xml")[0] == 2
+    assert cli("run", "-e", "x = 1", "--example", "clone")[0] == 2
+    assert cli("run", "--example", "no-such-example")[0] == 2
     if not torch.cuda.is_available():
-        code, _, err = invoke("run", "-e", "x = 1", "--device", "cuda")
+        code, _, err = cli("run", "-e", "x = 1", "--device", "cuda")
         assert code == 2 and "not available" in err and "cpu" in err
-    assert invoke("run", "-e", "x = 1", "--device", "banana")[0] == 2
+    assert cli("run", "-e", "x = 1", "--device", "banana")[0] == 2
 
 
 def test_device_auto_and_cpu() -> None:
-    code, out, _ = invoke("run", "-e", "a = torch.ones(1)", "--device", "auto", "-f", "json")
+    code, out, _ = cli("run", "-e", "a = torch.ones(1)", "--device", "auto", "-f", "json")
     assert code == 0
     start = events(out)[0]
     step = events(out)[1]
@@ -186,114 +174,82 @@ def _md_rows(section: str) -> list[str]:
 
 
 def test_only_changed_and_watch(demo: Path) -> None:
-    code, out, _ = invoke("run", str(demo), "--only-changed", "-f", "markdown")
+    code, out, _ = cli("run", str(demo), "--only-changed", "-f", "markdown")
     assert code == 0
     sections = out.split("### Step ")
     assert _md_rows(sections[5]) == ["a"]  # backward changed only a (its grad)
     # d is new; a now shares memory with d, but none of a's own facts changed
     assert _md_rows(sections[4]) == ["d"]
-    code, out, _ = invoke("run", str(demo), "--watch", "b", "-f", "markdown")
+    code, out, _ = cli("run", str(demo), "--watch", "b", "-f", "markdown")
     rows = [name for sec in out.split("### Step ")[1:] for name in _md_rows(sec)]
     assert rows and set(rows) == {"b"}
-    code, out, _ = invoke("run", str(demo), "--watch", "b", "--only-changed")
+    code, out, _ = cli("run", str(demo), "--watch", "b", "--only-changed")
     assert code == 0 and "(no watched tensor changed)" in out
 
 
 def test_max_values_summarises(tmp_path: Path) -> None:
-    code, out, _ = invoke("run", "-e", "a = torch.arange(10.0)", "-f", "json", "--max-values", "4")
+    code, out, _ = cli("run", "-e", "a = torch.arange(10.0)", "-f", "json", "--max-values", "4")
     rec = events(out)[1]["tensors"]["a"]
     assert rec["values"] is None and "min 0." in rec["preview"] and "max 9." in rec["preview"]
-    code, out, _ = invoke("run", "-e", "a = torch.arange(10.0)", "-f", "json")
+    code, out, _ = cli("run", "-e", "a = torch.arange(10.0)", "-f", "json")
     assert code == 0 and events(out)[1]["tensors"]["a"]["values"] == [float(i) for i in range(10)]
 
 
 def test_no_explain_hides_notes() -> None:
     script = "a = torch.ones(2, requires_grad=True)\nb = torch.tensor(a)"
-    _, out, _ = invoke("run", "-e", script)
+    _, out, _ = cli("run", "-e", script)
     assert "•" in out
-    _, out, _ = invoke("run", "-e", script, "--no-explain")
+    _, out, _ = cli("run", "-e", script, "--no-explain")
     assert "•" not in out
-    _, out, _ = invoke("run", "-e", script, "-f", "json", "--no-explain")
+    _, out, _ = cli("run", "-e", script, "-f", "json", "--no-explain")
     assert events(out)[2]["notes"]  # JSON always carries the notes
 
 
 def test_examples_command() -> None:
-    code, out, _ = invoke("examples", "-f", "json")
+    code, out, _ = cli("examples", "-f", "json")
     listing = events(out)
     names = {e["name"] for e in listing}
     assert {"clone", "detach", "data", "deepcopy", "views"} <= names
     assert all(e["title"] for e in listing)
-    code, out, _ = invoke("examples", "clone")
+    code, out, _ = cli("examples", "clone")
     assert code == 0 and "b = a.clone()" in out
-    code, out, _ = invoke("examples", "clone", "--run")
+    code, out, _ = cli("examples", "clone", "--run")
     assert code == 0 and "CloneBackward0" in out
 
 
 def test_limits_are_options() -> None:
-    code, out, _ = invoke("run", "-e", "a = torch.ones(1000)", "--max-elements", "10", "-f", "json")
+    code, out, _ = cli("run", "-e", "a = torch.ones(1000)", "--max-elements", "10", "-f", "json")
     assert code == 1
     step = events(out)[1]
     assert step["error"]["type"] == "LimitExceeded" and "--max-elements" in step["error"]["message"]
-    code, out, _ = invoke("run", "-e", "for i in range(100):\n    x = i", "--max-steps", "5", "-f", "json")
+    code, out, _ = cli("run", "-e", "for i in range(100):\n    x = i", "--max-steps", "5", "-f", "json")
     assert code == 1 and events(out)[-1]["steps"] == 6
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("FORCE_COLOR", None)
-    return env
 
 
 def test_real_subprocess_through_a_pipe(demo: Path) -> None:
     """python -m tcopy_cli as a user runs it, stdout into a pipe and through a consumer."""
-    produce = subprocess.Popen(
-        [sys.executable, "-m", "tcopy_cli", "run", "-", "--format", "json"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=_env(),
-    )
-    out, err = produce.communicate(DEMO.encode(), timeout=120)
+    produce = tcopy("run", "-", "--format", "json", input=DEMO.encode(), env=environ("FORCE_COLOR"), text=False)
+    out, err = produce.stdout, produce.stderr
     assert produce.returncode == 0, err
     assert err == b""  # no warnings (e.g. numpy) leak
     evs = [json.loads(line) for line in out.decode().splitlines()]
     assert evs[-1]["event"] == "end"
-    table = subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", "run", str(demo)], capture_output=True, env=_env(), timeout=120
-    )
+    table = tcopy("run", str(demo), env=environ("FORCE_COLOR"), text=False)
     assert table.returncode == 0 and b"\x1b[" not in table.stdout and b"CloneBackward0" in table.stdout
 
 
 def test_closed_pipe_exits_quietly(tmp_path: Path) -> None:
     script = tmp_path / "many.py"
     script.write_text("for i in range(300):\n    x = torch.ones(3) * i\n")
-    proc = subprocess.run(
-        f"{sys.executable} -m tcopy_cli run {script} | head -1",
-        shell=True,
-        capture_output=True,
-        env=_env(),
-        timeout=120,
-    )
+    proc = piped(["run", str(script)], "head -1", env=environ("FORCE_COLOR"))
     assert proc.stdout.count(b"\n") == 1
     assert b"Traceback" not in proc.stderr and b"BrokenPipe" not in proc.stderr
 
 
 def test_no_color_env(demo: Path) -> None:
-    env = _env()
-    env["FORCE_COLOR"] = "1"
-    colored = subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", "run", str(demo)], capture_output=True, env=env, timeout=120
-    )
+    colored = tcopy("run", str(demo), env=environ(FORCE_COLOR="1"), text=False)
     assert COLOUR.search(colored.stdout)
-    env["NO_COLOR"] = "1"
-    plain = subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", "run", str(demo)], capture_output=True, env=env, timeout=120
-    )
+    plain = tcopy("run", str(demo), env=environ(FORCE_COLOR="1", NO_COLOR="1"), text=False)
     assert not COLOUR.search(plain.stdout)  # no colour codes (bold/italic may remain)
-    plain2 = subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", "run", str(demo), "--no-color"],
-        capture_output=True,
-        env={**_env(), "FORCE_COLOR": "1"},
-        timeout=120,
-    )
+    plain2 = tcopy("run", str(demo), "--no-color", env=environ(FORCE_COLOR="1"), text=False)
     assert not COLOUR.search(plain2.stdout)

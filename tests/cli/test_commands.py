@@ -9,7 +9,7 @@ import time
 
 import pytest
 import typer.main
-from typer.testing import CliRunner
+from cli_runs import invoke
 
 from tcopy_cli import supervise
 from tcopy_cli.cli import COMMANDS, app
@@ -17,7 +17,6 @@ from tcopy_cli.cli.options import LIMIT_OPTIONS
 from tcopy_cli.engine import session as runner_module
 from tcopy_cli.limits import Limits, view_max_steps
 
-cli = CliRunner()
 LIMIT_FLAGS = {f.name: "--" + f.name.replace("_", "-") for f in dataclasses.fields(Limits)}
 
 
@@ -33,7 +32,7 @@ def test_the_app_lists_exactly_the_command_table() -> None:
 def test_every_command_has_help(command: str) -> None:
     cmd = _commands()[command]
     assert cmd.help and len(cmd.help.strip()) > 20
-    result = cli.invoke(app, [command, "--help"])
+    result = invoke(command, "--help")
     assert result.exit_code == 0 and "Usage" in result.stdout
     for flag in LIMIT_FLAGS.values():
         assert flag in result.stdout, (command, flag)
@@ -62,11 +61,11 @@ def test_the_step_limit_depends_on_the_view() -> None:
     """A loop that never ends stops at 10,000 steps where people read the output; JSON
     (the complete record) goes on to 100,000, so a long training loop finishes there."""
     endless = "while True:\n    a = 1\n"
-    table = cli.invoke(app, ["run", "-e", endless])
+    table = invoke("run", "-e", endless)
     assert table.exit_code == 1
     assert "too many steps (limit 10,000; raise it with --max-steps)" in table.stderr
     # JSON: the same loop passes 10,000 steps and is stopped by the iteration limit instead
-    json_run = cli.invoke(app, ["run", "-e", endless, "-f", "json", "--max-iterations", "10500"])
+    json_run = invoke("run", "-e", endless, "-f", "json", "--max-iterations", "10500")
     assert json_run.exit_code == 1
     assert "limit 10,500; raise it with --max-iterations" in json_run.stdout
     assert view_max_steps("json") == Limits().max_steps == 100_000
@@ -87,8 +86,8 @@ LIMITED = {
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_limits_apply_in_every_command(command: str) -> None:
     args, stdin = LIMITED[command]
-    free = cli.invoke(app, [*args], input=stdin)
-    limited = cli.invoke(app, [*args, "--max-elements", "2"], input=stdin)
+    free = invoke(*args, input=stdin)
+    limited = invoke(*args, "--max-elements", "2", input=stdin)
     assert free.exit_code == 0 and "max-elements" not in free.stdout + free.stderr
     if command == "graph":  # the graph as it was when the error step stopped the script: empty
         assert "MulBackward0" in free.stdout and limited.exit_code == 1 and limited.stdout == ""
@@ -118,7 +117,7 @@ def test_internal_errors_are_one_short_line(command: str, monkeypatch: pytest.Mo
             raise RuntimeError("boom")
 
         monkeypatch.setattr(supervise, "run_in_worker", broken_worker)
-    result = cli.invoke(app, INTERNAL[command], input=":quit\n")
+    result = invoke(*INTERNAL[command], input=":quit\n")
     assert result.exit_code == 1
     assert isinstance(result.exception, SystemExit)
     assert result.stderr.strip().startswith("tcopy: internal error (RuntimeError: boom)")

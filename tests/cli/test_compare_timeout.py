@@ -3,25 +3,18 @@ names the experiment that ran out (its expression and which of its runs)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
+from cli_runs import ROOT, environ, tcopy
 
 pytestmark = pytest.mark.e2e  # through the real command line and worker
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def compare(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
     began = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", "compare", *args], capture_output=True, text=True, env=env, timeout=240
-    )
+    proc = tcopy("compare", *args, env=environ(PYTHONPATH=str(ROOT)), timeout=240)
     return proc, time.monotonic() - began
 
 

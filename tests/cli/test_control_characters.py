@@ -12,14 +12,12 @@ import io
 import json
 
 import pytest
-from typer.testing import CliRunner
+from cli_runs import invoke
 
-from tcopy_cli.cli import app
 from tcopy_cli.printable import printable as visible
 
 pytestmark = pytest.mark.e2e  # through the real command line and worker
 
-runner = CliRunner()
 
 SCRIPT = (
     "import torch\n"
@@ -33,7 +31,7 @@ SCRIPT = (
 
 @pytest.mark.parametrize("fmt", ["table", "markdown"])
 def test_no_control_character_reaches_the_terminal(fmt: str) -> None:
-    r = runner.invoke(app, ["run", "-e", SCRIPT, "--format", fmt, "--no-color"])
+    r = invoke("run", "-e", SCRIPT, "--format", fmt, "--no-color")
     assert r.exit_code == 1
     for text in (r.stdout, r.stderr):
         assert not any((ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F for c in text), repr(text)
@@ -43,7 +41,7 @@ def test_no_control_character_reaches_the_terminal(fmt: str) -> None:
 
 
 def test_json_keeps_the_exact_text() -> None:
-    r = runner.invoke(app, ["run", "-e", SCRIPT, "--format", "json"])
+    r = invoke("run", "-e", SCRIPT, "--format", "json")
     printed = "".join(e.get("stdout", "") for e in map(json.loads, r.stdout.splitlines()) if e["event"] == "step")
     plain = io.StringIO()
     # what plain Python prints for the same statements
@@ -62,7 +60,7 @@ def test_visible_keeps_tabs_newlines_and_unicode() -> None:
 def test_a_bidirectional_control_does_not_reorder_a_line(fmt: str) -> None:
     # A right-to-left override in a string literal would flip the rest of the step's header line.
     script = 'import torch\nx = torch.ones(2)\nn = x.numel() + len("\u202e)(dekcah")\nprint("\u2067ok\u2069")\n'
-    r = runner.invoke(app, ["run", "-e", script, "--format", fmt, "--no-color", "--width", "120"])
+    r = invoke("run", "-e", script, "--format", fmt, "--no-color", "--width", "120")
     assert r.exit_code == 0, r.output
     assert not any(c in r.stdout for c in "\u202e\u2067\u2069"), r.stdout
     assert "\\u202e)(dekcah" in r.stdout and "\\u2067ok\\u2069" in r.stdout

@@ -6,10 +6,9 @@ import json
 
 import pytest
 import torch
-from typer.testing import CliRunner
+from cli_runs import invoke
 
 from tcopy_cli import examples
-from tcopy_cli.cli import app
 from tcopy_cli.engine import run_source
 from tcopy_cli.pipeline import run_source as run_explained
 from tcopy_cli.trace.compare import SETUPS, STANDARD, compare
@@ -59,7 +58,7 @@ def test_large_cuda_tensor_preview_is_bounded() -> None:
 
 def test_examples_on_cuda() -> None:
     for name in examples.names():
-        result = CliRunner().invoke(app, ["run", "--example", name, "--device", "cuda", "-f", "json"])
+        result = invoke("run", "--example", name, "--device", "cuda", "-f", "json")
         assert result.exit_code in (0, 1), (name, result.stderr)
         events = [json.loads(x) for x in result.stdout.splitlines()]
         assert events[0]["device"] == "cuda:0" and events[-1]["event"] == "end"

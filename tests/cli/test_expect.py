@@ -12,14 +12,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runs import cli, invoke
 
-from tcopy_cli.cli import app
 from tcopy_cli.pipeline import run_source
 from tcopy_cli.program import parse_program as parse_script
 from tcopy_cli.render.jsonl import end_json
-
-runner = CliRunner()
 
 EXPECTED = """\
 import torch
@@ -41,10 +38,7 @@ def _plain_error(code: str) -> BaseException:
 def _invoke(tmp_path: Path, source: str, *args: str) -> tuple[int, str, str]:
     path = tmp_path / "script.py"
     path.write_text(source)
-    result = runner.invoke(app, ["run", str(path), *args])
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout, result.stderr
+    return cli("run", str(path), *args)
 
 
 def test_trailing_comments_are_read_and_nothing_else() -> None:
@@ -129,7 +123,7 @@ def test_expected_error_exits_0_and_is_marked_in_every_format(tmp_path: Path) ->
 
 @pytest.mark.parametrize("name", ["deepcopy", "detach", "inplace_error", "clone_detach_data"])
 def test_shipped_examples_end_in_their_expected_error_and_exit_0(name: str) -> None:
-    result = runner.invoke(app, ["run", "--example", name, "--format", "json"])
+    result = invoke("run", "--example", name, "--format", "json")
     events = [json.loads(line) for line in result.stdout.splitlines()]
     assert result.exit_code == 0, result.stderr
     assert events[-2]["expected"] is True and events[-2]["error"]["type"] == "RuntimeError"

@@ -7,20 +7,17 @@ touch. Each is visible in the header and the JSON ``start`` event, and never imp
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runs import environ, invoke, tcopy
 
-from tcopy_cli.cli import app
 from tcopy_cli.trace.records import TRUSTED_HEADER
 
 pytestmark = pytest.mark.e2e  # through the real command line and worker
 
-runner = CliRunner()
 
 MAIN = """\
 # writes its result next to itself
@@ -46,17 +43,8 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _tcopy(*args: str, stdin: str | None = None, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NO_COLOR": "1", "PYTHONIOENCODING": "utf-8"}
-    return subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", "run", *args],
-        input=stdin,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=180,
-        check=False,
-    )
+    env = environ(NO_COLOR="1", PYTHONIOENCODING="utf-8")
+    return tcopy("run", *args, input=stdin, cwd=cwd, env=env, timeout=180)
 
 
 def test_trust_runs_imports_and_writes_files_in_the_worker(project: Path) -> None:
@@ -153,22 +141,22 @@ def test_allow_read_names_paths_and_refuses_missing_ones(
 
 
 def test_a_syntax_error_gets_no_trust_hint() -> None:
-    result = runner.invoke(app, ["run", "-e", "x = (1 +\n"])
+    result = invoke("run", "-e", "x = (1 +\n")
     assert result.exit_code == 1 and "syntax error" in result.stderr
     assert "--trust" not in result.stderr
 
 
 def test_the_table_header_says_trusted(project: Path) -> None:
-    result = runner.invoke(app, ["run", "main.py", "--trust", "--no-color", "--width", "120"])
+    result = invoke("run", "main.py", "--trust", "--no-color", "--width", "120")
     assert result.exit_code == 0, result.stderr
     header = result.stdout.split("Step 1")[0]
     assert TRUSTED_HEADER in header and "none (--trust)" in header
-    result = runner.invoke(app, ["run", "main.py", "--trust", "-f", "markdown"])
+    result = invoke("run", "main.py", "--trust", "-f", "markdown")
     assert result.exit_code == 0 and TRUSTED_HEADER in result.stdout.split("## ")[0]
 
 
 def test_a_confined_run_is_not_marked_trusted() -> None:
-    result = runner.invoke(app, ["run", "-e", "x = 1", "-f", "json"])
+    result = invoke("run", "-e", "x = 1", "-f", "json")
     start = json.loads(result.stdout.splitlines()[0])
     assert "trusted" not in start and not start["confinement"].startswith("none")
 
@@ -210,7 +198,7 @@ def test_an_expected_error_lets_the_run_go_on_and_exit_0(tmp_path: Path) -> None
     script.write_text(
         "import torch\na = torch.ones(2, requires_grad=True)\na.add_(1)  # expect: RuntimeError\nprint('after')\n"
     )
-    result = runner.invoke(app, ["run", "--format", "json", str(script)])
+    result = invoke("run", "--format", "json", str(script))
     events = [json.loads(line) for line in result.stdout.splitlines()]
     steps = [e for e in events if e["event"] == "step"]
     assert result.exit_code == 0
@@ -254,12 +242,5 @@ def test_require_confinement_refuses_where_the_wall_is_missing_and_runs_where_it
     done = _tcopy("-e", "x = 1", "--require-confinement", "-f", "json", cwd=project)
     wall = "landlock" in confine.available() and "seccomp" in confine.available()
     assert done.returncode == (0 if wall else 1), done.stderr
-    env_done = subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", "run", "-e", "x = 1", "--trust"],
-        env={**os.environ, "TCOPY_REQUIRE_CONFINEMENT": "1"},
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
+    env_done = tcopy("run", "-e", "x = 1", "--trust", env=environ(TCOPY_REQUIRE_CONFINEMENT="1"), timeout=180)
     assert env_done.returncode == 2 and "--require-confinement" in env_done.stderr

@@ -10,13 +10,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from tcopy_cli.cli import app
+from cli_runs import cli
 
 pytestmark = pytest.mark.e2e  # through the real command line and worker
 
-runner = CliRunner()
 pexpect = pytest.importorskip("pexpect")
 
 SCRIPT = """\
@@ -39,30 +36,25 @@ loss = (v * a[0]).sum()
 """
 
 
-def run(*args: str) -> tuple[int, str, str]:
-    r = runner.invoke(app, list(args))
-    return r.exit_code, r.stdout, r.stderr
-
-
 def test_step_ranges() -> None:
-    _, out, _ = run("run", "-e", SCRIPT, "--step", "3")
+    _, out, _ = cli("run", "-e", SCRIPT, "--step", "3")
     assert re.findall(r"Step (\d+) ·", out) == ["3"]
-    _, out, _ = run("run", "-e", SCRIPT, "--from", "2", "--to", "3")
+    _, out, _ = cli("run", "-e", SCRIPT, "--from", "2", "--to", "3")
     assert re.findall(r"Step (\d+) ·", out) == ["2", "3"]
     # change marks still compare with the (hidden) previous step
     assert "~ x" not in out.split("Step 3")[1]
-    assert run("run", "-e", SCRIPT, "--step", "2", "--from", "1")[0] == 2
+    assert cli("run", "-e", SCRIPT, "--step", "2", "--from", "1")[0] == 2
 
 
 def test_narration_and_title() -> None:
-    _, out, _ = run("run", "-e", SCRIPT)
+    _, out, _ = cli("run", "-e", SCRIPT)
     assert out.splitlines()[1] == "Demo"
     assert "narration for y\nStep 3" in out
 
 
 def test_export_svg_html_txt(tmp_path: Path) -> None:
     svg = tmp_path / "demo.svg"
-    code, _out, err = run("run", "-e", SCRIPT, "--export", str(svg), "--title", "My demo")
+    code, _out, err = cli("run", "-e", SCRIPT, "--export", str(svg), "--title", "My demo")
     assert code == 0 and "wrote" in err
     root = ET.parse(svg).getroot()
     assert root.tag.endswith("svg")
@@ -72,31 +64,31 @@ def test_export_svg_html_txt(tmp_path: Path) -> None:
     for source in ("x = torch.tensor", "y = x * 2", "z = y.sum()"):
         assert source in text, source
     html = tmp_path / "demo.html"
-    assert run("run", "-e", SCRIPT, "--export", str(html))[0] == 0
+    assert cli("run", "-e", SCRIPT, "--export", str(html))[0] == 0
     assert "<html" in html.read_text().lower()
     txt = tmp_path / "demo.txt"
-    assert run("run", "-e", SCRIPT, "--export", str(txt))[0] == 0
+    assert cli("run", "-e", SCRIPT, "--export", str(txt))[0] == 0
     assert "y = x * 2" in txt.read_text()
-    assert run("run", "-e", SCRIPT, "--export", str(tmp_path / "demo.png"))[0] == 2
+    assert cli("run", "-e", SCRIPT, "--export", str(tmp_path / "demo.png"))[0] == 2
 
 
 def test_exports_are_slide_ready(tmp_path: Path) -> None:
     html = tmp_path / "demo.html"
-    assert run("run", "-e", SCRIPT, "--export", str(html), "--title", "clone <vs> detach")[0] == 0
+    assert cli("run", "-e", SCRIPT, "--export", str(html), "--title", "clone <vs> detach")[0] == 0
     page = html.read_text()
     assert "<title>clone &lt;vs&gt; detach</title>" in page
     assert "background-color: #292929" in page  # the SVG's dark theme
     assert not re.search(r"(src|href)=\"?https?:", page)  # nothing fetched: works offline
     # in a pipe, an export is at least 100 columns wide, so a 3-element row does not wrap
     txt = tmp_path / "demo.txt"
-    _, out, _ = run("run", "-e", SCRIPT, "--export", str(txt))
+    _, out, _ = cli("run", "-e", SCRIPT, "--export", str(txt))
     row = next(line for line in txt.read_text().splitlines() if line.startswith("+ x "))
     assert "1., 2., 3." in row.replace("1.0", "1.").replace("2.0", "2.").replace("3.0", "3.")
     assert max(len(line) for line in out.splitlines()) > 80
     # the footer counts the steps shown when a range hid some
-    _, out, _ = run("run", "-e", SCRIPT, "--from", "3", "--to", "4")
+    _, out, _ = cli("run", "-e", SCRIPT, "--from", "3", "--to", "4")
     assert out.rstrip().splitlines()[-1] == "2 of 4 steps shown, 0 errors"
-    _, out, _ = run("run", "-e", SCRIPT)
+    _, out, _ = cli("run", "-e", SCRIPT)
     assert out.rstrip().splitlines()[-1] == "4 steps, 0 errors"
 
 
@@ -104,7 +96,7 @@ def test_cast_export_replays_with_the_delay(tmp_path: Path) -> None:
     import json
 
     cast = tmp_path / "demo.cast"
-    code, _out, err = run("run", "-e", SCRIPT, "--export", str(cast), "--delay", "0.2", "--title", "Demo")
+    code, _out, err = cli("run", "-e", SCRIPT, "--export", str(cast), "--delay", "0.2", "--title", "Demo")
     assert code == 0 and "wrote" in err
     header, *events = (json.loads(line) for line in cast.read_text().splitlines())
     assert header["version"] == 2 and header["width"] >= 100 and header["title"] == "Demo"
@@ -118,21 +110,21 @@ def test_cast_export_replays_with_the_delay(tmp_path: Path) -> None:
 
 
 def test_graph_command_and_stale_saved_tensor() -> None:
-    code, out, _ = run("graph", "--example", "inplace_error", "-f", "text")
+    code, out, _ = cli("graph", "--example", "inplace_error", "-f", "text")
     assert code == 0  # the example ends in an error step its line marks '# expect: RuntimeError'
-    code, _, _ = run("graph", "-e", "import torch\ntorch.ones(2).view(3)")
+    code, _, _ = cli("graph", "-e", "import torch\ntorch.ones(2).view(3)")
     assert code == 1  # an error nobody expected
     assert "SigmoidBackward0" in out and "STALE" in out
-    code, out, _ = run("graph", "-e", GRAPH_SCRIPT, "-f", "dot")
+    code, out, _ = cli("graph", "-e", GRAPH_SCRIPT, "-f", "dot")
     assert code == 0 and out.startswith("digraph autograd {") and out.rstrip().endswith("}")
-    code, out, _ = run("graph", "-e", GRAPH_SCRIPT, "-f", "mermaid")
+    code, out, _ = cli("graph", "-e", GRAPH_SCRIPT, "-f", "mermaid")
     assert code == 0 and out.startswith("flowchart TD")
-    code, out, _ = run("run", "-e", GRAPH_SCRIPT, "--graph")
+    code, out, _ = cli("run", "-e", GRAPH_SCRIPT, "--graph")
     assert "autograd graph:" in out and "AccumulateGrad → a" in out and "(view of h)" in out
 
 
 def test_pause_without_terminal_is_ignored_with_notice() -> None:
-    code, out, err = run("run", "-e", SCRIPT, "--pause")
+    code, out, err = cli("run", "-e", SCRIPT, "--pause")
     assert code == 0 and "needs a terminal" in err and "Step 4" in out
 
 
@@ -259,22 +251,22 @@ def test_repl_in_a_real_terminal(tmp_path: Path) -> None:
 
 
 def test_step_past_the_end_is_a_usage_error_after_the_run() -> None:
-    code, out, err = run("run", "-e", EIGHT_STEPS, "--step", "99")
+    code, out, err = cli("run", "-e", EIGHT_STEPS, "--step", "99")
     assert code == 2
     assert "--step 99" in err and "ran only 8 steps" in err
     assert "0 of 8 steps shown, 0 errors" in out  # the run finished before the range could be judged
-    code, _out, err = run("run", "-e", EIGHT_STEPS, "--from", "9")
+    code, _out, err = cli("run", "-e", EIGHT_STEPS, "--from", "9")
     assert code == 2 and "--from 9" in err
-    assert run("run", "-e", EIGHT_STEPS, "--step", "8")[0] == 0
+    assert cli("run", "-e", EIGHT_STEPS, "--step", "8")[0] == 0
 
 
 def test_color_always_never_auto() -> None:
     ansi = "\x1b["
-    assert ansi in run("run", "-e", SCRIPT, "--color", "always")[1]  # a pipe, coloured anyway
-    assert ansi not in run("run", "-e", SCRIPT, "--color", "never")[1]
-    assert ansi not in run("run", "-e", SCRIPT, "--color", "auto")[1]  # auto: no colour in a pipe
-    assert ansi not in run("run", "-e", SCRIPT, "--color", "always", "--no-color")[1]
-    assert run("run", "-e", SCRIPT, "--color", "sometimes")[0] == 2
+    assert ansi in cli("run", "-e", SCRIPT, "--color", "always")[1]  # a pipe, coloured anyway
+    assert ansi not in cli("run", "-e", SCRIPT, "--color", "never")[1]
+    assert ansi not in cli("run", "-e", SCRIPT, "--color", "auto")[1]  # auto: no colour in a pipe
+    assert ansi not in cli("run", "-e", SCRIPT, "--color", "always", "--no-color")[1]
+    assert cli("run", "-e", SCRIPT, "--color", "sometimes")[0] == 2
 
 
 @pytest.mark.skipif(
@@ -285,7 +277,7 @@ def test_export_png_script_renders_the_svg(tmp_path: Path) -> None:
     import subprocess
 
     svg = tmp_path / "demo.svg"
-    assert run("run", "-e", SCRIPT, "--export", str(svg))[0] == 0
+    assert cli("run", "-e", SCRIPT, "--export", str(svg))[0] == 0
     script = Path(__file__).resolve().parents[2] / "scripts" / "export-png.sh"
     subprocess.run([str(script), str(svg)], check=True, timeout=120, capture_output=True)
     png = (tmp_path / "demo.png").read_bytes()

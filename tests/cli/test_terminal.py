@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import cli_runs
 import pytest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")]
@@ -84,6 +85,12 @@ def tcopy(*args: str) -> str:
     return " ".join(shlex.quote(a) for a in [sys.executable, "-m", "tcopy_cli", *args])
 
 
+def through_a_pipe(*args: str, input: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``tcopy ARGS`` with ``input`` on its standard input and its output into pipes (no terminal)."""
+    env = cli_runs.environ(PYTHONPATH=str(ROOT), NO_COLOR="1", **env)
+    return cli_runs.tcopy(*args, input=input, cwd=ROOT, env=env, timeout=300)
+
+
 PROMPT_START = r"^── (step \d+|loop at line \d+)"
 
 
@@ -144,15 +151,7 @@ def test_keys_pressed_while_a_step_computes_are_not_echoed(screen) -> None:  # t
 
 def test_a_leading_comment_block_keeps_its_lines_through_a_pipe() -> None:
     script = "# source: https://example.com/snippet\n# about: views share memory\n# notes:\n#   - one\nimport torch\n"
-    done = subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", "run", "-", "--width", "100"],
-        input=script,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
-        timeout=300,
-    )
+    done = through_a_pipe("run", "-", "--width", "100", input=script)
     lines = done.stdout.splitlines()
     assert done.returncode == 0, done.stderr
     assert lines[0].endswith(" · <stdin>")  # standard input is named so, not "-"
@@ -175,15 +174,7 @@ def test_an_explained_failure_ends_in_one_short_line_of_whole_words(screen) -> N
 
 
 def test_graph_of_a_script_that_fails_says_why_on_stderr() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", "graph", "-"],
-        input="import torch\n" + TWICE,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
-        timeout=300,
-    )
+    done = through_a_pipe("graph", "-", input="import torch\n" + TWICE)
     assert done.returncode == 1
     assert "SumBackward0" in done.stdout  # the graph as it was when the line failed
     assert done.stderr.startswith("tcopy: line 5: RuntimeError: Trying to backward through the graph"), done.stderr
@@ -206,15 +197,7 @@ def test_graph_of_a_script_that_fails_before_any_graph_says_there_was_none() -> 
 def test_repl_zeroing_a_grad_already_zero_says_so_not_that_it_changed() -> None:
     entries = "x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)\n(x * 2).sum().backward()\n"
     entries += "for i in range(2):\n    x.grad.zero_()\n\n:quit\n"
-    done = subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", "repl"],
-        input=entries,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "COLUMNS": "100"},
-        timeout=300,
-    )
+    done = through_a_pipe("repl", input=entries, COLUMNS="100")
     second = done.stdout.split("iteration 2/2")[-1]
     assert "x.grad was zeroed in place again: its values were 0 already." in second, done.stdout
     assert "→ [0., 0., 0.]" not in done.stdout, done.stdout
@@ -234,15 +217,7 @@ for i in range(30):
 
 
 def test_watch_w_in_a_training_loop_never_draws_an_empty_folded_line() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", "run", "-", "--watch", "w", "--width", "100"],
-        input=SGD,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
-        timeout=300,
-    )
+    done = through_a_pipe("run", "-", "--watch", "w", "--width", "100", input=SGD)
     folded = [line for line in done.stdout.splitlines() if "↻ iteration" in line]
     assert len(folded) > 3, done.stdout
     assert all(" · " in line for line in folded), done.stdout  # each says what its turns did to w

@@ -4,11 +4,9 @@ share a column, blocks are filled evenly, and the teacher's comparison fits a 40
 from __future__ import annotations
 
 import io
-import os
-import subprocess
-import sys
 
 import pytest
+from cli_runs import environ, tcopy
 from rich.console import Console
 
 from tcopy_cli.render.compare import QUESTIONS, answer, render_table
@@ -20,10 +18,7 @@ TEACHER = ["x.clone()", "x.detach()", "x.data"]
 
 
 def _piped(*args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR")} | {"NO_COLOR": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", "compare", *args], capture_output=True, text=True, env=env, timeout=300
-    )
+    done = tcopy("compare", *args, env=environ("COLUMNS", "FORCE_COLOR", NO_COLOR="1"), timeout=300)
     assert done.returncode == 0, done.stderr
     return done.stdout
 

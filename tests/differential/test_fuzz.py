@@ -34,18 +34,16 @@ from typing import Any
 
 import pytest
 import torch
+from cli_runs import invoke
 from fuzz_strategies import fuzz_settings, mutated_scripts, python_like_text, valid_scripts
 from hypothesis import event, example, given
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from tcopy_cli.cli import app
 from tcopy_cli.engine import run_source
 from tcopy_cli.render.jsonl import step_json
 
 pytestmark = pytest.mark.slow
 
-RUNNER = CliRunner()
 FORMATS = st.sampled_from(["json", "table", "markdown"])
 # Small limits: a fuzzed script can't allocate much, loop long or print much.
 CLI_LIMITS = [
@@ -113,7 +111,7 @@ FOUND = {
 
 
 def _check_cli(args: list[str], fmt: str, input: bytes | None = None) -> None:
-    result = RUNNER.invoke(app, ["run", *args, "-f", fmt, *CLI_LIMITS], input=input)
+    result = invoke("run", *args, "-f", fmt, *CLI_LIMITS, input=input)
     exc = result.exception
     shown = f"exit {result.exit_code}\n--- stdout\n{result.stdout[-3000:]}\n--- stderr\n{result.stderr[-3000:]}"
     assert exc is None or isinstance(exc, SystemExit), f"uncaught {type(exc).__name__}: {exc}\n{shown}"

@@ -18,7 +18,7 @@ import warnings
 from dataclasses import dataclass
 
 import pytest
-from typer.testing import CliRunner
+from cli_runs import invoke
 
 from tcopy_cli.explain.errors import CATALOGUE, catalogue_entry, explain_error
 from tcopy_cli.pipeline import run_source
@@ -614,8 +614,6 @@ def test_no_suggestion_when_nothing_is_close() -> None:
 
 @pytest.mark.parametrize("args", [["run", "--example", "clne"], ["examples", "clne"]])
 def test_misspelled_example_name(args: list[str]) -> None:
-    from tcopy_cli.cli import app
-
-    result = CliRunner().invoke(app, args)
+    result = invoke(*args)
     assert result.exit_code == 2
     assert "no example named 'clne'; did you mean 'clone'?" in result.stderr

@@ -12,14 +12,13 @@ import dataclasses
 import importlib
 import io
 import json
-import os
 import subprocess
-import sys
 import types
 import typing
 from pathlib import Path
 from typing import Any
 
+import cli_runs
 import pytest
 from rich.console import Console
 from views import draw
@@ -220,12 +219,8 @@ def test_a_frame_is_plain_only_where_no_string_needs_escaping() -> None:
 
 
 def tcopy(*args: str, cwd: Path, stdin: str = "") -> subprocess.CompletedProcess[bytes]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="120")
-    env.pop("FORCE_COLOR", None)
-    return subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", *args], capture_output=True, env=env, cwd=cwd, timeout=180,
-        input=stdin.encode(),
-    )  # fmt: skip
+    env = cli_runs.environ("FORCE_COLOR", PYTHONPATH=str(ROOT), COLUMNS="120")
+    return cli_runs.tcopy(*args, input=stdin.encode(), env=env, cwd=cwd, timeout=180, text=False)
 
 
 def no_raw(out: bytes) -> None:
@@ -316,6 +311,6 @@ def test_the_watchdogs_last_word_is_escaped(tmp_path: Path) -> None:
         "app.os._exit = lambda code: sys.exit(code)\n"
         f"app.stop_process({ATTACKS['OSC 0 window title']!r} + ' stuck')\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=ROOT, timeout=60)
+    proc = cli_runs.python("-c", code, cwd=ROOT, timeout=60, text=False)
     no_raw(proc.stderr)
     assert b"\\x1b]0;pwned\\x07 stuck" in proc.stderr

@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from cli_runs import invoke
 from recorded import run_cli
-from typer.testing import CliRunner
 
 from tcopy_cli import __version__
-from tcopy_cli.cli import app
 from tcopy_cli.engine import run_source
 from tcopy_cli.render.cells import autograd_summary, short_preview
 
@@ -81,7 +80,7 @@ def test_golden(name: str, args: list[str], tmp_path: Path, monkeypatch: pytest.
     # Run from the script's folder: the header names the script as given, so its wrap does not
     # depend on how long the temporary path is on the machine that runs the tests.
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(app, ["run", "demo.py", *args])
+    result = invoke("run", "demo.py", *args)
     assert result.exit_code == 1  # the script ends in an error step
     check_golden(name, normalise(result.stdout))
 

@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from cli_runs import invoke
 from rich.console import Console
 from test_render import GOLDEN_TORCH, check_golden, normalise
-from typer.testing import CliRunner
 
-from tcopy_cli.cli import app
 from tcopy_cli.render.compare import QUESTIONS, SILENT, answer, render_table
 from tcopy_cli.trace.compare import SETUPS, STANDARD, Comparison, compare
 
@@ -97,11 +96,11 @@ def test_compare_words_not_ticks(rows: list[Comparison]) -> None:
 
 def test_compare_export(tmp_path: Path) -> None:
     out = tmp_path / "cmp.txt"
-    result = CliRunner().invoke(app, ["compare", *TEACHER, "--export", str(out), "-f", "json"])
+    result = invoke("compare", *TEACHER, "--export", str(out), "-f", "json")
     assert result.exit_code == 0, result.output
     # stdout keeps the chosen format; the file has the table.
     assert [json.loads(line)["expression"] for line in result.stdout.splitlines()] == TEACHER
     saved = out.read_text()
     assert "SILENT" in saved and "version counter" in saved and "x.detach()" in saved
-    result = CliRunner().invoke(app, ["compare", "x.clone()", "--export", str(tmp_path / "c.png")])
+    result = invoke("compare", "x.clone()", "--export", str(tmp_path / "c.png"))
     assert result.exit_code == 2 and "--export needs" in result.stderr

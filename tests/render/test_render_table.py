@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from cli_runs import environ, tcopy
 from recorded import run_cli
 
 # Each step changes something a narrow table hides, or changes nothing of an existing tensor.
@@ -233,10 +231,7 @@ def test_values_get_the_width_before_data_ptr() -> None:
 def test_ver_column_kept_at_80_columns_in_a_pipe(tmp_path: Path) -> None:
     script = tmp_path / "norm.py"
     script.write_text(VALUES_SCRIPT.replace("(m * m).sum()", "(m * m).norm()"))  # a long grad_fn
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", "run", str(script)], capture_output=True, text=True, env=env, timeout=120
-    )
+    proc = tcopy("run", str(script), env=environ("COLUMNS", "FORCE_COLOR"), timeout=120)
     assert proc.returncode == 0, proc.stderr
     for index in range(3, 7):
         block = _step_block(proc.stdout, index)
@@ -285,15 +280,9 @@ def test_memory_map_bars_scale_with_bytes_and_are_not_redrawn() -> None:
 def test_piped_lines_have_no_trailing_spaces(tmp_path: Path) -> None:
     script = tmp_path / "s.py"
     script.write_text(VALUES_SCRIPT + MEMORY_SCRIPT.replace("import torch\n", ""))
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "FORCE_COLOR")}
+    env = environ("COLUMNS", "FORCE_COLOR")
     for extra in ([], ["--width", "160"], ["--memory", "--graph"], ["-f", "markdown"]):
-        proc = subprocess.run(
-            [sys.executable, "-m", "tcopy_cli", "run", str(script), *extra],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
+        proc = tcopy("run", str(script), *extra, env=env, timeout=120)
         assert proc.returncode == 0, proc.stderr
         bad = [line for line in proc.stdout.splitlines() if line != line.rstrip()]
         assert not bad, (extra, bad[:3])

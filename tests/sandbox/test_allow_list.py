@@ -17,9 +17,11 @@ import pytest
 from attempts import in_worker
 
 from tcopy_cli.process import seccomp
-from tcopy_cli.worker import TEST_HOOK_ENV
 
-pytestmark = pytest.mark.e2e  # through the real command line and worker
+pytestmark = [
+    pytest.mark.e2e,  # through the real command line and worker
+    pytest.mark.usefixtures("allow_test_hook"),  # the probes travel as the test hook
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(
@@ -48,11 +50,6 @@ for path, source in SOURCES.items():
     outcomes[path] = (ending, out.getvalue())
 report("outcomes", outcomes)
 """
-
-
-@pytest.fixture(autouse=True)
-def _allow_hook(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(TEST_HOOK_ENV, "1")
 
 
 def _outcomes(trust: bool) -> dict[str, Any]:

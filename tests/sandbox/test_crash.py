@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 import pytest
+from cli_runs import environ, tcopy
 
 from tcopy_cli.limits import Limits
 from tcopy_cli.program import parse_program
@@ -26,14 +27,7 @@ CEILING_S = 600
 
 def tcopy_run(*args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
     """``tcopy run ARGS`` in a process of its own (``env``: more environment variables)."""
-    return subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", "run", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=dict(os.environ, PYTHONPATH=ROOT, **env),
-        cwd=ROOT,
-    )
+    return tcopy("run", *args, timeout=timeout, env=environ(PYTHONPATH=ROOT, **env), cwd=ROOT)
 
 
 def cli(*args: str, timeout: float = 120) -> tuple[int, list[dict[str, Any]], str]:

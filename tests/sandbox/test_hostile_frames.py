@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import textwrap
 from typing import Any
 
 import pytest
+from cli_runs import environ, python
 
 from tcopy_cli.trace import records, wire
 from tcopy_cli.worker import TEST_HOOK_ENV
@@ -96,10 +96,10 @@ def tcopy_with(
     path = tmp_path / "s.py"
     path.write_text(script)
     (tmp_path / "spec.json").write_text(json.dumps(spec))
-    env = dict(os.environ, PYTHONPATH=ROOT, **{TEST_HOOK_ENV: "1"})
-    return subprocess.run(
-        [sys.executable, "-c", DRIVER, str(tmp_path / "spec.json"), str(path), fmt, *extra],
-        capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT, errors="surrogateescape",
+    env = environ(PYTHONPATH=ROOT, **{TEST_HOOK_ENV: "1"})
+    return python(
+        "-c", DRIVER, str(tmp_path / "spec.json"), str(path), fmt, *extra,
+        timeout=timeout, env=env, cwd=ROOT, errors="surrogateescape",
     )  # fmt: skip
 
 

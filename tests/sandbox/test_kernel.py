@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from attempts import assert_refused, in_worker, run_hook
+from cli_runs import ROOT, environ, invoke, tcopy
 
 from tcopy_cli.limits import Limits
 from tcopy_cli.process import confine, landlock, memory, seccomp
@@ -30,11 +31,7 @@ NAMESPACES = LINUX and not confine._user_namespaces()
 needs_landlock = pytest.mark.skipif(not LANDLOCK, reason="Landlock is not available on this kernel")
 needs_seccomp = pytest.mark.skipif(not SECCOMP, reason="seccomp is not available here")
 needs_both = pytest.mark.skipif(not (LANDLOCK and SECCOMP), reason="needs Landlock and seccomp")
-
-
-@pytest.fixture(autouse=True)
-def _allow_hook(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(TEST_HOOK_ENV, "1")
+pytestmark = pytest.mark.usefixtures("allow_test_hook")  # the probes travel as the test hook
 
 
 @needs_landlock
@@ -301,16 +298,9 @@ def test_the_current_directory_is_not_readable(tmp_path: Path, monkeypatch: pyte
 
 
 def test_version_verbose_names_what_is_available() -> None:
-    import subprocess
-
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    out = subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", "--version", "--verbose"],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=dict(os.environ, PYTHONPATH=root),
-    ).stdout
+    done = tcopy("--version", "--verbose", env=environ(PYTHONPATH=str(ROOT)), timeout=None)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
     assert out.splitlines()[-1] == f"confinement available here: {confine.available()}"
     assert ("landlock" in out) == LANDLOCK and ("seccomp" in out) == SECCOMP
 
@@ -341,12 +331,8 @@ def _spy_on_workers(monkeypatch: pytest.MonkeyPatch) -> list[object]:
 
 
 def test_graph_command_runs_the_script_in_the_confined_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    from typer.testing import CliRunner
-
-    from tcopy_cli.cli import app
-
     infos = _spy_on_workers(monkeypatch)
-    result = CliRunner().invoke(app, ["graph", "-e", "a = torch.ones(2, requires_grad=True)\nb = (a * 2).sum()"])
+    result = invoke("graph", "-e", "a = torch.ones(2, requires_grad=True)\nb = (a * 2).sum()")
     assert result.exit_code == 0, result.output
     assert "SumBackward0" in result.stdout
     assert [getattr(info, "confinement", None) for info in infos] == [_expected_confinement()]
@@ -376,10 +362,6 @@ def test_compare_refusal_and_timeout_come_back_from_the_worker() -> None:
 
 
 def test_the_repl_keeps_one_confined_worker_and_replaces_a_stuck_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    from typer.testing import CliRunner
-
-    from tcopy_cli.cli import app
-
     started: list[int] = []
     real_popen = __import__("subprocess").Popen
 
@@ -399,7 +381,7 @@ def test_the_repl_keeps_one_confined_worker_and_replaces_a_stuck_one(monkeypatch
             ":quit",
         ]
     )
-    result = CliRunner().invoke(app, ["repl", "--no-color", "--timeout", "1"], input=session + "\n")
+    result = invoke("repl", "--no-color", "--timeout", "1", input=session + "\n")
     out = result.stdout
     assert result.exit_code == 0, out
     assert f"confinement {_expected_confinement()}" in out

@@ -14,29 +14,20 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
-from sandbox_guard import AUDIT, guarded, refused
-from typer.testing import CliRunner
+from cli_runs import invoke
+from sandbox_guard import AUDIT, refused
 
-from tcopy_cli.cli import app
 from tcopy_cli.engine import run_source
 from tcopy_cli.limits import Limits
 from tcopy_cli.trace.records import Step
 
 pytestmark = pytest.mark.e2e  # through the real command line and worker
 
-# --- the guard: audit events and the working directory -----------------------------
-
-
-@pytest.fixture
-def guard(tmp_path: Path) -> Iterator[Path]:
-    """Run in an empty directory; fail if a file appears or a process/file event fires."""
-    with guarded(tmp_path) as path:
-        yield path
+# --- the guard (the fixture ``guard``, in conftest.py): audit events and the working directory ---
 
 
 def test_the_guard_sees_files_and_processes(tmp_path: Path) -> None:
@@ -314,7 +305,7 @@ CLI_SAMPLES = [
 @pytest.mark.parametrize("fmt", ["table", "json"])
 @pytest.mark.parametrize("src", CLI_SAMPLES)
 def test_cli_exits_1_without_a_traceback(src: str, fmt: str, guard: Path) -> None:
-    result = CliRunner().invoke(app, ["run", "-e", src, "--format", fmt, "--no-color"])
+    result = invoke("run", "-e", src, "--format", fmt, "--no-color")
     assert result.exit_code == 1, result.output
     assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit)
     assert "Traceback" not in result.output
@@ -325,16 +316,15 @@ def test_cli_exits_1_without_a_traceback(src: str, fmt: str, guard: Path) -> Non
 
 
 def test_cli_step_limit_and_timeout(guard: Path) -> None:
-    runner = CliRunner()
     loop = "for i in range(10**9):\n    x = i"
-    result = runner.invoke(app, ["run", "-e", loop, "--max-steps", "20", "--format", "json"])
+    result = invoke("run", "-e", loop, "--max-steps", "20", "--format", "json")
     assert result.exit_code == 1
     assert "Traceback" not in result.output
     steps = [e for e in map(json.loads, result.stdout.splitlines()) if e["event"] == "step"]
     assert len(steps) == 21 and steps[-1]["error"]["type"] == "LimitExceeded"
     args = ["run", "-e", loop, "--timeout", "0.5", "--max-steps", "10000000", "--max-iterations", "100000000"]
     start = time.perf_counter()
-    result = runner.invoke(app, [*args, "--format", "json"])
+    result = invoke(*args, "--format", "json")
     # The worker's start-up (importing torch, seconds on a busy machine) is not part of
     # --timeout; the loop itself would run for hours.
     assert time.perf_counter() - start < 30.0

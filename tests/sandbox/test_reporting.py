@@ -6,13 +6,12 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
+from cli_runs import tcopy
 from sandbox_guard import guarded
 
 from tcopy_cli.errors import ScriptRejected, TimeoutExceeded
@@ -71,13 +70,7 @@ def test_break_and_continue_inside_loops_behave_like_python(src: str, tmp_path: 
 
 
 def test_break_in_a_function_exits_non_zero_from_the_command_line(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", "run", "-e", "def f():\n    break\n\n\nf()\nprint(1)"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
+    proc = tcopy("run", "-e", "def f():\n    break\n\n\nf()\nprint(1)", timeout=120, cwd=tmp_path)
     assert proc.returncode != 0
     assert "outside loop" in proc.stderr + proc.stdout
 
@@ -156,13 +149,7 @@ def test_a_timeout_while_reporting_2500_tensors_exits_1_with_an_error_end(tmp_pa
         "xs = [torch.ones(3, requires_grad=True) * 2 for i in range(2500)]\n"
         "ys = [x + 1 for x in xs]\nzs = [y + 1 for y in ys]\nws = [z + 1 for z in zs]\nprint('done')\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-m", "tcopy_cli", "run", "-e", src, "--format", "json", "--timeout", "1"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-    )
+    proc = tcopy("run", "-e", src, "--format", "json", "--timeout", "1", timeout=300, cwd=tmp_path)
     events = [json.loads(line) for line in proc.stdout.splitlines()]
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert events[-1]["event"] == "end" and events[-1]["status"] == "error"

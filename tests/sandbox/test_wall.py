@@ -30,12 +30,10 @@ SECCOMP = LINUX and not seccomp.unavailable()
 NAMESPACES = LINUX and not confine._user_namespaces()
 ROOT = LINUX and os.geteuid() == 0
 needs_seccomp = pytest.mark.skipif(not SECCOMP, reason="seccomp (with libseccomp) is not available here")
-pytestmark = pytest.mark.skipif(not LINUX, reason="the kernel wall is Linux's")
-
-
-@pytest.fixture(autouse=True)
-def _allow_hook(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(TEST_HOOK_ENV, "1")
+pytestmark = [
+    pytest.mark.skipif(not LINUX, reason="the kernel wall is Linux's"),
+    pytest.mark.usefixtures("allow_test_hook"),  # the probes travel as the test hook
+]
 
 
 @pytest.fixture

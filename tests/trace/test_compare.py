@@ -7,6 +7,7 @@ import warnings
 
 import pytest
 import torch
+from cli_runs import invoke
 
 from tcopy_cli.render.jsonl import comparison_json
 from tcopy_cli.trace.compare import SETUPS, STANDARD, compare
@@ -92,11 +93,7 @@ def test_compare_matches_plain_pytorch(source: str) -> None:
 
 
 def test_compare_cli_json_has_required_fields() -> None:
-    from typer.testing import CliRunner
-
-    from tcopy_cli.cli import app
-
-    result = CliRunner().invoke(app, ["compare", "x.clone()", "x.data", "-f", "json"])
+    result = invoke("compare", "x.clone()", "x.data", "-f", "json")
     assert result.exit_code == 0
     import json
 
@@ -119,11 +116,11 @@ def test_compare_cli_json_has_required_fields() -> None:
     assert all(required <= set(r) for r in rows)
     assert rows[1]["autograd_detects_inplace"] is False  # .data: silent
     assert rows[0]["grad_flows_to_source"] is True and rows[0]["shares_storage"] is False
-    result = CliRunner().invoke(app, ["compare", "__import__('os')", "-f", "json"])
+    result = invoke("compare", "__import__('os')", "-f", "json")
     (row,) = [json.loads(x) for x in result.stdout.splitlines()]
     message = "y = __import__('os') is not a tensor: there is nothing to compare"
     assert row["error"] == {"type": "TypeError", "message": message}
-    result = CliRunner().invoke(app, ["compare", "--source", "weird"])
+    result = invoke("compare", "--source", "weird")
     assert result.exit_code == 2
-    result = CliRunner().invoke(app, ["compare", "x.clone()", "-f", "markdown"])
+    result = invoke("compare", "x.clone()", "-f", "markdown")
     assert result.exit_code == 0 and "| `x.clone()` |" in result.stdout

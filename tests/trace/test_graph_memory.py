@@ -4,20 +4,12 @@ arithmetic, and the shipped examples' catalogue."""
 from __future__ import annotations
 
 import torch
-from typer.testing import CliRunner
+from cli_runs import cli
 
 from tcopy_cli import examples
-from tcopy_cli.cli import app
 from tcopy_cli.engine import run_source
 from tcopy_cli.render.graph import to_dot, to_mermaid, to_text
 from tcopy_cli.render.memory import span
-
-runner = CliRunner()
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    r = runner.invoke(app, list(args))
-    return r.exit_code, r.stdout, r.stderr
 
 
 def _walk(t: torch.Tensor) -> list[tuple[str, list[str | None]]]:
@@ -99,7 +91,7 @@ def test_memory_spans_match_plain_computation() -> None:
         assert got[:2] == (start, end), name
     assert span(step.tensors["col"])[2] is True and span(step.tensors["tail"])[2] is False
     assert span(step.tensors["flip"])[2] is True  # a transpose covers the span, strided
-    _, out, _ = run("run", "-e", src, "--memory", "--step", "5")
+    _, out, _ = cli("run", "-e", src, "--memory", "--step", "5")
     assert "memory:" in out and "bytes 32–47" in out and "strided" in out  # first and last byte
 
 
