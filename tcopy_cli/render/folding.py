@@ -863,6 +863,10 @@ def turn_parts(
     if turn.added:
         parts.append(f"added: {grouped_names(turn.added)}")
     parts += [f"{name}: {unlisted_change(d)}" for name, d in turn.unlisted.items()]
+    if not parts:  # everything it would say is as on the line above: say it again, never an empty line
+        parts.append(lines)
+        if updated:
+            parts.append(f"updated: {grouped_names(written(updated))}")
     return parts
 
 

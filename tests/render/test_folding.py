@@ -827,3 +827,33 @@ def test_a_dict_key_with_a_colon_is_not_taken_for_a_functions_local() -> None:
     out = _run(["--width", "100"], _key_counter("a:b")).stdout
     assert '↻ iteration 4/4 · d["a:b"] 3 → 4' in out
     assert re.search(r'^ +d\["a:b"\] +▁▃▆█ 1 → 4 \(min 1, max 4\)$', out, re.M), out
+
+
+WATCHED_UNCHANGED = """\
+import torch
+w = torch.ones(2, requires_grad=True)
+x = torch.ones(2)
+for i in range(6):
+    loss = (w * x).sum()
+    loss.backward()
+    with torch.no_grad():
+        w -= 0.1 * w.grad
+    w.grad = None
+"""
+
+
+@pytest.mark.parametrize("watch", [("x",), ("w",), None])
+def test_a_folded_turn_is_never_an_empty_line(watch: tuple[str, ...] | None) -> None:
+    # under --watch x nothing the line tells changes from turn to turn: it says the lines again
+    steps = run_explained(WATCHED_UNCHANGED).steps
+    flow = StepFlow(ViewOptions(watch=watch), fold=True)
+    events = [e for step in steps for e in flow.feed(step)] + flow.close()
+    turns = [e for e in events if isinstance(e, FoldedTurn)]
+    assert len(turns) == 5
+    previous = None
+    for turn in turns:
+        parts = turn_parts(turn, previous)
+        assert parts, turn
+        previous = turn
+    if watch == ("x",):
+        assert turn_parts(turns[-1], turns[-2]) == ["lines 5–6, 8–9"]
