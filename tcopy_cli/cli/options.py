@@ -55,7 +55,12 @@ ColorOpt = Annotated[
 ]
 WidthOpt = Annotated[
     Optional[int],
-    typer.Option("--width", min=40, max=1000, help="Terminal width for tables (default: detected; 80 in a pipe)."),
+    typer.Option(
+        "--width",
+        min=40,
+        max=1000,
+        help="Terminal width for tables (default: detected; 80 in a pipe, 100 in a pipe with --export).",
+    ),
 ]
 DeviceOpt = Annotated[
     str,
