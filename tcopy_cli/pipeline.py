@@ -10,7 +10,6 @@ rules, in the order their notes appear under a step; to add a rule, write it in
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ParamSpec
 
@@ -108,15 +107,15 @@ def run_in_worker(
     options: WorkerOptions,
     emit: Callable[[Step], None],
     start: Callable[[RunInfo], None],
-    on_hook: Callable[[Any], None] | None = None,
-    proc: subprocess.Popen[bytes] | None = None,
+    **worker: Any,
 ) -> RunSummary:
     """Run a parsed script in the confined worker: ``start`` gets the RunInfo, ``emit`` every
-    step explained, in order; the RunSummary the parent counted. ``proc``: the worker
-    ``supervise.launch`` already started for it. Raises as ``supervise.run_in_worker``."""
+    step explained, in order; the RunSummary the parent counted. ``worker``: the other
+    arguments of ``supervise.run_in_worker`` (``proc``, the worker ``supervise.launch`` already
+    started for it; ``on_hook``). Raises as ``supervise.run_in_worker``."""
     from tcopy_cli import supervise
 
-    return supervise.run_in_worker(program, options, emit, start, on_hook, proc, explain=explainer().explain)
+    return supervise.run_in_worker(program, options, emit, start, explain=explainer().explain, **worker)
 
 
 def worker_session(options: WorkerOptions, start: Callable[[RunInfo], None]) -> WorkerSession:
