@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Optional
 
 from rich.cells import cell_len
 from rich.console import Console
+from rich.terminal_theme import TerminalTheme
 from rich.text import Text
 
 from tcopy_cli.cli.app import EXIT_SCRIPT, fail, say, stderr
@@ -77,20 +78,40 @@ style="background:#febc2e"></span><span class="dot" style="background:#28c840"><
 """An HTML export: the SVG's dark theme and window, a title, no outside resources (works offline)."""
 
 
+BLUE, CYAN = 4, 6
+"""Their places among a terminal theme's colours."""
+
+
+def export_theme() -> TerminalTheme:
+    """Rich's SVG theme with its blue and cyan told apart: there they are #608ab1 and #68a0b3, one
+    colour to the eye, and tcopy's legends name them ("cyan = independent", "blue = cut")."""
+    from rich.terminal_theme import SVG_EXPORT_THEME as SVG
+
+    palette: list[tuple[int, int, int]] = [
+        (c.red, c.green, c.blue) for c in map(SVG.ansi_colors.__getitem__, range(16))
+    ]
+    palette[BLUE], palette[CYAN] = (98, 130, 234), (86, 194, 198)
+    background, foreground = SVG.background_color, SVG.foreground_color
+    return TerminalTheme(
+        (background.red, background.green, background.blue),
+        (foreground.red, foreground.green, foreground.blue),
+        palette[:8],
+        palette[8:],
+    )
+
+
 def export(console: Console, path: Path, title: str, clear: bool = True) -> None:
     """Save what ``console`` recorded as SVG, HTML or text, by file type; UsageError if it can't."""
     import html
-
-    from rich.terminal_theme import SVG_EXPORT_THEME
 
     suffix = path.suffix.lower()
     title = printable(title)  # the script's title or file name: an SVG or HTML title, a window's too
     try:
         if suffix == ".svg":
-            console.save_svg(str(path), title=title, clear=clear)
+            console.save_svg(str(path), title=title, clear=clear, theme=export_theme())
         elif suffix in (".html", ".htm"):
             page = HTML_PAGE.format(title=html.escape(title).replace("{", "{{").replace("}", "}}"))
-            console.save_html(str(path), theme=SVG_EXPORT_THEME, clear=clear, code_format=page)
+            console.save_html(str(path), theme=export_theme(), clear=clear, code_format=page)
         else:
             console.save_text(str(path), clear=clear)
     except OSError as exc:

@@ -103,7 +103,8 @@ def render_table(console: Console, rows: list[Comparison], setup: str, device: s
     for w, expressions in _merged(warned).items():
         parts.append(Padding(Text(f"{', '.join(expressions)}: warning: {w}", style="yellow"), (0, 0, 0, 2)))
     # the colours' key only where there are colours
-    parts.append(Text(FOOTNOTE if console.color_system is not None else FOOTNOTE.split(" Colours:")[0], style="dim"))
+    coloured = console.color_system is not None or console.record  # an export is drawn in colour
+    parts.append(Text(FOOTNOTE if coloured else FOOTNOTE.split(" Colours:")[0], style="dim"))
     console.print(Trimmed(Group(*parts)))
 
 
