@@ -7,6 +7,7 @@ one kernel-confined worker process (``tcopy_cli.supervise.WorkerSession``).
 from __future__ import annotations
 
 import contextlib
+import io
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +163,7 @@ def repl(
             stripped = text.strip()
             if not stripped:
                 continue
+            _record_input(console, text)
             if stripped.startswith(":"):
                 cmd, _, arg = stripped.partition(" ")
                 if cmd in (":quit", ":q", ":exit"):
@@ -227,6 +229,18 @@ def _read_statement() -> str:
         if not more.strip():
             return "\n".join(lines)
         lines.append(more)
+
+
+def _record_input(console: Console, text: str) -> None:
+    """What was typed, for :export (the terminal shows it already, as typed): each line after the
+    prompt it was typed at, recorded by the console and written nowhere."""
+    typed = "\n".join(("... " if i else ">>> ") + line for i, line in enumerate(text.split("\n")))
+    real = console.file
+    console.file = io.StringIO()
+    try:
+        console.print(Text(printable(typed)))
+    finally:
+        console.file = real
 
 
 def _export(console: Console, name: str) -> None:

@@ -203,6 +203,17 @@ def test_repl_zeroing_a_grad_already_zero_says_so_not_that_it_changed() -> None:
     assert "→ [0., 0., 0.]" not in done.stdout, done.stdout
 
 
+def test_repl_export_holds_what_was_typed_and_the_pipe_does_not(tmp_path: Path) -> None:
+    out = tmp_path / "session.txt"
+    entries = f"x = torch.ones(2)\nfor i in range(2):\n    x = x + i\n\n:help\n:export {out}\n:quit\n"
+    done = through_a_pipe("repl", input=entries, COLUMNS="100")
+    exported = out.read_text()
+    for typed in (">>> x = torch.ones(2)", ">>> for i in range(2):", "...     x = x + i", ">>> :help"):
+        assert typed in exported, exported  # a picture of the session shows what each answer answers
+        assert typed not in done.stdout  # stdout is not a terminal: nothing echoed, nothing added
+    assert exported.index(">>> :help") < exported.index(":export FILE")  # the command above its answer
+
+
 SGD = """\
 import torch
 w = torch.zeros(3, requires_grad=True)
