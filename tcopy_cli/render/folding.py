@@ -31,7 +31,7 @@ from typing import Union
 from tcopy_cli.render import ViewOptions, plural
 from tcopy_cli.render.cells import Before, Quiet, Row, quiet_form
 from tcopy_cli.render.loops import LoopSummary, LoopTracker, number, scalar_of
-from tcopy_cli.render.names import grouped_names, unlisted_change, unlisted_pairs
+from tcopy_cli.render.names import common_end, grouped_names, unlisted_change, unlisted_pairs
 from tcopy_cli.render.where import iteration_text
 from tcopy_cli.render.where import turn as where_turn
 from tcopy_cli.trace.records import LoopContext, Note, RunSummary, Step, TensorRecord, evolve, is_item, is_local
@@ -723,7 +723,7 @@ def _alias_clauses(pairs: list[tuple[str, str]]) -> list[str]:
     ``b (the same tensor as a)`` each."""
     by_start: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for alias, original in pairs:
-        common = _common_end(alias, original)
+        common = common_end(alias, original)
         by_start.setdefault((alias[: len(alias) - common], original[: len(original) - common]), []).append(
             (alias, original)
         )
@@ -748,14 +748,6 @@ def _alias_clauses(pairs: list[tuple[str, str]]) -> list[str]:
 ALIAS_RUN = 3
 """From this many tensors of one module under another module's names (``b.0.weight`` is
 ``model.blocks.9.0.weight``, and so on), the ``also named`` line writes them as one clause."""
-
-
-def _common_end(a: str, b: str) -> int:
-    """How many characters ``a`` and ``b`` end in alike."""
-    n = 0
-    while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
-        n += 1
-    return n
 
 
 class SeenRows:

@@ -269,3 +269,11 @@ def unique_width(names: list[str], least: int, most: int) -> int:
         if short_names(names, width, chars=False) is not None:
             return width
     return most
+
+
+def common_end(a: str, b: str) -> int:
+    """How many characters ``a`` and ``b`` end in alike (``b.1.weight`` and ``model.blocks.9.1.weight``: 9)."""
+    n = 0
+    while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
+        n += 1
+    return n

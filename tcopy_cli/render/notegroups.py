@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from tcopy_cli.render.names import grouped_names
+from tcopy_cli.render.names import common_end, grouped_names
 from tcopy_cli.trace.records import Note
 
 LABEL = r"\b[SV]\d+\b"
@@ -101,10 +101,7 @@ def _paired(members: list[tuple[Note, tuple[str, ...]]], named: list[int], label
         return None
     pairs = [(tokens[named[0]], tokens[named[1]]) for _, tokens in members]
     a, b = pairs[0]
-    common = 0
-    while common < min(len(a), len(b)) and a[-1 - common] == b[-1 - common]:
-        common += 1
-    rest = a[len(a) - common :]
+    rest = a[len(a) - common_end(a, b) :]
     if "." not in rest:
         return None
     rest = rest[rest.index(".") :]  # from a dot on: model.blocks.9 | .1.weight, b | .1.weight
