@@ -309,15 +309,22 @@ def _one_module(missing: set[str], params: set[str]) -> str | None:
     paths = [member_of(n) for n in missing]
     if any(p is None for p in paths):
         return None
-    prefix: list[str] = []
-    for pieces in zip(*(p[:-1] for p in paths if p is not None)):
-        if len(set(pieces)) > 1:
-            break
-        prefix.append(pieces[0])
+    prefix = _shared_owner([p for p in paths if p is not None])
     if len(prefix) < 2:
         return None
     inside = {n for n in params if (p := member_of(n)) is not None and list(p[: len(prefix)]) == prefix}
     return ".".join(prefix) if inside == missing else None
+
+
+def _shared_owner(paths: Sequence[tuple[str, ...]]) -> list[str]:
+    """The module path every one of ``paths`` (``member_of``'s pieces) lies under, as pieces:
+    ``model.blocks.9`` for ``model.blocks.9.1.weight`` and ``model.blocks.9.3.weight``."""
+    prefix: list[str] = []
+    for pieces in zip(*(p[:-1] for p in paths)):
+        if len(set(pieces)) > 1:
+            break
+        prefix.append(pieces[0])
+    return prefix
 
 
 def _whole_parts(found: list[str], members: set[str]) -> list[str]:
@@ -379,11 +386,7 @@ def module_evolutions(rows: list[tuple[str, Evolution]], view: ViewOptions) -> l
             continue
         evs = [ev for _, ev in group]
         paths = [member_of(name) or (name,) for name, _ in group]
-        prefix: list[str] = []
-        for pieces in zip(*(p[:-1] for p in paths)):
-            if len(set(pieces)) > 1:
-                break
-            prefix.append(pieces[0])
+        prefix = _shared_owner(paths)
         if key[0] == "scalar":
             out.append((_scalar_name(prefix, paths), _scalars(evs), len(group)))
             continue
