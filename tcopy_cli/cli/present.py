@@ -271,8 +271,8 @@ def first_sentence(headline: str, most: int = 100) -> str:
 
 
 class _Drawn(io.StringIO):
-    """Where a step is drawn under --pause before it goes to the terminal: it answers ``isatty`` as
-    the terminal does, so Rich draws for it alike (colours, control codes)."""
+    """Where ``drawn_aside`` draws: it answers ``isatty`` as the console's own file does, so Rich
+    draws for it alike (colours, control codes)."""
 
     def __init__(self, tty: bool) -> None:
         super().__init__()
@@ -280,6 +280,20 @@ class _Drawn(io.StringIO):
 
     def isatty(self) -> bool:
         return self.tty
+
+
+def drawn_aside(console: Console, render: Callable[[], None]) -> str:
+    """What ``render`` draws through ``console``, written nowhere: the console records it as it
+    records everything it draws (for --export), and the caller decides what reaches the terminal
+    (--pause keeps it to draw again on the way back; the REPL's input is on the screen already)."""
+    real = console.file
+    drawn = _Drawn(real.isatty())
+    console.file = drawn
+    try:
+        render()
+    finally:
+        console.file = real
+    return drawn.getvalue()
 
 
 class Presenter:
@@ -308,9 +322,9 @@ class Presenter:
         """The terminal --pause reads keys from (``key_source``)."""
         self.errors: list[Step] = []
         self.history: list[str] = []
+        """Each step shown under --pause, as drawn (to draw it again on the way back)."""
         self.labels: list[str] = []
         """What each stop in ``history`` shows (``step 7``), for the prompt."""
-        """Each step shown under --pause, as drawn (to draw it again on the way back)."""
         self.carried = ""
         """Folded loop turns drawn under --pause since the last stop (drawn again with the next)."""
         self.shown = 0
@@ -348,17 +362,6 @@ class Presenter:
 
         atexit.register(restore)
 
-    def _draw(self, render: Callable[[], None]) -> str:
-        """What ``render`` draws, not yet on the terminal (kept to draw again on the way back); the
-        console records it as it records every step, for --export."""
-        real = self.console.file
-        self.console.file = _Drawn(real.isatty())
-        try:
-            render()
-            return self.console.file.getvalue()  # type: ignore[attr-defined]
-        finally:
-            self.console.file = real
-
     def event(self, renderer: Renderer, event: Event) -> None:
         """Draw what the step flow says: a step, a folded loop turn, or a loop's summary.
 
@@ -372,7 +375,7 @@ class Presenter:
             return
         if isinstance(event, FoldedTurn):
             if self.interactive:
-                drawn = self._draw(lambda: renderer.folded(event))
+                drawn = drawn_aside(self.console, lambda: renderer.folded(event))
                 self.carried += drawn
                 self.console.file.write(drawn)
             else:
@@ -381,7 +384,7 @@ class Presenter:
         if not event.shown and self.fmt is not OutputFormat.json:
             return
         if self.interactive:
-            drawn = self._draw(lambda: renderer.loop(event.summary))
+            drawn = drawn_aside(self.console, lambda: renderer.loop(event.summary))
             self.history.append(self.carried + drawn)
             self.labels.append(f"loop at line {event.summary.line}")
             self.carried = ""
@@ -405,7 +408,7 @@ class Presenter:
         shown = shown or self.fmt is OutputFormat.json
         stop = shown
         if self.interactive and shown:
-            drawn = self._draw(lambda: renderer.step(step, shown))
+            drawn = drawn_aside(self.console, lambda: renderer.step(step, shown))
             if drawn.count("\n") <= 1 and step.error is None:
                 # a step drawn as its rule alone (``import torch``, no tensor changed) is no stop:
                 # it goes by with the next one, as folded loop turns do

@@ -7,7 +7,6 @@ one kernel-confined worker process (``tcopy_cli.supervise.WorkerSession``).
 from __future__ import annotations
 
 import contextlib
-import io
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from tcopy_cli.cli.options import (
     WidthOpt,
     readable_paths,
 )
-from tcopy_cli.cli.present import export, make_console
+from tcopy_cli.cli.present import drawn_aside, export, make_console
 from tcopy_cli.errors import ScriptRejected, UsageError
 from tcopy_cli.limits import Limits
 from tcopy_cli.printable import printable
@@ -235,12 +234,7 @@ def _record_input(console: Console, text: str) -> None:
     """What was typed, for :export (the terminal shows it already, as typed): each line after the
     prompt it was typed at, recorded by the console and written nowhere."""
     typed = "\n".join(("... " if i else ">>> ") + line for i, line in enumerate(text.split("\n")))
-    real = console.file
-    console.file = io.StringIO()
-    try:
-        console.print(Text(printable(typed)))
-    finally:
-        console.file = real
+    drawn_aside(console, lambda: console.print(Text(printable(typed))))
 
 
 def _export(console: Console, name: str) -> None:
