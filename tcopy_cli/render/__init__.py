@@ -10,12 +10,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, Protocol, TypeVar
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from tcopy_cli.render.folding import FoldedTurn, StepFlow
     from tcopy_cli.render.loops import LoopSummary
     from tcopy_cli.trace.records import Note, RunInfo, RunSummary, Step
 
 
 T = TypeVar("T")
+
+
+def in_colour(console: Console) -> bool:
+    """Whether what ``console`` draws shows colours: on a terminal with colours, or recorded for
+    --export (an exported picture is drawn in colour wherever stdout goes)."""
+    return console.color_system is not None or console.record
 
 
 @dataclass(frozen=True)

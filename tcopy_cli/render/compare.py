@@ -27,6 +27,7 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
+from tcopy_cli.render import in_colour
 from tcopy_cli.render.jsonl import comparison_json, dumps
 from tcopy_cli.render.trim import Trimmed
 from tcopy_cli.trace.compare import Comparison
@@ -103,8 +104,7 @@ def render_table(console: Console, rows: list[Comparison], setup: str, device: s
     for w, expressions in _merged(warned).items():
         parts.append(Padding(Text(f"{', '.join(expressions)}: warning: {w}", style="yellow"), (0, 0, 0, 2)))
     # the colours' key only where there are colours
-    coloured = console.color_system is not None or console.record  # an export is drawn in colour
-    parts.append(Text(FOOTNOTE if coloured else FOOTNOTE.split(" Colours:")[0], style="dim"))
+    parts.append(Text(FOOTNOTE if in_colour(console) else FOOTNOTE.split(" Colours:")[0], style="dim"))
     console.print(Trimmed(Group(*parts)))
 
 

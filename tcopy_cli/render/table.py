@@ -11,7 +11,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from tcopy_cli.render import ViewOptions, error_counts, plural, source_label
+from tcopy_cli.render import ViewOptions, error_counts, in_colour, plural, source_label
 from tcopy_cli.render.cells import Before, Quiet, Row, removed_names, step_rows
 from tcopy_cli.render.folding import FoldedTurn, SeenRows, StepFlow, printed_lines, turn_label, turn_parts
 from tcopy_cli.render.graph import graph_tree
@@ -167,7 +167,7 @@ class TableRenderer:
                 self.one_line = ((step.line, step.depth, words), Text(words))
             return Trimmed(Group(*parts))
         parts.append(Rule(Text.assemble((f"Step {step.index}", "bold"), f" · line {step.line}", where, status), **RULE))
-        if self.console.color_system is not None or self.console.record:
+        if in_colour(self.console):
             parts.append(Syntax(step.source, "python", theme="ansi_dark", background_color="default", word_wrap=True))
         else:  # no colour to show: skip building the highlighter
             parts.append(Text(step.source))
