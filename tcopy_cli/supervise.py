@@ -179,7 +179,7 @@ def run_in_worker(
     state = _State(
         hook=on_hook,
         source=program.source,
-        last=last_statement(program.tree),
+        last=_last_statement(program.tree),
         explain=explain,
         printable=options.printable,
         timeout=options.limits.timeout,
@@ -623,7 +623,7 @@ def _may_exit(source: str, position: tuple[int, int, int, int]) -> bool:
     return any(_EXIT.search(text) for text in lines[line - 1 : end_line])
 
 
-def last_statement(tree: ast.Module) -> tuple[int, int] | None:
+def _last_statement(tree: ast.Module) -> tuple[int, int] | None:
     """(line, column) of the script's last top-level statement that a run announces, if any."""
     for node in reversed(tree.body):
         if _announced(node):
