@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from tcopy_cli.render import ViewOptions
 from tcopy_cli.trace.records import RunSummary
+from tcopy_cli.trace.values import json_number
 
 if TYPE_CHECKING:
     from tcopy_cli.render.folding import FoldedTurn, StepFlow
@@ -280,30 +281,23 @@ def loop_json(summary: LoopSummary) -> dict[str, Any]:
     }
 
 
-def _number(v: float | None) -> float | str | None:
-    """A float as strict JSON holds it: NaN and infinities as the strings ``nan``, ``inf``, ``-inf``."""
-    if v is None or math.isfinite(v):
-        return v
-    return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
-
-
 def evolution_json(ev: Evolution) -> dict[str, Any]:
     """An entry of a ``loop`` event's ``tensors``."""
     out: dict[str, Any] = {}
     if ev.scalar:
         finite = [v for v in ev.values if math.isfinite(v)]
-        out["values"] = [_number(v) for v in ev.values]
-        out["first"] = _number(ev.values[0])
-        out["last"] = _number(ev.values[-1])
+        out["values"] = [json_number(v) for v in ev.values]
+        out["first"] = json_number(ev.values[0])
+        out["last"] = json_number(ev.values[-1])
         out["min"] = min(finite) if finite else None
         out["max"] = max(finite) if finite else None
     out["version_before"] = ev.version_before
     out["version_after"] = ev.versions[-1] if ev.versions else None
     norms = [n for n in ev.grad_norms if n is not None]
     if norms:
-        out["grad_norms"] = [_number(n) for n in ev.grad_norms]
+        out["grad_norms"] = [json_number(n) for n in ev.grad_norms]
     if any(n is not None for n in ev.peak_norms):
-        out["grad_norms_peak"] = [_number(n) for n in ev.peak_norms]
+        out["grad_norms_peak"] = [json_number(n) for n in ev.peak_norms]
     out["storages_made"] = ev.storages_made
     out["storages_new"] = ev.storages_new
     out["storages_freed"] = ev.storages_freed
