@@ -136,6 +136,26 @@ def _prepare_for_confinement() -> None:
     os.environ["PATH"] = ""
 
 
+def _import_torch_waiting_passively() -> None:
+    """Import torch with OpenMP's threads set to sleep, not spin, between parallel regions.
+
+    By default they spin for a while after each one, which costs nothing when a script runs
+    alone; here the script shares the cores with tcopy's own work between its operations (and
+    the parent drawing steps), and spinning threads take those cores: measured on the
+    60-iteration CNN case on a busy 2-core machine, 33 s instead of 13 s. The setting changes
+    no result, only how idle threads wait. OpenMP reads it once, as torch loads it; the
+    script's environment is left as the user's (a value the user set is kept).
+    """
+    added = "OMP_WAIT_POLICY" not in os.environ
+    if added:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    try:
+        import torch  # noqa: F401
+    finally:
+        if added:
+            del os.environ["OMP_WAIT_POLICY"]
+
+
 def confined(confinement: str) -> bool:
     """Whether the wall stands: file-system confinement (Landlock) and the system-call filter (seccomp)."""
     parts = confinement.split("+")
@@ -152,6 +172,7 @@ def main() -> int:
     hook = _test_hook(request)
     if request.get("trust"):
         confinement = "none (--trust)"
+        _import_torch_waiting_passively()
     else:
         from tcopy_cli.process import confine
 
@@ -163,6 +184,7 @@ def main() -> int:
             # a compiled function comes from.
             readable.append(os.path.realpath(script))
         confinement = confine.confine(request.get("device", "cpu"), readable).describe()
+        _import_torch_waiting_passively()
         # No directory is writable now. Creating an optimizer imports torch._dynamo, which
         # asks for a cache directory and creates it: name one that exists, and keep
         # tempfile from probing for a writable one.

@@ -323,6 +323,20 @@ attempt("proc_environ", lambda: open("/proc/self/environ", "rb").read().decode("
     }
 
 
+@pytest.mark.parametrize("users", [None, "ACTIVE"])
+def test_the_script_sees_the_users_openmp_wait_policy(monkeypatch: pytest.MonkeyPatch, users: str | None) -> None:
+    """The worker loads OpenMP with passive waiting unless the user chose; the script sees the user's setting."""
+    if users is None:
+        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    else:
+        monkeypatch.setenv("OMP_WAIT_POLICY", users)
+    results = in_worker("""
+import os
+report("policy", os.environ.get("OMP_WAIT_POLICY"))
+""")
+    assert results["policy"] == users
+
+
 # --- threads, memory and resources ------------------------------------------------
 
 
