@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from tcopy_cli.explain.facts import Findings, StepFacts, agree, names_text, note, overlaps, storage_text
+from tcopy_cli.trace.layout import is_row_major
 from tcopy_cli.trace.records import (
     ArrayRecord,
     Note,
@@ -528,22 +529,12 @@ def _copied_grad(op: OpRecord, name: str, b: TensorRecord, s: str, a: TensorReco
 
 def _kept_layout(op: OpRecord, name: str, b: TensorRecord, s: str, a: TensorRecord | None) -> str:
     """A copy that kept its source's layout (``clone`` preserves strides): not contiguous either."""
-    if a is None or not a.stride or b.stride != a.stride or row_major(b.shape, b.stride):
+    if a is None or not a.stride or b.stride != a.stride or is_row_major(b.shape, b.stride):
         return ""
     return (
         f" {_call(op)} kept {s}'s layout (strides {tuple(b.stride)}), so {name} is not contiguous either; "
         f"{s}.contiguous() would copy into row order."
     )
-
-
-def row_major(shape: list[int], stride: list[int]) -> bool:
-    """Whether sizes and strides lay the elements out contiguously in row order."""
-    expected = 1
-    for size, step in zip(reversed(shape), reversed(stride)):
-        if size != 1 and step != expected:
-            return False
-        expected *= size
-    return True
 
 
 JOINERS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack"})
