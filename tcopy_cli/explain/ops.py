@@ -136,10 +136,10 @@ def _analyse(f: StepFacts, explained: set[str]) -> list[Note]:
             notes.add([_same_result(op, name, earlier)])
             continue
         if op.function == "deepcopy" and res.item.startswith("."):  # a module's parameters: one note
-            module = _module_copy(f, ops, op, res, name)
-            if module is not None:
+            src = _preferred(sources(ops, op, res))
+            if src is not None and src.relation == "copy":  # a parameter of the new module, a copy of one given
                 explained.add(name)
-                notes.group(("module", op.index), module)
+                notes.group(("module", op.index), name)
                 continue
         made = _result_notes(f, ops, op, res, name) + _shared_results(f, op, name, first)
         born = _born_reason(op, res, b)
@@ -224,12 +224,6 @@ def _shared_results(f: StepFacts, op: OpRecord, name: str, first: dict[tuple[int
             )
         ]
     return []
-
-
-def _module_copy(f: StepFacts, ops: list[OpRecord], op: OpRecord, res: OpResult, name: str) -> str | None:
-    """``name`` if it is a parameter of a module ``deepcopy`` made, a copy of the parameter given."""
-    src = _preferred(sources(ops, op, res))
-    return name if src is not None and src.relation == "copy" else None
 
 
 def _module_note(f: StepFacts, op: OpRecord, names: list[str]) -> Note:
