@@ -101,17 +101,20 @@ def request(source: str, origin: str, options: WorkerOptions) -> dict[str, Any]:
     return req
 
 
-def _preexec(options: WorkerOptions) -> Callable[[], None]:
-    """Resource limits and the parent-death signal, set in the child between fork and exec."""
-    return spawn.preexec(options)
-
-
-def _environment(options: WorkerOptions | None = None) -> dict[str, str]:
-    """The worker's environment: an allow-list unless ``--trust`` (``process.spawn.environment``)."""
-    return spawn.environment(trust=options is not None and options.trust)
-
-
-worker_command = spawn.worker_command
+def _popen(options: WorkerOptions, stdin: int) -> subprocess.Popen[bytes]:
+    """The worker process: its command, resource limits and the parent-death signal (set in the
+    child between fork and exec), and its environment (an allow-list unless ``--trust``), from
+    ``process.spawn``."""
+    return subprocess.Popen(
+        spawn.worker_command(),
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=spawn.preexec(options),
+        start_new_session=True,  # its own process group: killed as one, no terminal signals
+        env=spawn.environment(trust=options.trust),
+        close_fds=True,
+    )
 
 
 STOPPED_BY = frozenset({None, "timeout", "max_steps", "max_output"})
@@ -273,16 +276,7 @@ def _start(req: dict[str, Any], options: WorkerOptions) -> subprocess.Popen[byte
     """A worker process with ``req`` sent on its stdin (then closed)."""
     request_read, request_write = os.pipe()
     try:
-        proc = subprocess.Popen(
-            worker_command(),
-            stdin=request_read,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            preexec_fn=_preexec(options),
-            start_new_session=True,  # its own process group: killed as one, no terminal signals
-            env=_environment(options),
-            close_fds=True,
-        )
+        proc = _popen(options, request_read)
     except BaseException:
         os.close(request_write)
         raise
@@ -327,16 +321,7 @@ class WorkerSession:
             printable=self.options.printable,
             timeout=self.options.limits.timeout,
         )
-        proc = subprocess.Popen(
-            worker_command(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            preexec_fn=_preexec(self.options),
-            start_new_session=True,
-            env=_environment(self.options),
-            close_fds=True,
-        )
+        proc = _popen(self.options, subprocess.PIPE)
         self.proc = proc
         self._write(json.dumps(req))  # its start frame comes with the first piece's frames
         return proc

@@ -133,14 +133,6 @@ def guarded(command: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def stop_process(message: str) -> None:
-    """--timeout's last resort, called from the runner's watchdog thread: report and end the process."""
-    stream = sys.stderr
-    stream.write(f"tcopy: {printable(message)}\n")
-    stream.flush()
-    os._exit(EXIT_SCRIPT)
-
-
 def with_bare_flags(argv: list[str]) -> list[str]:
     """``--allow-read`` given without ``=PATH`` stands for the script's directory (as Deno reads its
     permission flags: a value only after ``=``)."""

@@ -196,31 +196,23 @@ def _limit(flag: str, minimum: float, help_text: str) -> Any:
     return typer.Option(flag, min=minimum, help="Limit: " + help_text, rich_help_panel="Limits")
 
 
-# One alias per field of Limits; the flag is the field's name with dashes.
-MaxElementsOpt = Annotated[int, _limit("--max-elements", 1, "elements in any one tensor.")]
-MaxBytesOpt = Annotated[int, _limit("--max-bytes", 1, "bytes of all tensor storages after a step.")]
-MaxStepsOpt = Annotated[
-    Optional[int],
-    _limit(
-        "--max-steps",
-        1,
-        f"executed statements (default {READING_MAX_STEPS:,} in the table and Markdown views and the REPL, "
-        f"{Limits.max_steps:,} in JSON).",
-    ),
-]
-MaxIterationsOpt = Annotated[int, _limit("--max-iterations", 1, "turns of one loop of the script.")]
-MaxOutputOpt = Annotated[int, _limit("--max-output", 0, "characters of output (prints, notes, errors).")]
-MaxScriptBytesOpt = Annotated[int, _limit("--max-script-bytes", 1, "size of the script.")]
-TimeoutOpt = Annotated[float, _limit("--timeout", 0, "wall-clock seconds for the run (0 = none).")]
-
+# One option per field of Limits; the flag is the field's name with dashes.
 LIMIT_OPTIONS: dict[str, Any] = {
-    "max_elements": MaxElementsOpt,
-    "max_bytes": MaxBytesOpt,
-    "max_steps": MaxStepsOpt,
-    "max_iterations": MaxIterationsOpt,
-    "max_output": MaxOutputOpt,
-    "max_script_bytes": MaxScriptBytesOpt,
-    "timeout": TimeoutOpt,
+    "max_elements": Annotated[int, _limit("--max-elements", 1, "elements in any one tensor.")],
+    "max_bytes": Annotated[int, _limit("--max-bytes", 1, "bytes of all tensor storages after a step.")],
+    "max_steps": Annotated[
+        Optional[int],
+        _limit(
+            "--max-steps",
+            1,
+            f"executed statements (default {READING_MAX_STEPS:,} in the table and Markdown views and the REPL, "
+            f"{Limits.max_steps:,} in JSON).",
+        ),
+    ],
+    "max_iterations": Annotated[int, _limit("--max-iterations", 1, "turns of one loop of the script.")],
+    "max_output": Annotated[int, _limit("--max-output", 0, "characters of output (prints, notes, errors).")],
+    "max_script_bytes": Annotated[int, _limit("--max-script-bytes", 1, "size of the script.")],
+    "timeout": Annotated[float, _limit("--timeout", 0, "wall-clock seconds for the run (0 = none).")],
 }
 """Every field of Limits and its option (a test checks that none is missing)."""
 

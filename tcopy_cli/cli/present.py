@@ -454,10 +454,6 @@ class Presenter:
         except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
             return self.console.width
 
-    def _redraw(self, at: int) -> None:
-        """Clear the screen and draw a step shown before (as it was rendered then)."""
-        self.console.file.write("\x1b[H\x1b[2J" + self.history[at])
-
     def _wait_for_key(self) -> None:
         """--pause: next, back, first, last or quit; other keys are ignored. Returns to run the next step."""
         at = len(self.history) - 1
@@ -475,8 +471,8 @@ class Presenter:
                 return
             moved = {NEXT: at + 1, BACK: max(at - 1, 0), FIRST: 0, LAST: len(self.history) - 1}.get(action or "", at)
             if moved != at:
-                at = moved
-                self._redraw(at)
+                at = moved  # clear the screen and draw that step as it was rendered then
+                self.console.file.write("\x1b[H\x1b[2J" + self.history[at])
 
     def finish(self, summary: RunSummary, title: str) -> None:
         """Export if asked, then the closing line: exit 1 after error steps."""

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from tcopy_cli.explain.facts import Findings, StepFacts, agree, names_text, note, overlaps, storage_text
+from tcopy_cli.trace.layout import is_row_major
 from tcopy_cli.trace.records import (
     ArrayRecord,
     Note,
@@ -135,10 +136,10 @@ def _analyse(f: StepFacts, explained: set[str]) -> list[Note]:
             notes.add([_same_result(op, name, earlier)])
             continue
         if op.function == "deepcopy" and res.item.startswith("."):  # a module's parameters: one note
-            module = _module_copy(f, ops, op, res, name)
-            if module is not None:
+            src = _preferred(sources(ops, op, res))
+            if src is not None and src.relation == "copy":  # a parameter of the new module, a copy of one given
                 explained.add(name)
-                notes.group(("module", op.index), module)
+                notes.group(("module", op.index), name)
                 continue
         made = _result_notes(f, ops, op, res, name) + _shared_results(f, op, name, first)
         born = _born_reason(op, res, b)
@@ -223,12 +224,6 @@ def _shared_results(f: StepFacts, op: OpRecord, name: str, first: dict[tuple[int
             )
         ]
     return []
-
-
-def _module_copy(f: StepFacts, ops: list[OpRecord], op: OpRecord, res: OpResult, name: str) -> str | None:
-    """``name`` if it is a parameter of a module ``deepcopy`` made, a copy of the parameter given."""
-    src = _preferred(sources(ops, op, res))
-    return name if src is not None and src.relation == "copy" else None
 
 
 def _module_note(f: StepFacts, op: OpRecord, names: list[str]) -> Note:
@@ -528,22 +523,12 @@ def _copied_grad(op: OpRecord, name: str, b: TensorRecord, s: str, a: TensorReco
 
 def _kept_layout(op: OpRecord, name: str, b: TensorRecord, s: str, a: TensorRecord | None) -> str:
     """A copy that kept its source's layout (``clone`` preserves strides): not contiguous either."""
-    if a is None or not a.stride or b.stride != a.stride or row_major(b.shape, b.stride):
+    if a is None or not a.stride or b.stride != a.stride or is_row_major(b.shape, b.stride):
         return ""
     return (
         f" {_call(op)} kept {s}'s layout (strides {tuple(b.stride)}), so {name} is not contiguous either; "
         f"{s}.contiguous() would copy into row order."
     )
-
-
-def row_major(shape: list[int], stride: list[int]) -> bool:
-    """Whether sizes and strides lay the elements out contiguously in row order."""
-    expected = 1
-    for size, step in zip(reversed(shape), reversed(stride)):
-        if size != 1 and step != expected:
-            return False
-        expected *= size
-    return True
 
 
 JOINERS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack"})

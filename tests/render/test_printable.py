@@ -301,16 +301,3 @@ def test_every_stderr_message_path_is_escaped(capsys: pytest.CaptureFixture[str]
     assert err.count("tcopy:") >= 5
     assert not raw_controls(err) and "\x1b" not in err
     assert printable(attack) in err
-
-
-def test_the_watchdogs_last_word_is_escaped(tmp_path: Path) -> None:
-    code = (
-        "import os, sys\n"
-        "import tcopy_cli.cli, sys\n"
-        "app = sys.modules['tcopy_cli.cli.app']\n"
-        "app.os._exit = lambda code: sys.exit(code)\n"
-        f"app.stop_process({ATTACKS['OSC 0 window title']!r} + ' stuck')\n"
-    )
-    proc = cli_runs.python("-c", code, cwd=ROOT, timeout=60, text=False)
-    no_raw(proc.stderr)
-    assert b"\\x1b]0;pwned\\x07 stuck" in proc.stderr

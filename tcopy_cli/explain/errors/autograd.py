@@ -6,7 +6,6 @@ import re
 
 from tcopy_cli.explain.errors.catalogue import entry
 from tcopy_cli.explain.errors.context import CallSite, ErrorContext, listed, parse_statement, shape_text
-from tcopy_cli.explain.facts import Origin
 
 _BACKWARD = ("backward", "torch.autograd.backward", "grad", "torch.autograd.grad")
 
@@ -21,15 +20,11 @@ def _backward(ctx: ErrorContext) -> tuple[CallSite | None, str]:
     return call, call.arg(0, "outputs") or call.arg(0, "tensors") or "the tensor"
 
 
-def _origin(ctx: ErrorContext, index: int) -> Origin | None:
-    return ctx.state.origins.get(index)
-
-
 @entry("autograd.backward-twice", r"Trying to backward through the graph a second time")
 def backward_twice(ctx: ErrorContext, m: re.Match[str]) -> str:
     call, root = _backward(ctx)
     earlier = [i for i in ctx.state.backward_steps if ctx.step is None or i < ctx.step.index]
-    first = _origin(ctx, earlier[-1]) if earlier else None
+    first = ctx.state.origins.get(earlier[-1]) if earlier else None
     said = f"{call.text if call else 'backward()'} on {ctx.where} goes back through the graph behind {root}"
     if first is not None:
         said += f", but the backward in {first} already went through it and freed the values its nodes had saved"
