@@ -13,7 +13,7 @@ import itertools
 import math
 import warnings
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -410,15 +410,15 @@ modules (``layers = [nn.Linear(4, 8), nn.Linear(8, 1)]`` lists ``layers[0].weigh
 
 
 def walk_names(ns: dict[str, Any]) -> Walked:
-    """``iter_named(ns)`` as a list, with the containers whose items it did not all look at."""
+    """``iter_named(ns)``, with the containers whose items it did not all look at."""
     cut: dict[str, int] = {}
     listed: set[int] = set()
-    return list(iter_named(ns, cut, listed)), cut, listed
+    return iter_named(ns, cut, listed), cut, listed
 
 
 def iter_named(
     ns: dict[str, Any], cut: dict[str, int] | None = None, listed: set[int] | None = None
-) -> Iterator[tuple[str, Any]]:
+) -> list[tuple[str, Any]]:
     """(display name, value) for tensors and arrays reachable from script names.
 
     Containers are searched at most ``_MAX_CONTAINER_DEPTH`` deep, their first
@@ -430,8 +430,13 @@ def iter_named(
     ``listed``: filled with the ids of the modules whose parameters and buffers were all given.
     """
     budget = [MAX_VISITED_ITEMS]
+    found: list[tuple[str, Any]] = []
     for name, value in ns.items():
-        yield from _walk(name, value, 0, budget, cut, listed)
+        _walk(name, value, 0, budget, found, cut, listed)
+    return found
+
+
+_CONTAINERS = (list, tuple, dict)
 
 
 def _walk(
@@ -439,13 +444,15 @@ def _walk(
     value: Any,
     depth: int,
     budget: list[int],
+    found: list[tuple[str, Any]],
     cut: dict[str, int] | None = None,
     listed: set[int] | None = None,
-) -> Iterator[tuple[str, Any]]:
+) -> None:
+    """Add to ``found`` what ``value`` (named ``name``) is or holds."""
     if isinstance(value, torch.Tensor) and torch.nn.parameter.is_lazy(value):
         return  # a lazy module's parameter before its first forward: no memory, no facts yet
     if isinstance(value, (torch.Tensor, np.ndarray)):
-        yield name, value
+        found.append((name, value))
         return
     if isinstance(value, torch.nn.Module):
         # Parameters and buffers as name.weight, name.fc.bias (each tensor once).
@@ -462,7 +469,7 @@ def _walk(
                 return
             if p is not None and id(p) not in seen and not torch.nn.parameter.is_lazy(p):
                 seen.add(id(p))
-                yield f"{name}.{pname}", p
+                found.append((f"{name}.{pname}", p))
         if listed is not None:
             listed.add(id(value))
         return
@@ -475,19 +482,42 @@ def _walk(
         if cut is not None and _holds_tensor(value, 0, keyed):
             cut[name] = len(value)
         return
-    looked, found = 0, False
+    if _passed_over(value, keyed, budget):
+        return
+    looked, before = 0, len(found)
     for i, (k, item) in enumerate(value.items() if keyed else enumerate(value[:MAX_LISTED_ITEMS])):
         budget[0] -= 1
         if i >= MAX_LISTED_ITEMS or budget[0] <= 0:
             break
         looked = i + 1
-        if isinstance(item, _WALKED):
-            key = (f'"{k}"' if isinstance(k, str) else repr(k)) if keyed else k
-            for pair in _walk(f"{name}[{key}]", item, depth + 1, budget, cut, listed):
-                found = True
-                yield pair
-    if cut is not None and looked < len(value) and (found or _holds_tensor(value, looked, keyed)):
+        if not isinstance(item, _WALKED):
+            continue
+        if (
+            type(item) in _CONTAINERS
+            and depth + 1 < _MAX_CONTAINER_DEPTH
+            and budget[0] > 0
+            and _passed_over(item, type(item) is dict, budget)
+        ):
+            continue  # (what _walk would do with it, without naming it first)
+        key = (f'"{k}"' if isinstance(k, str) else repr(k)) if keyed else k
+        _walk(f"{name}[{key}]", item, depth + 1, budget, found, cut, listed)
+    if cut is not None and looked < len(value) and (len(found) > before or _holds_tensor(value, looked, keyed)):
         cut[name] = len(value) - looked
+
+
+def _passed_over(value: Any, keyed: bool, budget: list[int]) -> bool:
+    """Whether ``value`` is a container of numbers and strings only (a vocabulary, a sentence's
+    words), with room for all its items in the step's budget: nothing to look into, so it is
+    passed over at C speed, its items counted as visited."""
+    n = len(value)
+    if (
+        n <= MAX_LISTED_ITEMS
+        and n < budget[0]
+        and _SCALAR_TYPES.issuperset(map(type, value.values() if keyed else value))
+    ):
+        budget[0] -= n
+        return True
+    return False
 
 
 def _holds_tensor(value: Any, start: int, keyed: bool) -> bool:

@@ -454,3 +454,18 @@ def test_containers_cut_by_the_step_budget_or_past_their_first_items_are_counted
         listed = sum(1 for n in last.tensors if n.startswith(f"big[{i}]["))
         assert listed + last.unlisted.get(f"big[{i}]", 0) == (len(big[i]) if f"big[{i}]" in looked_big else 0)
     assert 1000 + sum(len(x) for x in big) > 5000  # the budget is what cut them
+
+
+def test_containers_of_words_and_numbers_count_against_the_step_budget_item_by_item() -> None:
+    """Lists and dicts of numbers and strings hold no tensor, but each of their items is one
+    looked at: 5 lists of 900 words and the outer list's 5 items leave 495 of the 5,000."""
+    src = textwrap.dedent(
+        """\
+        import torch
+        words = [["w"] * 900 for _ in range(5)]
+        g = [torch.ones(1) for _ in range(600)]
+        """
+    )
+    last = run_source(src).steps[-1]
+    assert last.unlisted == {"g": 600 - 494}
+    assert sum(1 for n in last.tensors if n.startswith("g[")) == 494
