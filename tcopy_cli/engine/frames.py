@@ -72,10 +72,12 @@ def display_name(code: CodeType) -> str:
 
 
 def script_filename(origin: str) -> str:
-    """The file name the script's code objects carry (a real path keeps tracebacks readable)."""
+    """The file name the script's code objects carry, and its ``__file__``: for a file, its path made
+    absolute as ``python FILE`` makes it (joined to the working directory, not normalised: what a
+    ``torch.jit.trace`` graph or a traceback prints); else ``<stdin>``, ``<inline>``."""
     if origin == "-":
         return "<stdin>"
-    return origin if os.path.isfile(origin) else f"<{origin.strip('<>') or 'script'}>"
+    return os.path.join(os.getcwd(), origin) if os.path.isfile(origin) else f"<{origin.strip('<>') or 'script'}>"
 
 
 COMPILE_WRAPPER_FILE = os.path.join("torch", "_dynamo", "eval_frame.py")

@@ -132,7 +132,7 @@ class Tracer:
         self.index = StatementIndex(program.tree)
         self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins, "torch": torch}
         if os.path.isfile(program.origin):
-            self.namespace["__file__"] = program.origin
+            self.namespace["__file__"] = self.filename
         self.output = Printed(self.buffer, stepper.options.limits.max_output)
         self.echo = False
         """Keep the repr of a top-level expression statement's value (the REPL shows it)."""

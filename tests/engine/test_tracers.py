@@ -18,6 +18,7 @@ import pytest
 from cli_runs import python, tcopy
 
 from tcopy_cli.engine import run_source
+from tcopy_cli.trace import Trace
 
 SCRIPTS = {
     "torch.jit.trace of a module: graph and code": """
@@ -70,6 +71,13 @@ SCRIPTS = {
     """,
 }
 ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+MANGLED = re.compile(r"___torch_mangle_\d+\.")
+"""torch.jit's name for a class or function traced again in one process (an earlier test's ``Cell``): the
+engine runs in this process, ``python`` in a fresh one."""
+
+
+def _printed(trace: Trace) -> str:
+    return MANGLED.sub("", ADDRESS.sub("0x…", "".join(s.stdout for s in trace.steps)))
 
 
 def _script(tmp_path: Path, source: str) -> Path:
@@ -90,7 +98,7 @@ def test_a_traced_graph_prints_as_in_python(source: str, tmp_path: Path) -> None
     trace = run_source(path.read_text(), origin=str(path))
     errors = [(s.line, s.error) for s in trace.steps if s.error is not None]
     assert not errors, errors
-    printed = ADDRESS.sub("0x…", "".join(s.stdout for s in trace.steps))
+    printed = _printed(trace)
     assert "tcopy_cli" not in printed
     assert printed == _python_prints(path)
 
@@ -113,3 +121,20 @@ def test_the_confined_worker_prints_a_traced_graph_as_python_does(tmp_path: Path
     events = [json.loads(line) for line in done.stdout.splitlines()]
     printed = "".join(e["stdout"] for e in events if e["event"] == "step")
     assert ADDRESS.sub("0x…", printed) == _python_prints(path)
+
+
+def test_a_script_run_by_a_relative_path_has_the_absolute_file_name_python_gives_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``python script.py`` makes the script's ``__file__`` and code file name absolute (3.9+), which a
+    graph's source locations print."""
+    path = _script(
+        tmp_path, "print(__file__)\n" + textwrap.dedent(SCRIPTS["torch.jit.trace of a module: graph and code"])
+    )
+    monkeypatch.chdir(tmp_path)
+    trace = run_source(path.read_text(), origin=path.name)
+    printed = _printed(trace)
+    done = python(path.name, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert printed == ADDRESS.sub("0x…", done.stdout)
+    assert printed.startswith(str(path))
