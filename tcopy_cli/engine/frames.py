@@ -11,6 +11,7 @@ from __future__ import annotations
 import dis
 import inspect
 import os
+from collections.abc import Collection
 from types import CodeType, FrameType
 
 COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
@@ -71,10 +72,12 @@ def display_name(code: CodeType) -> str:
 
 
 def script_filename(origin: str) -> str:
-    """The file name the script's code objects carry (a real path keeps tracebacks readable)."""
+    """The file name the script's code objects carry, and its ``__file__``: for a file, its path made
+    absolute as ``python FILE`` makes it (joined to the working directory, not normalised: what a
+    ``torch.jit.trace`` graph or a traceback prints); else ``<stdin>``, ``<inline>``."""
     if origin == "-":
         return "<stdin>"
-    return origin if os.path.isfile(origin) else f"<{origin.strip('<>') or 'script'}>"
+    return os.path.join(os.getcwd(), origin) if os.path.isfile(origin) else f"<{origin.strip('<>') or 'script'}>"
 
 
 COMPILE_WRAPPER_FILE = os.path.join("torch", "_dynamo", "eval_frame.py")
@@ -84,10 +87,12 @@ COMPILE_WRAPPER_FILE = os.path.join("torch", "_dynamo", "eval_frame.py")
 class CodeKinds:
     """What runs in a frame, by its code object: ``module``, ``function`` (stepped), ``lambda`` (locals
     shown, not stepped), ``other`` (comprehensions, class bodies), ``library`` (not the script's file)
-    or ``compiled`` (a function ``torch.compile`` made)."""
+    or ``compiled`` (a function ``torch.compile`` made, or one of ``unrecorded``: code that runs without
+    tcopy's mode)."""
 
-    def __init__(self, filename: str) -> None:
+    def __init__(self, filename: str, unrecorded: Collection[CodeType] = ()) -> None:
         self.filename = filename
+        self.unrecorded = unrecorded
         self.known: dict[CodeType, str] = {}
         """The kind of each code object seen so far (read directly where every call counts)."""
         self._positions: dict[CodeType, list[Position]] = {}
@@ -96,7 +101,9 @@ class CodeKinds:
         kind = self.known.get(code)
         if kind is None:
             if code.co_filename != self.filename:
-                compiled = code.co_name == "compile_wrapper" and code.co_filename.endswith(COMPILE_WRAPPER_FILE)
+                compiled = code in self.unrecorded or (
+                    code.co_name == "compile_wrapper" and code.co_filename.endswith(COMPILE_WRAPPER_FILE)
+                )
                 kind = "compiled" if compiled else "library"
             elif code.co_name == "<module>":
                 kind = "module"

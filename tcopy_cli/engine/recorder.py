@@ -201,8 +201,9 @@ class OpMode(TorchFunctionMode):
             spec = self._specs[func] = _spec(func)
         recorder = self.recording.recorder
         if spec.skip or not recorder.active() or _jit_tracing():
-            # (While torch.jit.trace runs, every torch call would be traced into its graph:
-            # the measurements of a record too.)
+            # (While torch.jit traces, every torch call would be traced into its graph: the
+            # measurements of a record too. torch.jit.trace itself runs without this mode, see
+            # engine.watched; this covers a trace started some other way.)
             return func(*args, **kwargs)
         if recorder.full():  # (a library's loop of calls: gradcheck's) the limits still hold
             self._check_size(spec, args, kwargs)

@@ -52,7 +52,7 @@ from tcopy_cli.engine.index import StatementIndex
 from tcopy_cli.engine.loops import Loops, Turn
 from tcopy_cli.engine.reading import contexts, matches
 from tcopy_cli.engine.streams import Printed, redirected
-from tcopy_cli.engine.watched import TRACKED, CompiledCalls
+from tcopy_cli.engine.watched import TRACKED, UNRECORDED, CompiledCalls
 from tcopy_cli.errors import StopRun, TcopyError, TimeoutExceeded
 from tcopy_cli.program import Program
 from tcopy_cli.trace.records import CallSite, LoopContext
@@ -124,7 +124,7 @@ class Tracer:
         self.program = program
         self.stepper = stepper
         self.filename = script_filename(program.origin)
-        self.kind = CodeKinds(self.filename)
+        self.kind = CodeKinds(self.filename, UNRECORDED)
         # inspect.getsource, torch.compile and tracebacks read the script's lines through linecache:
         # they get the text that runs (also for stdin and -e), and never need the file itself, which
         # the wall may not let them read. (No modification time: linecache never checks it again.)
@@ -132,7 +132,7 @@ class Tracer:
         self.index = StatementIndex(program.tree)
         self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins, "torch": torch}
         if os.path.isfile(program.origin):
-            self.namespace["__file__"] = program.origin
+            self.namespace["__file__"] = self.filename
         self.output = Printed(self.buffer, stepper.options.limits.max_output)
         self.echo = False
         """Keep the repr of a top-level expression statement's value (the REPL shows it)."""

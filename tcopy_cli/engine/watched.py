@@ -1,11 +1,16 @@
 """Library calls the tracer watches for by code object: a few it tells the Stepper of, and the
-functions ``torch.compile`` made.
+functions ``torch.compile`` made and torch's tracers, which run without tcopy's mode.
 
 A function ``torch.compile`` made runs without tcopy's mode (torch would compile the mode's
-``__torch_function__`` into the function's graph, and its ops are the graph's, not the script's):
-the mode is popped when the function is called and pushed back when it returns. torch is told
-never to compile tcopy's trace functions, which run for every frame the compiled function calls
-(it compiled them, and failed on a guard over a dict keyed by code objects).
+``__torch_function__`` into the function's graph, and its ops are the graph's, not the script's), and
+so does a tracer: ``torch.jit.trace`` takes each node's source location from the innermost Python
+frame, and names values from that frame's locals (with the mode on, that frame is the mode's, and
+``traced.graph`` and ``traced.code`` would print tcopy's file and lose the script's names), and
+``torch.fx`` records the Python stack in a node's ``stack_trace``, which then names the mode. The
+mode is popped when the function is called and pushed back when it returns. The call is then one
+operation of its statement, recorded from what it was given and what it bound. torch is told never
+to compile tcopy's trace functions, which run for every frame the compiled function calls (it
+compiled them, and failed on a guard over a dict keyed by code objects).
 """
 
 from __future__ import annotations
@@ -35,8 +40,23 @@ observer leaves saved tensors unread: reading one would run the script's unpack 
 ``torch.utils.swap_tensors``, which refuses tensors with weak references (the observer drops its own)."""
 
 
+UNRECORDED = frozenset(
+    code
+    for fn in (
+        getattr(torch.jit._trace, "trace", None),
+        getattr(torch.jit._trace, "trace_module", None),
+        getattr(torch.jit._trace, "_get_trace_graph", None),
+        torch.fx.Tracer.trace,
+    )
+    if fn is not None and (code := getattr(inspect.unwrap(fn), "__code__", None)) is not None
+)
+"""``torch.jit``'s tracers (``trace``, ``trace_module``, and ``_get_trace_graph`` under the old ONNX
+export) and ``torch.fx``'s (``Tracer.trace``, under ``symbolic_trace``), by code object: they run
+without tcopy's mode (see the module's docstring)."""
+
+
 class CompiledCalls:
-    """What the tracer does when a function ``torch.compile`` made is called."""
+    """What the tracer does when a function ``torch.compile`` made, or a ``torch.jit`` tracer, is called."""
 
     def __init__(self) -> None:
         self.seen = False
