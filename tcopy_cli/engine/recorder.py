@@ -34,6 +34,7 @@ from tcopy_cli.engine.frames import CodeKinds, display_name
 from tcopy_cli.limits import Limits
 from tcopy_cli.program import Program
 from tcopy_cli.trace.ops import FLAG_CALLS, OpRecorder
+from tcopy_cli.trace.unchanged import Unchanged
 
 SKIPPED = frozenset(
     """
@@ -105,6 +106,8 @@ class Recording:
         """The script frame whose instruction made the operation being recorded."""
         self.statement: Callable[[FrameType], ast.stmt | None] = lambda _frame: None
         self.on_limit: Callable[[BaseException], None] = lambda _exc: None
+        self.unchanged = Unchanged()
+        """Told of every call's tensors (the observer's, see trace.unchanged)."""
         self._nodes: dict[tuple[int, int, int, int], str] | None = None
         self._texts: dict[tuple[Any, int, bool, bool], tuple[str, str | None]] = {}
         recorder.names = self.name_of
@@ -199,6 +202,16 @@ class OpMode(TorchFunctionMode):
         spec = self._specs.get(func)
         if spec is None:
             spec = self._specs[func] = _spec(func)
+        # What the call writes, by the version counters of the tensors it is given: the observer
+        # summarises again only the large tensors something may have written (trace.unchanged).
+        unchanged = self.recording.unchanged
+        seen = unchanged.before(spec.name, (*args, *kwargs.values()))
+        try:
+            return self._call(func, spec, args, kwargs)
+        finally:
+            unchanged.after(seen)
+
+    def _call(self, func: Any, spec: _Spec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         recorder = self.recording.recorder
         if spec.skip or not recorder.active() or _jit_tracing():
             # (While torch.jit traces, every torch call would be traced into its graph: the
@@ -215,7 +228,7 @@ class OpMode(TorchFunctionMode):
         tracer = sys.gettrace()
         sys.settrace(None)
         try:
-            pending = self._begin(spec, args, kwargs, sys._getframe(1))
+            pending = self._begin(spec, args, kwargs, sys._getframe(2))  # (the caller of __torch_function__)
         finally:
             sys.settrace(tracer)
         if pending is None:

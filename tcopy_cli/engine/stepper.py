@@ -72,6 +72,7 @@ class Stepper:
         self.recording.namespace = self.tracer.namespace
         self.recording.statement = self.tracer._statement
         self.recording.on_limit = self.stop_for
+        self.recording.unchanged = self.observer.unchanged
         self.recorder.named = lambda: iter_named(self.tracer.names(self.recording.frame))
         self.running: dict[int, _Statement] = {}
         """The statements running (by id of their node and frame), outermost first."""

@@ -40,6 +40,7 @@ from tcopy_cli.trace.records import (
     SavedEvent,
     TensorRecord,
 )
+from tcopy_cli.trace.unchanged import Unchanged
 from tcopy_cli.trace.values import format_nested, format_number, json_values
 
 PREVIEW_ITEMS = 6
@@ -572,6 +573,8 @@ class Observer:
         through hooks (``saved_tensors_hooks``, ``register_hooks``, checkpointing): reading one would run
         the script's unpack hook, changing what it prints and computes."""
         self._values_cache: dict[tuple[Any, ...], tuple[Any, str]] = {}
+        self.unchanged = Unchanged()
+        """The large tensors' summaries, made again only where something may have written them."""
         # The last record made under each name, with what it was made from: a tensor whose
         # facts all read the same as then gets that same record object again.
         self._previous: dict[str, tuple[tuple[Any, ...], TensorRecord]] = {}
@@ -582,6 +585,7 @@ class Observer:
             if isinstance(obj, torch.Tensor):
                 self.labels.forget(obj)
                 self.versions.forget(obj)
+                self.unchanged.forget(obj)
 
     def snapshot(self, ns: dict[str, Any], walked: Walked | None = None) -> Snapshot:
         """Records for every tensor and array name, total bytes, and saved-tensor events.
@@ -600,7 +604,9 @@ class Observer:
             torch.set_num_threads(1)
             with warnings.catch_warnings(), torch.no_grad():
                 warnings.simplefilter("ignore")
-                return self._snapshot(ns, *(walk_names(ns) if walked is None else walked))
+                snap = self._snapshot(ns, *(walk_names(ns) if walked is None else walked))
+            self.unchanged.step_done()
+            return snap
         finally:
             torch.set_num_threads(threads)
 
@@ -739,7 +745,7 @@ class Observer:
         """
         key = _content_key(d, self.max_values)
         if key is None:
-            return tensor_values(d.detach(), self.max_values)
+            return self.unchanged.summary(d, lambda: tensor_values(d.detach(), self.max_values))
         found = self._values_cache.get(key)
         if found is None:
             if len(self._values_cache) >= _VALUES_CACHE_SIZE:

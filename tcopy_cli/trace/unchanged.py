@@ -1,0 +1,135 @@
+"""Which large tensors provably hold the bytes they held at the last step.
+
+A tensor of more than ``--max-values`` elements is shown as a summary (range, mean, spread and a
+histogram), which reads every element: for a model's parameters that is most of what observing a
+step costs, step after step, though most steps leave most parameters alone. The summary made at
+the last step is shown again only where nothing can have written the tensor's memory since:
+
+- the same tensor object, on the same storage, with the same sizes, strides, offset, dtype and
+  device, and the same version counter (every in-place write through torch bumps the counter
+  of the tensors it writes, and of their views and ``detach()``-ed aliases, which share it);
+- no operation since the last step wrote a tensor on that storage: an operation that writes a
+  tensor moves that tensor's counter, and a write through another tensor on the same memory
+  (``.data``, whose counter is its own) moves only that one's. The dispatch record
+  (``engine.recorder``) sees each operation, with the versions of its tensors before and after;
+- memory torch allocated (a resizable storage): a tensor made on NumPy's memory
+  (``torch.from_numpy``, ``as_tensor``, DLPack) can be written through the array, which no
+  operation records;
+- no operation ever handed that memory out of torch's reach (``.numpy()``, ``__array__``,
+  ``data_ptr()``, ``untyped_storage()`` ...): what the script does with it then is unseen.
+
+Anything else (a tensor subclass, a sparse tensor, an inference tensor with no counter) is
+summarised again at every step, as every tensor was before.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+
+ESCAPING = frozenset(
+    {
+        "numpy",
+        "__array__",
+        "__dlpack__",
+        "data_ptr",
+        "untyped_storage",
+        "storage",
+        "_typed_storage",
+        "share_memory_",
+    }
+)
+"""Calls that give the script a way to write a tensor's memory that torch does not see."""
+
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+Summary = tuple[Any, str]
+_Kept = tuple[tuple[Any, ...], "weakref.ref[torch.Tensor]", Summary]
+
+
+class Unchanged:
+    """The summaries made at the last step, and what operations touched since (see the module)."""
+
+    def __init__(self) -> None:
+        self.touched: set[int] = set()
+        """Data pointers of the storages an operation wrote since the last step (through any tensor on
+        them: a write through ``.data`` moves that alias's own counter, not the tensor's)."""
+        self.escaped: set[int] = set()
+        """Data pointers of the storages the script may write out of torch's sight (for good)."""
+        self._last: dict[int, _Kept] = {}
+        self._now: dict[int, _Kept] = {}
+
+    def before(self, name: str, args: Iterable[Any]) -> list[tuple[torch.Tensor, int]]:
+        """An operation called ``name`` is about to run on ``args``: the tensors among them (in lists
+        and tuples too), with their versions, for ``after``."""
+        seen: list[tuple[torch.Tensor, int]] = []
+        for value in args:
+            if isinstance(value, torch.Tensor):
+                self._before(value, name, seen)
+            elif isinstance(value, (list, tuple)):
+                for item in value:
+                    if isinstance(item, torch.Tensor):
+                        self._before(item, name, seen)
+        return seen
+
+    def _before(self, t: torch.Tensor, name: str, seen: list[tuple[torch.Tensor, int]]) -> None:
+        if name in ESCAPING:
+            self._mark(t, self.escaped)
+        try:
+            seen.append((t, t._version))
+        except RuntimeError:  # no version counter to tell a write by: taken as written
+            self._mark(t, self.touched)
+
+    def after(self, seen: list[tuple[torch.Tensor, int]]) -> None:
+        """The operation ended (returned or raised): the storages of the tensors it wrote (their
+        version counters moved) are touched."""
+        for t, version in seen:
+            if t._version != version:
+                self._mark(t, self.touched)
+
+    @staticmethod
+    def _mark(t: torch.Tensor, storages: set[int]) -> None:
+        try:
+            storages.add(t.untyped_storage().data_ptr())
+        except (RuntimeError, NotImplementedError, ValueError):
+            pass
+
+    def summary(self, t: torch.Tensor, make: Callable[[], Summary]) -> Summary:
+        """``make()``, or the summary made at the last step where ``t`` provably holds the same bytes."""
+        key = self._key(t)
+        if key is None:
+            return make()
+        last = self._last.get(id(t))
+        same = last is not None and last[0] == key and last[1]() is t and key[0] not in self.touched
+        found = last[2] if last is not None and same else make()
+        self._now[id(t)] = (key, weakref.ref(t), found)
+        return found
+
+    def _key(self, t: torch.Tensor) -> tuple[Any, ...] | None:
+        if type(t) not in _PLAIN or t.layout is not torch.strided:
+            return None
+        try:
+            storage = t.untyped_storage()
+            ptr = storage.data_ptr()
+            version = t._version
+        except (RuntimeError, NotImplementedError):  # no storage; an inference tensor's counter
+            return None
+        if not storage.resizable() or ptr in self.escaped:
+            return None
+        return (ptr, version, t.shape, t.stride(), t.storage_offset(), t.dtype, t.device, t.is_conj(), t.is_neg())
+
+    def step_done(self) -> None:
+        """The step's summaries are made: they are the last step's now."""
+        self._last, self._now = self._now, {}
+        self.touched.clear()
+
+    def forget(self, t: torch.Tensor) -> None:
+        """Hold no weak reference to ``t`` (about to be swapped: ``torch.utils.swap_tensors``)."""
+        self._last.pop(id(t), None)
+        self._now.pop(id(t), None)
+
+
+__all__ = ["ESCAPING", "Unchanged"]

@@ -1,0 +1,129 @@
+"""A large tensor's summary is made again after every write, seen by torch or not, and only then.
+
+Each script's top-level statements are run one by one in plain Python too; after each, the
+summary tcopy showed must be the summary of the tensor as Python holds it then.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from typing import Any
+
+import pytest
+import torch
+
+import tcopy_cli.trace.observe as observe
+from tcopy_cli.engine import run_source
+from tcopy_cli.trace.observe import summarize
+
+WRITES = {
+    "through .data, whose version counter is its own": """
+        import torch
+        w = torch.zeros(500)
+        d = w.data
+        d.add_(1)
+        n = w.numel()
+        d[3] = 7.0
+        """,
+    "through a NumPy view made earlier": """
+        import torch
+        w = torch.zeros(500)
+        a = w.numpy()
+        n = 1
+        a += 2
+        a[5] = -3.0
+        """,
+    "through the array a tensor was made from": """
+        import numpy as np
+        import torch
+        a = np.zeros(500, dtype=np.float32)
+        w = torch.from_numpy(a)
+        n = 1
+        a[:10] = 4.0
+        """,
+    "through an array made by DLPack": """
+        import numpy as np
+        import torch
+        w = torch.zeros(500)
+        a = np.from_dlpack(w)
+        n = 1
+        a += 5
+        """,
+    "through memory reached by data_ptr()": """
+        import ctypes
+        import torch
+        w = torch.zeros(500)
+        p = w.data_ptr()
+        n = 1
+        ctypes.memset(p, 0x40, 8)
+        """,
+    "through a view and in place": """
+        import torch
+        w = torch.zeros(500)
+        v = w[100:200]
+        n = 1
+        v.fill_(2.0)
+        w.mul_(3.0)
+        """,
+    "through a storage handed out": """
+        import torch
+        w = torch.zeros(500)
+        s = w.untyped_storage()
+        n = 1
+        w2 = torch.tensor([], dtype=torch.float32).set_(s)
+        w2[0] = 9.0
+        """,
+}
+
+
+def _python_states(src: str) -> list[torch.Tensor]:
+    """``w`` (cloned) after each top-level statement, as plain Python runs them."""
+    namespace: dict[str, Any] = {}
+    states = []
+    for node in ast.parse(src).body:
+        exec(compile(ast.Module([node], []), "<test>", "exec"), namespace)
+        w = namespace.get("w")
+        states.append(w.clone() if isinstance(w, torch.Tensor) else None)
+    return states
+
+
+@pytest.mark.parametrize("how", list(WRITES))
+def test_a_summary_follows_every_write(how: str) -> None:
+    src = textwrap.dedent(WRITES[how])
+    steps = run_source(src).steps
+    states = _python_states(src)
+    assert len(steps) == len(states)
+    for step, state in zip(steps, states):
+        if state is None:
+            assert "w" not in step.tensors
+            continue
+        assert step.tensors["w"].preview == summarize(state), (step.line, step.source)
+
+
+def test_a_summary_is_made_once_while_nothing_writes_the_tensor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading a large tensor (as an operation's input) is no write; an in-place write is."""
+    made: list[int] = []
+    original = observe.tensor_values
+
+    def counted(d: torch.Tensor, max_values: int) -> tuple[Any, str]:
+        if d.numel() == 1000:
+            made.append(d.numel())
+        return original(d, max_values)
+
+    monkeypatch.setattr(observe, "tensor_values", counted)
+    src = textwrap.dedent(
+        """\
+        import torch
+        w = torch.linspace(0, 1, 1000)
+        for _ in range(5):
+            y = (w * 2).sum()
+        w.add_(1)
+        z = w.mean()
+        """
+    )
+    steps = run_source(src).steps
+    assert [s.source for s in steps].count("y = (w * 2).sum()") == 5
+    # made when w appears, again after w.add_(1); the other eight steps show the same summary
+    assert len(made) == 2
+    assert steps[-1].tensors["w"].preview == summarize(torch.linspace(0, 1, 1000) + 1)
