@@ -290,6 +290,14 @@ def test_the_resnet_case_is_told_in_far_fewer_lines(monkeypatch: pytest.MonkeyPa
     # the loop summaries: a module's buffers of one name in one row
     assert re.search(r"^    model\.\*\.num_batches_tracked +21 tensors, each ▁▅█ 1 → 3", out, flags=re.M), out
     assert "model.blocks.{6…9}.{1,4}.num_batches_tracked each 0 → 1" in out
+    # rows that read as drawn last fold: a module's row whose tensors' values it never draws moved
+    # (running statistics), or which another name (b) stopped being; with b a block's tensors under
+    # other names (drawn rows, their storages in a module's span), and with b named as the same
+    # tensors as rows on the unchanged line
+    steps = {int(m[1]): m[0] for m in re.finditer(r"^Step (\d+) · .*?(?=^Step |\Z)", out, flags=re.M | re.S)}
+    assert "  unchanged: model.*.{{bias,weight},{running_mean,running_var},num_batches_tracked}, x, y\n" in steps[22]
+    assert "  unchanged: model.*.{{bias,weight},{running_mean,running_var}}, x\n" in steps[31], steps[31]
+    assert "  unchanged: model.*.{running_mean,running_var}, x, y\n" in steps[47], steps[47]
 
 
 def test_a_list_of_a_models_parameters_reads_as_its_parameters() -> None:
