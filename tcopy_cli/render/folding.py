@@ -373,17 +373,37 @@ class Folder:
             plain.clear()
             return [*events, replace(line, partial=True)] if line is not None else events
 
-        for item in turn.items:
-            if isinstance(item, Step) and len(item.loops) == turn.level + 1 and not self.seen.novel([item]):
-                self.seen.absorb(item)
-                if not plain:
-                    before = inner.previous
-                plain.append(item)
-                inner.previous = item
+        for part in _parts(turn.items, turn.level + 1):
+            steps = [i for i in part if isinstance(i, Step)]
+            if steps and not self.seen.novel(steps):
+                for item in steps:
+                    self.seen.absorb(item)
+                    if not plain:
+                        before = inner.previous
+                    plain.append(item)
+                    inner.previous = item
                 continue
             out += fold_plain()
-            out += inner.feed(item)
+            for item in part:
+                out += inner.feed(item)
         return out + fold_plain() + inner.flush()
+
+
+def _parts(items: list[Step | LoopSummary], depth: int) -> list[list[Step | LoopSummary]]:
+    """A turn's items in the parts ``Folder._shown_turn`` judges whole: each step of the turn
+    itself alone, and each run of a loop inside it (its steps, with the loops inside them and
+    their summaries) together: a run with nothing new in it folds with the steps around it, its
+    turns not drawn one line each."""
+    parts: list[list[Step | LoopSummary]] = []
+    inside = False
+    for item in items:
+        deeper = isinstance(item, LoopSummary) or len(item.loops) > depth
+        if deeper and inside:
+            parts[-1].append(item)
+        else:
+            parts.append([item])
+        inside = deeper
+    return parts
 
 
 def _grad_fact(r: TensorRecord) -> object:

@@ -298,6 +298,9 @@ def test_the_resnet_case_is_told_in_far_fewer_lines(monkeypatch: pytest.MonkeyPa
     assert "  unchanged: model.*.{{bias,weight},{running_mean,running_var},num_batches_tracked}, x, y\n" in steps[22]
     assert "  unchanged: model.*.{{bias,weight},{running_mean,running_var}}, x\n" in steps[31], steps[31]
     assert "  unchanged: model.*.{running_mean,running_var}, x, y\n" in steps[47], steps[47]
+    # iteration 2 is shown for its zero_grad; the blocks' loop before it, nothing new in it, folds
+    # with the turn's steps around it in one line
+    assert "  ↻ iteration 2/3 · lines 30, 32–33 as before · " in out and "↻ iteration 2/3 › " not in out
 
 
 def test_a_list_of_a_models_parameters_reads_as_its_parameters() -> None:
