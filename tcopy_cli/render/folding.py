@@ -376,12 +376,12 @@ class Folder:
         for part in _parts(turn.items, turn.level + 1):
             steps = [i for i in part if isinstance(i, Step)]
             if steps and not self.seen.novel(steps):
-                for item in steps:
-                    self.seen.absorb(item)
+                for step in steps:
+                    self.seen.absorb(step)
                     if not plain:
                         before = inner.previous
-                    plain.append(item)
-                    inner.previous = item
+                    plain.append(step)
+                    inner.previous = step
                 continue
             out += fold_plain()
             for item in part:
