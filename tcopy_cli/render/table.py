@@ -20,10 +20,10 @@ from tcopy_cli.render.layout import FOLDING, Forms, cell, plan
 from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading, summary_rows, unlisted_rows
 from tcopy_cli.render.memory import memory_map, memory_signature
 from tcopy_cli.render.modules import module_evolutions, module_parts, module_phrases, view_rows, whole_modules
-from tcopy_cli.render.names import index_runs, short_names, unlisted_text
+from tcopy_cli.render.names import grouped_names, index_runs, short_names, unlisted_text
 from tcopy_cli.render.trim import Trimmed
 from tcopy_cli.render.where import where_parts
-from tcopy_cli.trace.records import TRUSTED_HEADER, RunInfo, RunSummary, Step
+from tcopy_cli.trace.records import TRUSTED_HEADER, Note, RunInfo, RunSummary, Step
 
 NOTE_STYLES = {"info": "cyan", "warning": "bold yellow"}
 
@@ -47,6 +47,7 @@ class TableRenderer:
         self.latest: Step | None = None  # the step taken in last, shown or not (what modules there are)
         self.one_line: tuple[tuple[object, ...], Text] | None = None  # the last step drawn in one line: what it says
         self.repeat: tuple[tuple[object, ...], Text, list[int]] | None = None  # and the steps that said it again
+        self.told: dict[tuple[object, ...], int] = {}  # (line, loops' lines, note kind) -> the step that told it
 
     def start(self, info: RunInfo) -> None:
         """The line above the first step."""
@@ -219,10 +220,30 @@ class TableRenderer:
         for w in step.warnings:
             parts.append(Padding(Text("⚠ warning: " + w, style="yellow"), (0, 0, 0, 2)))
         if self.options.explain:
-            for note in self.options.shown_notes(step):
+            notes = self.options.shown_notes(step)
+            again = self._told_again(step, notes)
+            for note in notes:
+                if id(note) in again:
+                    continue
                 style = NOTE_STYLES[note.severity]
                 line = module_phrases(note.line, step.tensors) if self.options.fold else note.line
                 parts.append(Padding(Text("• " + line, style=style), (0, 0, 0, 2)))
+            if again:
+                parts.append(Padding(Text("• " + again_line(step, notes, again), style="dim"), (0, 0, 0, 2)))
+
+    def _told_again(self, step: Step, notes: list[Note]) -> dict[int, int]:
+        """The notes of a later turn of a loop that a step of an earlier turn told for the same
+        line (a note of the same kind: the same words about this turn's tensors), by id, with
+        that step's index: said in one line (``again_line``). Warnings are always told in full;
+        nothing is left out with --all-steps."""
+        again: dict[int, int] = {}
+        loops = tuple(loop.line for loop in step.loops)
+        for note in notes:
+            key = (step.line, loops, note.kind)
+            told = self.told.setdefault(key, step.index)
+            if self.options.fold and loops and told != step.index and note.severity == "info":
+                again[id(note)] = told
+        return again
 
     def render_state(self, step: Step) -> RenderableType:
         """Every tensor as ``step`` left it, with no change marks (the REPL's ``:vars``)."""
@@ -332,6 +353,18 @@ class TableRenderer:
         )
         for line in flow.footnotes() if flow is not None else ():
             self.console.print(Text(line, style="dim"))
+
+
+def again_line(step: Step, notes: list[Note], again: dict[int, int]) -> str:
+    """``5 notes like step 21's, now about h, model.blocks.1, b (--all-steps shows them)``: the
+    notes a later turn's step leaves out (``TableRenderer._told_again``)."""
+    left = [n for n in notes if id(n) in again]
+    named = whole_modules(list(dict.fromkeys(t for n in left for t in n.tensors)), step.tensors)
+    steps = sorted(set(again.values()))
+    like = f"step {steps[0]}'s" if len(steps) == 1 else "those of steps " + ", ".join(map(str, steps))
+    about = f", now about {grouped_names(named)}" if named else ""
+    told = "a note" if len(left) == 1 else f"{len(left)} notes"
+    return f"{told} like {like}{about} (--all-steps shows {'it' if len(left) == 1 else 'them'})"
 
 
 RULE: dict[str, Any] = {"align": "left", "style": "dim"}

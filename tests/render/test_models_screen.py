@@ -298,6 +298,11 @@ def test_the_resnet_case_is_told_in_far_fewer_lines(monkeypatch: pytest.MonkeyPa
     assert "  unchanged: model.*.{{bias,weight},{running_mean,running_var},num_batches_tracked}, x, y\n" in steps[22]
     assert "  unchanged: model.*.{{bias,weight},{running_mean,running_var}}, x\n" in steps[31], steps[31]
     assert "  unchanged: model.*.{running_mean,running_var}, x, y\n" in steps[47], steps[47]
+    # the blocks' loop's turn 2 is shown for its new note (the turns' graphs chained); the notes of
+    # kinds turn 1 told for the line in one line
+    assert "h's graph now holds the graph h had when this turn of the loop began" in steps[22], steps[22]
+    assert "  • 5 notes like step 21's, now about h, model.blocks.1, b (--all-steps shows them)\n" in steps[22]
+    assert "moved toward this batch's statistics" not in steps[22]
     # iteration 2 is shown for its zero_grad; the blocks' loop before it, nothing new in it, folds
     # with the turn's steps around it in one line
     assert "  ↻ iteration 2/3 · lines 30, 32–33 as before · " in out and "↻ iteration 2/3 › " not in out
