@@ -257,7 +257,18 @@ class TableRenderer:
         self.flush()
         text = Text.assemble(("↻ ", "dim"), (turn_label(turn), "magenta"))
         known = self.latest.tensors if self.latest is not None and self.options.fold else {}
-        for part in turn_parts(turn, self.last_folded, lambda names: whole_modules(names, known)):
+
+        def written(names: list[str]) -> list[str]:
+            """Every parameter of a model as ``model's 65 parameters`` (``module_phrases``), else
+            whole modules by their names (``whole_modules``)."""
+            if len(names) >= 3:
+                listed = ", ".join(names[:-1]) + " and " + names[-1]
+                phrased = module_phrases(listed, known)
+                if phrased != listed and "," not in phrased:  # the whole list told by its modules
+                    return [phrased]
+            return whole_modules(names, known)
+
+        for part in turn_parts(turn, self.last_folded, written):
             text.append(" · ", style="dim")
             text.append(part)
         self.last_folded = turn
