@@ -734,14 +734,28 @@ def fold_aliases(rows: list[Row], keep: Iterable[str] = (), among: list[Row] | N
     ``UNCHANGED_FOLD`` such rows stay drawn; unchanged rows fold as ``fold_unchanged`` says.
     ``among``: the table's rows before unchanged ones folded (the row above may be one of them,
     named on the ``unchanged`` line); ``rows`` by default."""
-    pairs, folded = _alias_pairs(rows if among is None else among, keep)
+    table = rows if among is None else among
+    pairs, folded = _alias_pairs(table, keep)
     folded &= {id(r) for r in rows}
     pairs = [p for p in pairs if p[2] in folded]
     if len(pairs) < UNCHANGED_FOLD:  # as with unchanged rows, a small table stays whole
         return rows, ""
+    kinds = {"tensors": {n for r in table for n in r.names}, "parameters": _parameters(table)}
     return [r for r in rows if id(r) not in folded], "also named: " + "; ".join(
-        _alias_clauses([(a, o) for a, o, _ in pairs])
+        _alias_clauses([(a, o) for a, o, _ in pairs], kinds)
     )
+
+
+def _parameters(rows: list[Row]) -> set[str]:
+    """The names of the leaf tensors that require grad among ``rows`` (a module's row: all its tensors or none)."""
+    out: set[str] = set()
+    for r in rows:
+        if r.members:
+            if r.cells.get("autograd") == "leaf+grad":
+                out.update(r.members)
+        elif isinstance(r.record, TensorRecord) and r.record.requires_grad and r.record.is_leaf:
+            out.add(r.cells["name"])
+    return out
 
 
 def _alias_pairs(rows: list[Row], keep: Iterable[str] = ()) -> tuple[list[tuple[str, str, int]], set[int]]:
@@ -770,11 +784,13 @@ def _alias_pairs(rows: list[Row], keep: Iterable[str] = ()) -> tuple[list[tuple[
     return pairs, folded
 
 
-def _alias_clauses(pairs: list[tuple[str, str]]) -> list[str]:
+def _alias_clauses(pairs: list[tuple[str, str]], kinds: dict[str, set[str]] | None = None) -> list[str]:
     """``train:net.{0,2}.weight (the same tensors as model.{0,2}.weight)``, ``ys[0…39] (the same
     tensors as xs[0…39])``: names that differ only in how they begin, written together where both
     read as one (each name of the first form is the one of the second in the same place); else
-    ``b (the same tensor as a)`` each."""
+    ``b (the same tensor as a)`` each. Where they are every tensor (or every parameter) of one
+    module and another's of the same names (``kinds``: the table's names of each kind), ``b's 12
+    tensors (the same tensors as model.blocks.9's of the same names)``."""
     by_start: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for alias, original in pairs:
         common = common_end(alias, original)
@@ -784,13 +800,20 @@ def _alias_clauses(pairs: list[tuple[str, str]]) -> list[str]:
     clauses = []
     for (mine, theirs), group in by_start.items():
         aliases, originals = [a for a, _ in group], [o for _, o in group]
+        whole = _whole_module(mine, theirs, group, kinds or {})
+        if whole is not None:
+            whole = f"{mine}'s {len(group)} {whole} (the same tensors as {theirs}'s of the same names)"
         together = grouped_names(originals, most=len(originals)).split(", ")
         written = grouped_names(aliases, most=len(aliases))
         if len(group) > 1 and all(p.startswith(theirs) for p in together):
             mapped = ", ".join(mine + p[len(theirs) :] for p in together)
             if written == mapped:
-                clauses.append(f"{written} (the same tensors as {', '.join(together)})")
+                clause = f"{written} (the same tensors as {', '.join(together)})"
+                clauses.append(whole if whole is not None and len(clause) > WRITTEN_OUT else clause)
                 continue
+        if whole is not None:
+            clauses.append(whole)
+            continue
         if len(group) >= ALIAS_RUN and mine and theirs and all(a[len(mine)] == "." for a in aliases):
             # a module under another name: b.0.weight is model.blocks.9.0.weight, and so on
             clauses.append(f"{written} (each the same tensor as its name with {theirs} for {mine})")
@@ -799,7 +822,24 @@ def _alias_clauses(pairs: list[tuple[str, str]]) -> list[str]:
     return clauses
 
 
+def _whole_module(mine: str, theirs: str, group: list[tuple[str, str]], kinds: dict[str, set[str]]) -> str | None:
+    """``tensors`` (or ``parameters``) where ``group`` pairs every tensor (parameter) of module
+    ``mine`` with the one of module ``theirs`` of the same name, each of them, else None."""
+    if len(group) < ALIAS_RUN or not mine or not theirs:
+        return None
+    aliases, originals = {a for a, _ in group}, {o for _, o in group}
+    for kind, names in kinds.items():
+        if aliases == {n for n in names if n.startswith(mine + ".")} and originals == {
+            n for n in names if n.startswith(theirs + ".")
+        }:
+            return kind
+    return None
+
+
 ALIAS_RUN = 3
+WRITTEN_OUT = 90
+"""An ``also named`` clause that writes out both modules' names longer than this tells them as
+every tensor of one module (``b's 12 tensors (the same tensors as model.blocks.9's ...)``)."""
 """From this many tensors of one module under another module's names (``b.0.weight`` is
 ``model.blocks.9.0.weight``, and so on), the ``also named`` line writes them as one clause."""
 

@@ -303,6 +303,9 @@ def test_the_resnet_case_is_told_in_far_fewer_lines(monkeypatch: pytest.MonkeyPa
     assert "h's graph now holds the graph h had when this turn of the loop began" in steps[22], steps[22]
     assert "  • 5 notes like step 21's, now about h, model.blocks.1, b (--all-steps shows them)\n" in steps[22]
     assert "moved toward this batch's statistics" not in steps[22]
+    # b is model.blocks.9 under another name: every tensor (or parameter) of it told as a module's
+    assert "  also named: b's 12 tensors (the same tensors as model.blocks.9's of the same names)\n" in steps[31]
+    assert "  also named: b's 6 parameters (the same tensors as model.blocks.9's of the same names)\n" in steps[33]
     # a folded turn's line tells every parameter of a model updated as the notes do
     assert out.count(" · updated: model's 65 parameters and b's 6 parameters\n") == 2, out
     # iteration 2 is shown for its zero_grad; the blocks' loop before it, nothing new in it, folds
