@@ -259,14 +259,15 @@ class TableRenderer:
         known = self.latest.tensors if self.latest is not None and self.options.fold else {}
 
         def written(names: list[str]) -> list[str]:
-            """Every parameter of a model as ``model's 65 parameters`` (``module_phrases``), else
-            whole modules by their names (``whole_modules``)."""
-            if len(names) >= 3:
+            """Whole modules by their names (``whole_modules``: ``model``); where that leaves a
+            list, every parameter of a model as ``model's 65 parameters`` (``module_phrases``)."""
+            whole = whole_modules(names, known)
+            if len(whole) >= 3:
                 listed = ", ".join(names[:-1]) + " and " + names[-1]
                 phrased = module_phrases(listed, known)
                 if phrased != listed and "," not in phrased:  # the whole list told by its modules
                     return [phrased]
-            return whole_modules(names, known)
+            return whole
 
         for part in turn_parts(turn, self.last_folded, written):
             text.append(" · ", style="dim")
