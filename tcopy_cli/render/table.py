@@ -13,7 +13,7 @@ from rich.text import Text
 
 from tcopy_cli.render import ViewOptions, error_counts, in_colour, plural, source_label
 from tcopy_cli.render.cells import Before, Quiet, Row, removed_names, step_rows
-from tcopy_cli.render.folding import FoldedTurn, SeenRows, StepFlow, printed_lines, turn_label, turn_parts
+from tcopy_cli.render.folding import ALWAYS_NEW, FoldedTurn, SeenRows, StepFlow, printed_lines, turn_label, turn_parts
 from tcopy_cli.render.graph import graph_tree
 from tcopy_cli.render.grid import BOX, HEADER_STYLE, Cell, StepGrid
 from tcopy_cli.render.layout import FOLDING, Forms, cell, plan
@@ -234,14 +234,16 @@ class TableRenderer:
     def _told_again(self, step: Step, notes: list[Note]) -> dict[int, int]:
         """The notes of a later turn of a loop that a step of an earlier turn told for the same
         line (a note of the same kind: the same words about this turn's tensors), by id, with
-        that step's index: said in one line (``again_line``). Warnings are always told in full;
+        that step's index: said in one line (``again_line``). Warnings and notes of the kinds that
+        show a turn in full every time (``folding.ALWAYS_NEW``) are always told in full;
         nothing is left out with --all-steps."""
         again: dict[int, int] = {}
         loops = tuple(loop.line for loop in step.loops)
         for note in notes:
             key = (step.line, loops, note.kind)
             told = self.told.setdefault(key, step.index)
-            if self.options.fold and loops and told != step.index and note.severity == "info":
+            always = note.severity != "info" or note.kind.startswith(ALWAYS_NEW)  # wrong or failing gradients
+            if self.options.fold and loops and told != step.index and not always:
                 again[id(note)] = told
         return again
 

@@ -330,3 +330,27 @@ def test_a_list_of_a_models_parameters_reads_as_its_parameters() -> None:
     text = ", ".join(but_last[:-1]) + " and " + but_last[-1]
     assert module_phrases(text, records) == "model's 4 parameters outside model.2"
     assert module_phrases(text, list(records)) == text  # names alone: which are parameters is not known
+
+
+SAVED_BUMPED = """\
+import torch
+w = torch.ones(3, requires_grad=True)
+for i in range(3):
+    y = w * 2
+    z = y.sin()
+    y.add_(1)
+"""
+
+
+def test_a_later_turn_tells_again_only_what_it_adds_but_a_coming_failure_every_time() -> None:
+    out = run_cli(["run", "-e", SAVED_BUMPED, "--width", "100", "--no-color"]).stdout
+    steps = re.split(r"^(?=Step \d+ · )", out, flags=re.M)
+    bumped = [s for s in steps if s.startswith("Step ") and " · line 6 · " in s.splitlines()[0]]
+    assert len(bumped) == 3, out  # each turn shown in full: a backward through it will fail
+    for step in bumped:  # the failing backward told in every turn, in full
+        assert "y was saved by SinBackward0 for backward at version 0" in " ".join(step.split()), step
+    first = bumped[0].splitlines()[0].split(" · ")[0]  # "Step 5"
+    for step in bumped[1:]:  # the other notes of the line once, then as like the first turn's
+        assert re.search(rf"• \d notes like {first.lower()}'s, now about y \(--all-steps shows them\)", step), step
+    every = run_cli(["run", "-e", SAVED_BUMPED, "--width", "100", "--no-color", "--all-steps"]).stdout
+    assert "notes like" not in every
