@@ -373,17 +373,37 @@ class Folder:
             plain.clear()
             return [*events, replace(line, partial=True)] if line is not None else events
 
-        for item in turn.items:
-            if isinstance(item, Step) and len(item.loops) == turn.level + 1 and not self.seen.novel([item]):
-                self.seen.absorb(item)
-                if not plain:
-                    before = inner.previous
-                plain.append(item)
-                inner.previous = item
+        for part in _parts(turn.items, turn.level + 1):
+            steps = [i for i in part if isinstance(i, Step)]
+            if steps and not self.seen.novel(steps):
+                for step in steps:
+                    self.seen.absorb(step)
+                    if not plain:
+                        before = inner.previous
+                    plain.append(step)
+                    inner.previous = step
                 continue
             out += fold_plain()
-            out += inner.feed(item)
+            for item in part:
+                out += inner.feed(item)
         return out + fold_plain() + inner.flush()
+
+
+def _parts(items: list[Step | LoopSummary], depth: int) -> list[list[Step | LoopSummary]]:
+    """A turn's items in the parts ``Folder._shown_turn`` judges whole: each step of the turn
+    itself alone, and each run of a loop inside it (its steps, with the loops inside them and
+    their summaries) together: a run with nothing new in it folds with the steps around it, its
+    turns not drawn one line each."""
+    parts: list[list[Step | LoopSummary]] = []
+    inside = False
+    for item in items:
+        deeper = isinstance(item, LoopSummary) or len(item.loops) > depth
+        if deeper and inside:
+            parts[-1].append(item)
+        else:
+            parts.append([item])
+        inside = deeper
+    return parts
 
 
 def _grad_fact(r: TensorRecord) -> object:
@@ -631,16 +651,35 @@ def seen_keys(row: Row) -> dict[str, object]:
     return keys
 
 
+UNSEEN_IN_MODULE_ROWS = ("values", "shares")
+"""What a module's row (``render.modules``) never draws of its tensors: their values (it counts
+them) and the other names they go by."""
+
+
+def _as_module_row_shows(key: object) -> object:
+    """``seen_key`` of a tensor without what a module's row does not draw of it."""
+    if not (isinstance(key, tuple) and len(key) == 2 and all(isinstance(k, dict) for k in key)):
+        return key
+    cells, facts = key
+    return tuple({k: v for k, v in part.items() if k not in UNSEEN_IN_MODULE_ROWS} for part in (cells, facts))
+
+
 def _seen_before(row: Row, seen: dict[str, object]) -> bool:
-    """The row reads as the table drawn last showed it: as a row, or (a module's row) tensor by tensor."""
+    """The row reads as the table drawn last showed it: as a row, or (a module's row) tensor by
+    tensor, each as a module's row draws it (its values and other names left out: their moving
+    running statistics, a name like ``b`` bound to another block, change nothing the row says)."""
     name = row.cells["name"]
     if seen.get(name) == seen_key(row):
         return True
     members = row.facts.get("seen") if row.members else None
-    return isinstance(members, tuple) and all(name in seen and seen[name] == key for name, key in members)
+    return isinstance(members, tuple) and all(
+        name in seen and _as_module_row_shows(seen[name]) == _as_module_row_shows(key) for name, key in members
+    )
 
 
-def fold_unchanged(rows: list[Row], seen: dict[str, object], named: Iterable[str] = ()) -> tuple[list[Row], list[str]]:
+def fold_unchanged(
+    rows: list[Row], seen: dict[str, object], named: Iterable[str] = (), aside: frozenset[int] = frozenset()
+) -> tuple[list[Row], list[str]]:
     """The rows a table draws, and the names of the unchanged rows folded into one line.
 
     A row folds when the step changed nothing about its tensor (no ``+`` or ``~`` mark)
@@ -654,7 +693,9 @@ def fold_unchanged(rows: list[Row], seen: dict[str, object], named: Iterable[str
     module as its row did). Fewer than ``UNCHANGED_FOLD`` such tensors stay drawn, so a
     small table is always whole. A list item no table drew yet (a
     folded turn added it: its line said so) folds too: a loop that appended a thousand
-    items does not draw them all in the next turn shown in full.
+    items does not draw them all in the next turn shown in full. ``aside``: ids of rows the
+    ``also named`` line names instead of drawing (``fold_aliases``): they point the reader at
+    no row, and unchanged as the rows they are the tensors of, they name them there.
     """
     kept = {n.removesuffix(".grad") for n in named}
     same = [
@@ -667,8 +708,8 @@ def fold_unchanged(rows: list[Row], seen: dict[str, object], named: Iterable[str
     ]
     while True:  # a row kept for a drawn row can keep others in turn (x reached, then x's view)
         folded = {id(r) for r in same}
-        drawn = [r for r in rows if id(r) not in folded]
-        drawn_storage = {label for r in drawn for label in _storage_labels(r)}
+        drawn = [r for r in rows if id(r) not in folded and id(r) not in aside]
+        drawn_storage = {label for r in drawn for label in _labels_drawn(r)}
         reached = {n for r in drawn if isinstance(r.record, TensorRecord) for n in r.record.reaches}
         still = [
             r
@@ -678,22 +719,51 @@ def fold_unchanged(rows: list[Row], seen: dict[str, object], named: Iterable[str
         if len(still) == len(same):
             break
         same = still
-    if sum(len(r.names) for r in same) < UNCHANGED_FOLD or len(same) == len(rows):
+    if sum(len(r.names) for r in same) < UNCHANGED_FOLD or not drawn:
         return rows, []
     folded = {id(r) for r in same}
     return [r for r in rows if id(r) not in folded], [r.cells["name"] for r in same]
 
 
-def fold_aliases(rows: list[Row], keep: Iterable[str] = ()) -> tuple[list[Row], str]:
+def fold_aliases(rows: list[Row], keep: Iterable[str] = (), among: list[Row] | None = None) -> tuple[list[Row], str]:
     """The rows a table draws, and the ``also named: ...`` line ("" for none): a row whose tensor
     is the very object a row above it holds, changed in the same facts (the same mark), is that
     row again under another name (a module passed to ``train(model)`` shows each parameter as
     ``model.0.weight`` and ``train:model.0.weight``). Its name is written, with the name it is the
     same tensor as. A name in ``keep`` (one --watch names) keeps its row; fewer than
-    ``UNCHANGED_FOLD`` such rows stay drawn; unchanged rows fold as ``fold_unchanged`` says."""
+    ``UNCHANGED_FOLD`` such rows stay drawn; unchanged rows fold as ``fold_unchanged`` says.
+    ``among``: the table's rows before unchanged ones folded (the row above may be one of them,
+    named on the ``unchanged`` line); ``rows`` by default."""
+    table = rows if among is None else among
+    pairs, folded = _alias_pairs(table, keep)
+    folded &= {id(r) for r in rows}
+    pairs = [p for p in pairs if p[2] in folded]
+    if len(pairs) < UNCHANGED_FOLD:  # as with unchanged rows, a small table stays whole
+        return rows, ""
+    kinds = {"tensors": {n for r in table for n in r.names}, "parameters": _parameters(table)}
+    return [r for r in rows if id(r) not in folded], "also named: " + "; ".join(
+        _alias_clauses([(a, o) for a, o, _ in pairs], kinds)
+    )
+
+
+def _parameters(rows: list[Row]) -> set[str]:
+    """The names of the leaf tensors that require grad among ``rows`` (a module's row: all its tensors or none)."""
+    out: set[str] = set()
+    for r in rows:
+        if r.members:
+            if r.cells.get("autograd") == "leaf+grad":
+                out.update(r.members)
+        elif isinstance(r.record, TensorRecord) and r.record.requires_grad and r.record.is_leaf:
+            out.add(r.cells["name"])
+    return out
+
+
+def _alias_pairs(rows: list[Row], keep: Iterable[str] = ()) -> tuple[list[tuple[str, str, int]], set[int]]:
+    """(name, the name above it that is the same tensor, the row's id) for each row ``fold_aliases``
+    names on its ``also named`` line, and those rows' ids."""
     kept = set(keep)
     first: dict[int, tuple[Row, str]] = {}
-    pairs: list[tuple[str, str]] = []
+    pairs: list[tuple[str, str, int]] = []
     folded: set[int] = set()
     for r in rows:
         objects = r.facts.get("objects") if r.members else None
@@ -709,18 +779,18 @@ def fold_aliases(rows: list[Row], keep: Iterable[str] = ()) -> tuple[list[Row], 
         # the same facts changed: a name rebound onto the tensor (for p in m.parameters()) is not
         # the tensor changed in place, though both are marked ~
         if o is not r and o.new == r.new and o.changed == r.changed and r.cells["name"] not in kept:
-            pairs.append((r.cells["name"], name))
+            pairs.append((r.cells["name"], name, id(r)))
             folded.add(id(r))
-    if len(pairs) < UNCHANGED_FOLD:  # as with unchanged rows, a small table stays whole
-        return rows, ""
-    return [r for r in rows if id(r) not in folded], "also named: " + "; ".join(_alias_clauses(pairs))
+    return pairs, folded
 
 
-def _alias_clauses(pairs: list[tuple[str, str]]) -> list[str]:
+def _alias_clauses(pairs: list[tuple[str, str]], kinds: dict[str, set[str]] | None = None) -> list[str]:
     """``train:net.{0,2}.weight (the same tensors as model.{0,2}.weight)``, ``ys[0…39] (the same
     tensors as xs[0…39])``: names that differ only in how they begin, written together where both
     read as one (each name of the first form is the one of the second in the same place); else
-    ``b (the same tensor as a)`` each."""
+    ``b (the same tensor as a)`` each. Where they are every tensor (or every parameter) of one
+    module and another's of the same names (``kinds``: the table's names of each kind), ``b's 12
+    tensors (the same tensors as model.blocks.9's of the same names)``."""
     by_start: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for alias, original in pairs:
         common = common_end(alias, original)
@@ -730,13 +800,20 @@ def _alias_clauses(pairs: list[tuple[str, str]]) -> list[str]:
     clauses = []
     for (mine, theirs), group in by_start.items():
         aliases, originals = [a for a, _ in group], [o for _, o in group]
+        whole = _whole_module(mine, theirs, group, kinds or {})
+        if whole is not None:
+            whole = f"{mine}'s {len(group)} {whole} (the same tensors as {theirs}'s of the same names)"
         together = grouped_names(originals, most=len(originals)).split(", ")
         written = grouped_names(aliases, most=len(aliases))
         if len(group) > 1 and all(p.startswith(theirs) for p in together):
             mapped = ", ".join(mine + p[len(theirs) :] for p in together)
             if written == mapped:
-                clauses.append(f"{written} (the same tensors as {', '.join(together)})")
+                clause = f"{written} (the same tensors as {', '.join(together)})"
+                clauses.append(whole if whole is not None and len(clause) > WRITTEN_OUT else clause)
                 continue
+        if whole is not None:
+            clauses.append(whole)
+            continue
         if len(group) >= ALIAS_RUN and mine and theirs and all(a[len(mine)] == "." for a in aliases):
             # a module under another name: b.0.weight is model.blocks.9.0.weight, and so on
             clauses.append(f"{written} (each the same tensor as its name with {theirs} for {mine})")
@@ -745,7 +822,24 @@ def _alias_clauses(pairs: list[tuple[str, str]]) -> list[str]:
     return clauses
 
 
+def _whole_module(mine: str, theirs: str, group: list[tuple[str, str]], kinds: dict[str, set[str]]) -> str | None:
+    """``tensors`` (or ``parameters``) where ``group`` pairs every tensor (parameter) of module
+    ``mine`` with the one of module ``theirs`` of the same name, each of them, else None."""
+    if len(group) < ALIAS_RUN or not mine or not theirs:
+        return None
+    aliases, originals = {a for a, _ in group}, {o for _, o in group}
+    for kind, names in kinds.items():
+        if aliases == {n for n in names if n.startswith(mine + ".")} and originals == {
+            n for n in names if n.startswith(theirs + ".")
+        }:
+            return kind
+    return None
+
+
 ALIAS_RUN = 3
+WRITTEN_OUT = 90
+"""An ``also named`` clause that writes out both modules' names longer than this tells them as
+every tensor of one module (``b's 12 tensors (the same tensors as model.blocks.9's ...)``)."""
 """From this many tensors of one module under another module's names (``b.0.weight`` is
 ``model.blocks.9.0.weight``, and so on), the ``also named`` line writes them as one clause."""
 
@@ -769,8 +863,13 @@ class SeenRows:
         self_cells, self.cells = self.cells, {k: v for r in rows for k, v in seen_keys(r).items()}
         if whole:
             return rows, []
-        drawn, names = fold_unchanged(rows, self_cells, options.noted_names(step))
-        drawn, aliases = fold_aliases(drawn, options.watch or ())
+        keep, named = options.watch or (), options.noted_names(step)
+        pairs, aside = _alias_pairs(rows, keep)
+        drawn, names = fold_unchanged(rows, self_cells, named, frozenset(aside if len(pairs) >= UNCHANGED_FOLD else ()))
+        drawn, aliases = fold_aliases(drawn, keep, rows)
+        if names and not aliases and aside:  # the rows set aside are drawn after all: fold as if drawn
+            drawn, names = fold_unchanged(rows, self_cells, named)
+            drawn, aliases = fold_aliases(drawn, keep, rows)
         # Every folded name is written out: a row is either drawn or named, never just counted.
         lines = [f"unchanged: {grouped_names(names, most=len(names))}"] if names else []
         return drawn, lines + ([aliases] if aliases else [])
@@ -796,6 +895,22 @@ def _storage_label(row: Row) -> str | None:
     """``S3`` for a row whose storage column reads ``S3`` or ``S3+16`` (None for none)."""
     label = row.cells.get("storage", "-").partition("+")[0]
     return None if label in ("", "-") else label
+
+
+_SPAN = re.compile(r"([A-Z]+)(\d+)–(\d+)")
+
+
+def _labels_drawn(row: Row) -> frozenset[str]:
+    """The storage labels a drawn row shows: ``S3`` (or ``S3+16``), each of a module row's span
+    ``S4–9``; none for ``8 storages``, which points the reader at no row."""
+    if not row.members:
+        return _storage_labels(row)
+    span = _SPAN.fullmatch(row.cells.get("storage", ""))
+    if span is None:
+        label = _storage_label(row)
+        return frozenset() if label is None or not label[:1].isalpha() else frozenset((label,))
+    kind, first, last = span[1], int(span[2]), int(span[3])
+    return frozenset(f"{kind}{n}" for n in range(first, last + 1))
 
 
 def _storage_labels(row: Row) -> frozenset[str]:

@@ -13,17 +13,17 @@ from rich.text import Text
 
 from tcopy_cli.render import ViewOptions, error_counts, in_colour, plural, source_label
 from tcopy_cli.render.cells import Before, Quiet, Row, removed_names, step_rows
-from tcopy_cli.render.folding import FoldedTurn, SeenRows, StepFlow, printed_lines, turn_label, turn_parts
+from tcopy_cli.render.folding import ALWAYS_NEW, FoldedTurn, SeenRows, StepFlow, printed_lines, turn_label, turn_parts
 from tcopy_cli.render.graph import graph_tree
 from tcopy_cli.render.grid import BOX, HEADER_STYLE, Cell, StepGrid
 from tcopy_cli.render.layout import FOLDING, Forms, cell, plan
 from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading, summary_rows, unlisted_rows
 from tcopy_cli.render.memory import memory_map, memory_signature
 from tcopy_cli.render.modules import module_evolutions, module_parts, module_phrases, view_rows, whole_modules
-from tcopy_cli.render.names import index_runs, short_names, unlisted_text
+from tcopy_cli.render.names import grouped_names, index_runs, short_names, unlisted_text
 from tcopy_cli.render.trim import Trimmed
 from tcopy_cli.render.where import where_parts
-from tcopy_cli.trace.records import TRUSTED_HEADER, RunInfo, RunSummary, Step
+from tcopy_cli.trace.records import TRUSTED_HEADER, Note, RunInfo, RunSummary, Step
 
 NOTE_STYLES = {"info": "cyan", "warning": "bold yellow"}
 
@@ -47,6 +47,7 @@ class TableRenderer:
         self.latest: Step | None = None  # the step taken in last, shown or not (what modules there are)
         self.one_line: tuple[tuple[object, ...], Text] | None = None  # the last step drawn in one line: what it says
         self.repeat: tuple[tuple[object, ...], Text, list[int]] | None = None  # and the steps that said it again
+        self.told: dict[tuple[object, ...], int] = {}  # (line, loops' lines, note kind) -> the step that told it
 
     def start(self, info: RunInfo) -> None:
         """The line above the first step."""
@@ -219,10 +220,32 @@ class TableRenderer:
         for w in step.warnings:
             parts.append(Padding(Text("⚠ warning: " + w, style="yellow"), (0, 0, 0, 2)))
         if self.options.explain:
-            for note in self.options.shown_notes(step):
+            notes = self.options.shown_notes(step)
+            again = self._told_again(step, notes)
+            for note in notes:
+                if id(note) in again:
+                    continue
                 style = NOTE_STYLES[note.severity]
                 line = module_phrases(note.line, step.tensors) if self.options.fold else note.line
                 parts.append(Padding(Text("• " + line, style=style), (0, 0, 0, 2)))
+            if again:
+                parts.append(Padding(Text("• " + again_line(step, notes, again), style="dim"), (0, 0, 0, 2)))
+
+    def _told_again(self, step: Step, notes: list[Note]) -> dict[int, int]:
+        """The notes of a later turn of a loop that a step of an earlier turn told for the same
+        line (a note of the same kind: the same words about this turn's tensors), by id, with
+        that step's index: said in one line (``again_line``). Warnings and notes of the kinds that
+        show a turn in full every time (``folding.ALWAYS_NEW``) are always told in full;
+        nothing is left out with --all-steps."""
+        again: dict[int, int] = {}
+        loops = tuple(loop.line for loop in step.loops)
+        for note in notes:
+            key = (step.line, loops, note.kind)
+            told = self.told.setdefault(key, step.index)
+            always = note.severity != "info" or note.kind.startswith(ALWAYS_NEW)  # wrong or failing gradients
+            if self.options.fold and loops and told != step.index and not always:
+                again[id(note)] = told
+        return again
 
     def render_state(self, step: Step) -> RenderableType:
         """Every tensor as ``step`` left it, with no change marks (the REPL's ``:vars``)."""
@@ -236,7 +259,19 @@ class TableRenderer:
         self.flush()
         text = Text.assemble(("↻ ", "dim"), (turn_label(turn), "magenta"))
         known = self.latest.tensors if self.latest is not None and self.options.fold else {}
-        for part in turn_parts(turn, self.last_folded, lambda names: whole_modules(names, known)):
+
+        def written(names: list[str]) -> list[str]:
+            """Whole modules by their names (``whole_modules``: ``model``); where that leaves a
+            list, every parameter of a model as ``model's 65 parameters`` (``module_phrases``)."""
+            whole = whole_modules(names, known)
+            if len(whole) >= 3:
+                listed = ", ".join(names[:-1]) + " and " + names[-1]
+                phrased = module_phrases(listed, known)
+                if phrased != listed and "," not in phrased:  # the whole list told by its modules
+                    return [phrased]
+            return whole
+
+        for part in turn_parts(turn, self.last_folded, written):
             text.append(" · ", style="dim")
             text.append(part)
         self.last_folded = turn
@@ -332,6 +367,18 @@ class TableRenderer:
         )
         for line in flow.footnotes() if flow is not None else ():
             self.console.print(Text(line, style="dim"))
+
+
+def again_line(step: Step, notes: list[Note], again: dict[int, int]) -> str:
+    """``5 notes like step 21's, now about h, model.blocks.1, b (--all-steps shows them)``: the
+    notes a later turn's step leaves out (``TableRenderer._told_again``)."""
+    left = [n for n in notes if id(n) in again]
+    named = whole_modules(list(dict.fromkeys(t for n in left for t in n.tensors)), step.tensors)
+    steps = sorted(set(again.values()))
+    like = f"step {steps[0]}'s" if len(steps) == 1 else "those of steps " + ", ".join(map(str, steps))
+    about = f", now about {grouped_names(named)}" if named else ""
+    told = "a note" if len(left) == 1 else f"{len(left)} notes"
+    return f"{told} like {like}{about} (--all-steps shows {'it' if len(left) == 1 else 'them'})"
 
 
 RULE: dict[str, Any] = {"align": "left", "style": "dim"}

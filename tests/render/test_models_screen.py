@@ -121,6 +121,7 @@ def test_a_60_iteration_cnn_with_adam_takes_at_most_150_lines_at_100_columns(mon
     assert set(forward) <= {int(n) for n in body}, out
     assert out.count("now refers to a new tensor computed from the old one") == 1  # said once, not per layer
     assert "  unchanged: model, x, y\n" in out  # the model's row folded by its name, not its 8 tensors
+    assert "· loss 2.125 → 2.078 · updated: model\n" in out  # a whole model by its name on a folded line
     model = re.search(r"^\+ model +8 tensors, ([\d,]+) params", out, flags=re.M)
     namespace = runpy.run_path(str(script), run_name="__main__")
     assert model is not None and int(model[1].replace(",", "")) == sum(
@@ -278,7 +279,9 @@ def test_batch_norm_running_statistics_are_told_as_batch_norm_writes_them() -> N
 def test_the_resnet_case_is_told_in_far_fewer_lines(monkeypatch: pytest.MonkeyPatch) -> None:
     out = _run_case("resnet_blocks.py", monkeypatch)
     assert max(len(line) for line in out.splitlines()) <= 100
-    assert len(out.splitlines()) <= 300, len(out.splitlines())  # 1,951 with every inner turn drawn, 594 before; 288
+    # 1,951 with every inner turn drawn, 594 before; 288, then 227 (rows that read as drawn fold,
+    # the blocks' loop in iteration 2 in one line, notes told in the loop's turn 1 not again)
+    assert len(out.splitlines()) <= 227, len(out.splitlines())
     assert f"│ {_python_loss(CASES / 'resnet_blocks.py')}" in out
     # the ten block() calls: one line, then one for the nine that said it again
     assert re.search(r"^Step 6 · line 10 · return nn\.Sequential\(…\) · in block\(\)", out, flags=re.M), out
@@ -290,6 +293,27 @@ def test_the_resnet_case_is_told_in_far_fewer_lines(monkeypatch: pytest.MonkeyPa
     # the loop summaries: a module's buffers of one name in one row
     assert re.search(r"^    model\.\*\.num_batches_tracked +21 tensors, each ▁▅█ 1 → 3", out, flags=re.M), out
     assert "model.blocks.{6…9}.{1,4}.num_batches_tracked each 0 → 1" in out
+    # rows that read as drawn last fold: a module's row whose tensors' values it never draws moved
+    # (running statistics), or which another name (b) stopped being; with b a block's tensors under
+    # other names (drawn rows, their storages in a module's span), and with b named as the same
+    # tensors as rows on the unchanged line
+    steps = {int(m[1]): m[0] for m in re.finditer(r"^Step (\d+) · .*?(?=^Step |\Z)", out, flags=re.M | re.S)}
+    assert "  unchanged: model.*.{{bias,weight},{running_mean,running_var},num_batches_tracked}, x, y\n" in steps[22]
+    assert "  unchanged: model.*.{{bias,weight},{running_mean,running_var}}, x\n" in steps[31], steps[31]
+    assert "  unchanged: model.*.{running_mean,running_var}, x, y\n" in steps[47], steps[47]
+    # the blocks' loop's turn 2 is shown for its new note (the turns' graphs chained); the notes of
+    # kinds turn 1 told for the line in one line
+    assert "h's graph now holds the graph h had when this turn of the loop began" in steps[22], steps[22]
+    assert "  • 5 notes like step 21's, now about h, model.blocks.1, b (--all-steps shows them)\n" in steps[22]
+    assert "moved toward this batch's statistics" not in steps[22]
+    # b is model.blocks.9 under another name: every tensor (or parameter) of it told as a module's
+    assert "  also named: b's 12 tensors (the same tensors as model.blocks.9's of the same names)\n" in steps[31]
+    assert "  also named: b's 6 parameters (the same tensors as model.blocks.9's of the same names)\n" in steps[33]
+    # a folded turn's line tells every parameter of a model updated as the notes do
+    assert out.count(" · updated: model's 65 parameters and b's 6 parameters\n") == 2, out
+    # iteration 2 is shown for its zero_grad; the blocks' loop before it, nothing new in it, folds
+    # with the turn's steps around it in one line
+    assert "  ↻ iteration 2/3 · lines 30, 32–33 as before · " in out and "↻ iteration 2/3 › " not in out
 
 
 def test_a_list_of_a_models_parameters_reads_as_its_parameters() -> None:
@@ -306,3 +330,27 @@ def test_a_list_of_a_models_parameters_reads_as_its_parameters() -> None:
     text = ", ".join(but_last[:-1]) + " and " + but_last[-1]
     assert module_phrases(text, records) == "model's 4 parameters outside model.2"
     assert module_phrases(text, list(records)) == text  # names alone: which are parameters is not known
+
+
+SAVED_BUMPED = """\
+import torch
+w = torch.ones(3, requires_grad=True)
+for i in range(3):
+    y = w * 2
+    z = y.sin()
+    y.add_(1)
+"""
+
+
+def test_a_later_turn_tells_again_only_what_it_adds_but_a_coming_failure_every_time() -> None:
+    out = run_cli(["run", "-e", SAVED_BUMPED, "--width", "100", "--no-color"]).stdout
+    steps = re.split(r"^(?=Step \d+ · )", out, flags=re.M)
+    bumped = [s for s in steps if s.startswith("Step ") and " · line 6 · " in s.splitlines()[0]]
+    assert len(bumped) == 3, out  # each turn shown in full: a backward through it will fail
+    for step in bumped:  # the failing backward told in every turn, in full
+        assert "y was saved by SinBackward0 for backward at version 0" in " ".join(step.split()), step
+    first = bumped[0].splitlines()[0].split(" · ")[0]  # "Step 5"
+    for step in bumped[1:]:  # the other notes of the line once, then as like the first turn's
+        assert re.search(rf"• \d notes like {first.lower()}'s, now about y \(--all-steps shows them\)", step), step
+    every = run_cli(["run", "-e", SAVED_BUMPED, "--width", "100", "--no-color", "--all-steps"]).stdout
+    assert "notes like" not in every
