@@ -483,7 +483,7 @@ def _walk(
         if cut is not None and _holds_tensor(value, 0, keyed):
             cut[name] = len(value)
         return
-    if _passed_over(value, keyed, budget):
+    if _passed_over(value, keyed, budget, depth):
         return
     looked, before = 0, len(found)
     for i, (k, item) in enumerate(value.items() if keyed else enumerate(value[:MAX_LISTED_ITEMS])):
@@ -497,7 +497,7 @@ def _walk(
             type(item) in _CONTAINERS
             and depth + 1 < _MAX_CONTAINER_DEPTH
             and budget[0] > 0
-            and _passed_over(item, type(item) is dict, budget)
+            and _passed_over(item, type(item) is dict, budget, depth + 1)
         ):
             continue  # (what _walk would do with it, without naming it first)
         key = (f'"{k}"' if isinstance(k, str) else repr(k)) if keyed else k
@@ -506,19 +506,40 @@ def _walk(
         cut[name] = len(value) - looked
 
 
-def _passed_over(value: Any, keyed: bool, budget: list[int]) -> bool:
-    """Whether ``value`` is a container of numbers and strings only (a vocabulary, a sentence's
-    words), with room for all its items in the step's budget: nothing to look into, so it is
-    passed over at C speed, its items counted as visited."""
+def _passed_over(value: Any, keyed: bool, budget: list[int], depth: int) -> bool:
+    """Whether ``value`` (a container ``depth`` deep) holds no tensor, array or module for ``_walk``
+    to find (numbers and strings, and containers of those: a vocabulary, a list of sentences), with
+    room for all it would look at in the step's budget; then it is passed over without naming
+    each item, the budget counted as ``_walk`` counts it."""
+    n = _plain_items(value, keyed, depth)
+    if n is None or n >= budget[0]:
+        return False
+    budget[0] -= n
+    return True
+
+
+def _plain_items(value: Any, keyed: bool, depth: int) -> int | None:
+    """The items ``_walk`` would look at in ``value``, if none of them is a tensor, an array or a
+    module (else None)."""
+    if len(value) > MAX_LISTED_ITEMS:
+        return None
+    items = value.values() if keyed else value
+    if _SCALAR_TYPES.issuperset(map(type, items)):
+        return len(value)
     n = len(value)
-    if (
-        n <= MAX_LISTED_ITEMS
-        and n < budget[0]
-        and _SCALAR_TYPES.issuperset(map(type, value.values() if keyed else value))
-    ):
-        budget[0] -= n
-        return True
-    return False
+    for item in items:
+        kind = type(item)
+        if kind in _SCALAR_TYPES:
+            continue
+        if kind in _CONTAINERS:
+            if depth + 1 < _MAX_CONTAINER_DEPTH:
+                inner = _plain_items(item, kind is dict, depth + 1)
+                if inner is None:
+                    return None
+                n += inner
+        elif isinstance(item, _WALKED):
+            return None
+    return n
 
 
 def _holds_tensor(value: Any, start: int, keyed: bool) -> bool:
