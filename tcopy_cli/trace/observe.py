@@ -438,6 +438,7 @@ def iter_named(
 
 
 _CONTAINERS = (list, tuple, dict)
+_SEQUENCES = (list, tuple)
 
 
 def _walk(
@@ -989,7 +990,11 @@ def _unlisted_bytes(
             # at C speed.
             if _SCALAR_TYPES.issuperset(map(type, items)):
                 continue
-            stack.extend(item for item in items if type(item) not in _SCALAR_TYPES)
+            for item in items:
+                kind = type(item)
+                if kind in _SCALAR_TYPES or (kind in _SEQUENCES and _SCALAR_TYPES.issuperset(map(type, item))):
+                    continue  # (a list or tuple of those: a sentence's words, a pair of numbers)
+                stack.append(item)
     for node in walk.nodes.values():
         variable = getattr(node, "variable", None)
         if isinstance(variable, torch.Tensor):
