@@ -207,6 +207,9 @@ class SavedTensorTracker:
         self.entries: dict[tuple[int, str, int], _Entry] = {}
         self.copied = 0
         self._attrs: dict[type, list[str]] = {}
+        self.unwritten: Callable[[torch.Tensor], bool] = lambda _t: False
+        """Whether nothing can have written a tensor's memory since the last step (then its values
+        are those checked then, and are not compared again: ``trace.unchanged``)."""
 
     def _saved_attrs(self, node: Any) -> list[str]:
         cls = type(node)
@@ -262,7 +265,12 @@ class SavedTensorTracker:
                             entry.status = "unchecked"
                             events.append(SavedEvent("unchecked", node_type, attr, entry.tensor, entry.version))
                         continue
-                    if entry.status == "ok" and entry.copy is not None and not same_values(item.detach(), entry.copy):
+                    if (
+                        entry.status == "ok"
+                        and entry.copy is not None
+                        and not self.unwritten(item)
+                        and not same_values(item.detach(), entry.copy)
+                    ):
                         entry.status = "silent"
                         events.append(
                             SavedEvent("silent", node_type, attr, entry.tensor, entry.version, leaves_behind(nid))

@@ -121,6 +121,18 @@ class Unchanged:
             return None
         return (ptr, version, t.shape, t.stride(), t.storage_offset(), t.dtype, t.device, t.is_conj(), t.is_neg())
 
+    def unwritten(self, t: torch.Tensor) -> bool:
+        """Whether nothing can have written ``t``'s memory since the last step (the saved-tensor check
+        compares a saved tensor with its copy only where something may have)."""
+        if type(t) not in _PLAIN or t.layout is not torch.strided:
+            return False
+        try:
+            storage = t.untyped_storage()
+            ptr = storage.data_ptr()
+        except (RuntimeError, NotImplementedError):
+            return False
+        return storage.resizable() and ptr not in self.touched and ptr not in self.escaped
+
     def step_done(self) -> None:
         """The step's summaries are made: they are the last step's now."""
         self._last, self._now = self._now, {}

@@ -194,6 +194,22 @@ def test_silent_corruption_fires_for_data_write_into_saved_tensor() -> None:
 
 
 @pytest.mark.parametrize(
+    "write",
+    [
+        "d = a.data\nn = 1\nd.mul_(10)",  # through a .data alias kept from an earlier step
+        "v = a.detach().numpy()\nn = 1\nv *= 10",  # through a NumPy view: no torch call at all
+        "import ctypes\np = a.data_ptr()\nn = 1\nctypes.memset(p, 0, 4)",  # through raw memory
+    ],
+)
+def test_silent_corruption_fires_for_writes_torch_does_not_record(write: str) -> None:
+    """The write happens steps after the graph saved ``a``, in a step with no torch call."""
+    src = LEAF + "y = (a * a).sum()\n" + write
+    steps = run_source(src).steps
+    assert SILENT in " ".join(steps[-1].notes), [s.notes for s in steps]
+    assert not any(SILENT in " ".join(s.notes) for s in steps[:-1])
+
+
+@pytest.mark.parametrize(
     "src",
     [
         LEAF + "y = (a * 2).sum()\nu = torch.ones(3)\nu.data.mul_(10)",  # write into an unsaved tensor
