@@ -61,13 +61,15 @@ def torch_session(device: str) -> Iterator[None]:
     dtype = torch.get_default_dtype()
     anomaly = torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()
     print_options = dict(vars(torch._tensor_str.PRINT_OPTS))  # a script may call torch.set_printoptions
+    # and torch.set_default_device, whose mode would stay on the process's stack (torch < 2.3 has no
+    # get_default_device: the CPU is taken as the default there)
+    default = getattr(torch, "get_default_device", lambda: torch.device("cpu"))()
     if device != "cpu":
         torch.set_default_device(device)
     try:
         yield
     finally:
-        if device != "cpu":
-            torch.set_default_device(None)
+        torch.set_default_device(None if default.type == "cpu" else default)
         torch.set_grad_enabled(grad)
         torch.set_default_dtype(dtype)
         torch.set_anomaly_enabled(*anomaly)

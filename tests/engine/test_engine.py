@@ -307,3 +307,15 @@ def test_loops_and_their_summaries() -> None:
     assert [s[1][0].iteration for s in where if s[0] == 19] == [1, 2, 3]
     assert [(s[1][0].iteration, s[1][0].total) for s in where if s[0] == 23] == [(1, 2), (2, 2)]
     assert len(events) == 4 * 1 + 1 + 1 + 1  # loss_of's loop once per epoch, the epochs, the while, the pairs
+
+
+def test_a_scripts_default_device_ends_with_its_run() -> None:
+    """torch.set_default_device pushes a mode onto the process's stack; the next run in the same
+    process (the Python API, the REPL's caller, a test) must not find it there."""
+    from torch.overrides import _get_current_function_mode_stack
+
+    before = list(_get_current_function_mode_stack())
+    trace = run_source('torch.set_default_device("cpu")\nx = torch.ones(2)')
+    assert [s.status for s in trace.steps] == ["ok", "ok"]
+    assert list(_get_current_function_mode_stack()) == before
+    assert torch.get_default_device() == torch.device("cpu")
