@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -240,7 +241,7 @@ class TableRenderer:
         again: dict[int, int] = {}
         loops = tuple(loop.line for loop in step.loops)
         for note in notes:
-            key = (step.line, loops, note.kind)
+            key = (step.line, loops, note.kind, _words(note))
             told = self.told.setdefault(key, step.index)
             always = note.severity != "info" or note.kind.startswith(ALWAYS_NEW)  # wrong or failing gradients
             if self.options.fold and loops and told != step.index and not always:
@@ -367,6 +368,19 @@ class TableRenderer:
         )
         for line in flow.footnotes() if flow is not None else ():
             self.console.print(Text(line, style="dim"))
+
+
+_NUMBER = re.compile(r"-?\d[\d.,]*(?:e[+-]?\d+)?")
+
+
+def _words(note: Note) -> str:
+    """A note's words with its tensors' names and its numbers left out: two notes that read so
+    alike say the same of other tensors or other values (``zeroed in place`` and ``zeroed in place
+    again: its values were 0 already`` do not)."""
+    words = note.line
+    for name in sorted(note.tensors, key=len, reverse=True):
+        words = words.replace(name, "…")
+    return _NUMBER.sub("#", words)
 
 
 def again_line(step: Step, notes: list[Note], again: dict[int, int]) -> str:
