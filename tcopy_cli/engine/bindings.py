@@ -22,7 +22,7 @@ import torch
 
 from tcopy_cli.engine.frames import CodeKinds, display_name
 from tcopy_cli.program import Program
-from tcopy_cli.trace.observe import iter_named
+from tcopy_cli.trace.names import iter_named
 from tcopy_cli.trace.ops import (
     _index_kind,
     _traceable,

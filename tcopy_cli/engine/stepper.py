@@ -30,7 +30,8 @@ from tcopy_cli.errors import LimitExceeded, StopRun, TcopyError, TimeoutExceeded
 from tcopy_cli.limits import DEFAULT_MAX_VALUES, Limits
 from tcopy_cli.program import Program, lead_comments
 from tcopy_cli.trace.compat import degraded
-from tcopy_cli.trace.observe import Observer, Snapshot, Walked, iter_named, walk_names
+from tcopy_cli.trace.names import Walked, iter_named, walk_names
+from tcopy_cli.trace.observe import Observer, Snapshot
 from tcopy_cli.trace.ops import OpRecorder
 from tcopy_cli.trace.records import CaughtInfo, ErrorInfo, OpRecord, RunInfo, RunSummary, Step
 

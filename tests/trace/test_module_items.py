@@ -13,7 +13,7 @@ import torch
 
 from tcopy_cli.limits import Limits
 from tcopy_cli.pipeline import run_source
-from tcopy_cli.trace.observe import walk_names
+from tcopy_cli.trace.names import walk_names
 
 SCRIPT = """\
 import torch
