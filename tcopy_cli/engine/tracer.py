@@ -48,6 +48,7 @@ from tcopy_cli.engine.frames import (
     display_name,
     script_filename,
 )
+from tcopy_cli.engine.imports import untraced_imports
 from tcopy_cli.engine.index import StatementIndex
 from tcopy_cli.engine.loops import Loops, Turn
 from tcopy_cli.engine.reading import contexts, matches
@@ -214,7 +215,7 @@ class Tracer:
     def run(self) -> None:
         """Execute the program one top-level statement at a time under the tracer."""
         stepper = self.stepper
-        with redirected(self.program, self.output, self._display, self._on_warning):
+        with redirected(self.program, self.output, self._display, self._on_warning), untraced_imports():
             for node in self.program.tree.body:
                 code = self._compile(node)
                 self.reported.clear()

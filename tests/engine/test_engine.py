@@ -105,6 +105,28 @@ def test_a_local_helper_module_is_imported_and_not_stepped(tmp_path: Path) -> No
     assert steps[-1].tensors["a"].grad.values == a.grad.tolist()
 
 
+def test_a_module_loads_with_no_trace_function_and_the_steps_go_on(tmp_path: Path) -> None:
+    """An import runs at full speed (no trace function while the module loads, as in plain Python),
+    and the statements after it, a failed one's too, are steps as before."""
+    (tmp_path / "helper.py").write_text("import sys\nTRACED = sys.gettrace() is not None\nprint('loaded', TRACED)\n")
+    source = """\
+    import torch
+    try:
+        import no_such_module_here
+    except ImportError:
+        missing = True
+    import helper
+    a = torch.ones(2) * 3
+    print(helper.TRACED, a.tolist())
+    """
+    steps, summary = _run(source, tmp_path)
+    assert summary.status == "ok"
+    assert [s.line for s in steps][-3:] == [6, 7, 8]
+    assert steps[-3].stdout == "loaded False\n"
+    assert steps[-2].tensors["a"].values == [3.0, 3.0]
+    assert "".join(s.stdout for s in steps) == _plain_python(tmp_path / "main.py").stdout
+
+
 def test_library_functions_calling_script_functions(tmp_path: Path) -> None:
     source = """\
     # callbacks
