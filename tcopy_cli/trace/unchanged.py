@@ -20,6 +20,9 @@ the last step is shown again only where nothing can have written the tensor's me
 
 Anything else (a tensor subclass, a sparse tensor, an inference tensor with no counter) is
 summarised again at every step, as every tensor was before.
+
+A storage handed out is known by its ``StorageImpl`` as well as by its memory: ``resize_`` moves a
+storage's memory, and the ``UntypedStorage`` the script holds writes the new memory.
 """
 
 from __future__ import annotations
@@ -59,6 +62,9 @@ class Unchanged:
         them: a write through ``.data`` moves that alias's own counter, not the tensor's)."""
         self.escaped: set[int] = set()
         """Data pointers of the storages the script may write out of torch's sight (for good)."""
+        self.escaped_storages: set[int] = set()
+        """The same storages by their ``StorageImpl`` (``_cdata``): ``resize_`` moves the memory of a
+        storage the script holds."""
         self._last: dict[int, _Kept] = {}
         self._now: dict[int, _Kept] = {}
 
@@ -78,6 +84,10 @@ class Unchanged:
     def _before(self, t: torch.Tensor, name: str, seen: list[tuple[torch.Tensor, int]]) -> None:
         if name in ESCAPING:
             self._mark(t, self.escaped)
+            try:
+                self.escaped_storages.add(t.untyped_storage()._cdata)
+            except (RuntimeError, NotImplementedError, ValueError):
+                pass
         try:
             seen.append((t, t._version))
         except RuntimeError:  # no version counter to tell a write by: taken as written
@@ -117,7 +127,7 @@ class Unchanged:
             version = t._version
         except (RuntimeError, NotImplementedError):  # no storage; an inference tensor's counter
             return None
-        if not storage.resizable() or ptr in self.escaped:
+        if not storage.resizable() or ptr in self.escaped or storage._cdata in self.escaped_storages:
             return None
         return (ptr, version, t.shape, t.stride(), t.storage_offset(), t.dtype, t.device, t.is_conj(), t.is_neg())
 
@@ -131,7 +141,12 @@ class Unchanged:
             ptr = storage.data_ptr()
         except (RuntimeError, NotImplementedError):
             return False
-        return storage.resizable() and ptr not in self.touched and ptr not in self.escaped
+        return (
+            storage.resizable()
+            and ptr not in self.touched
+            and ptr not in self.escaped
+            and storage._cdata not in self.escaped_storages
+        )
 
     def step_done(self) -> None:
         """The step's summaries are made: they are the last step's now."""

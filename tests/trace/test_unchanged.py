@@ -74,6 +74,14 @@ WRITES = {
         w2 = torch.tensor([], dtype=torch.float32).set_(s)
         w2[0] = 9.0
         """,
+    "through a storage held while resize_ moved its memory": """
+        import torch
+        w = torch.zeros(200)
+        s = w.untyped_storage()
+        w.resize_(500).zero_()
+        n = 1
+        s.fill_(7)
+        """,
 }
 
 
