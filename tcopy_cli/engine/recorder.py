@@ -34,7 +34,7 @@ from tcopy_cli.engine.frames import CodeKinds, display_name
 from tcopy_cli.limits import Limits
 from tcopy_cli.program import Program
 from tcopy_cli.trace.ops import FLAG_CALLS, OpRecorder
-from tcopy_cli.trace.unchanged import Unchanged
+from tcopy_cli.trace.unchanged import CALLING_BACK, Unchanged
 
 SKIPPED = frozenset(
     """
@@ -205,7 +205,10 @@ class OpMode(TorchFunctionMode):
         # What the call writes, by the version counters of the tensors it is given: the observer
         # summarises again only the large tensors something may have written (trace.unchanged).
         unchanged = self.recording.unchanged
-        seen = unchanged.before(spec.name, (*args, *kwargs.values()))
+        calls_back = (spec.kind == "call" and spec.name in CALLING_BACK) or any(
+            t is not torch.Tensor and t is not torch.nn.Parameter for t in types
+        )
+        seen = unchanged.before(spec.name, (*args, *kwargs.values()), calls_back)
         try:
             return self._call(func, spec, args, kwargs)
         finally:

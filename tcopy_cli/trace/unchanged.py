@@ -23,6 +23,11 @@ summarised again at every step, as every tensor was before.
 
 A storage handed out is known by its ``StorageImpl`` as well as by its memory: ``resize_`` moves a
 storage's memory, and the ``UntypedStorage`` the script holds writes the new memory.
+
+The record sees only the calls made with the mode on. Code that runs while a recorded call runs (the
+mode is off then: hooks during ``backward``, ``autograd.grad``, the function of ``apply_``/``map_``,
+a tensor subclass's ``__torch_function__``) makes calls the record never sees; where any may have
+run since the last step, every tensor is summarised again.
 """
 
 from __future__ import annotations
@@ -47,6 +52,10 @@ ESCAPING = frozenset(
 )
 """Calls that give the script a way to write a tensor's memory that torch does not see."""
 
+CALLING_BACK = frozenset({"backward", "grad", "apply_", "map_", "map2_"})
+"""Calls that run Python code (hooks, a custom Function's backward, a per-element function) while
+they run, with the dispatch mode off: the writes that code makes are not recorded."""
+
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 Summary = tuple[Any, str]
@@ -65,12 +74,17 @@ class Unchanged:
         self.escaped_storages: set[int] = set()
         """The same storages by their ``StorageImpl`` (``_cdata``): ``resize_`` moves the memory of a
         storage the script holds."""
+        self.all_touched = False
+        """Code the record does not see may have run since the last step (see the module)."""
         self._last: dict[int, _Kept] = {}
         self._now: dict[int, _Kept] = {}
 
-    def before(self, name: str, args: Iterable[Any]) -> list[tuple[torch.Tensor, int]]:
+    def before(self, name: str, args: Iterable[Any], calls_back: bool = False) -> list[tuple[torch.Tensor, int]]:
         """An operation called ``name`` is about to run on ``args``: the tensors among them (in lists
-        and tuples too), with their versions, for ``after``."""
+        and tuples too), with their versions, for ``after``. ``calls_back``: it may run Python code
+        (``CALLING_BACK``, a tensor subclass's ``__torch_function__``) whose calls are not recorded."""
+        if calls_back:
+            self.all_touched = True
         seen: list[tuple[torch.Tensor, int]] = []
         for value in args:
             if isinstance(value, torch.Tensor):
@@ -113,7 +127,9 @@ class Unchanged:
         if key is None:
             return make()
         last = self._last.get(id(t))
-        same = last is not None and last[0] == key and last[1]() is t and key[0] not in self.touched
+        same = (
+            last is not None and last[0] == key and last[1]() is t and key[0] not in self.touched and not self._unseen()
+        )
         found = last[2] if last is not None and same else make()
         self._now[id(t)] = (key, weakref.ref(t), found)
         return found
@@ -146,12 +162,18 @@ class Unchanged:
             and ptr not in self.touched
             and ptr not in self.escaped
             and storage._cdata not in self.escaped_storages
+            and not self._unseen()
         )
+
+    def _unseen(self) -> bool:
+        """Whether code the record does not see may have written any tensor since the last step."""
+        return self.all_touched
 
     def step_done(self) -> None:
         """The step's summaries are made: they are the last step's now."""
         self._last, self._now = self._now, {}
         self.touched.clear()
+        self.all_touched = False
 
     def forget(self, t: torch.Tensor) -> None:
         """Hold no weak reference to ``t`` (about to be swapped: ``torch.utils.swap_tensors``)."""

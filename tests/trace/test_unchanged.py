@@ -82,6 +82,42 @@ WRITES = {
         n = 1
         s.fill_(7)
         """,
+    "from a hook during backward (the mode is off while backward runs)": """
+        import torch
+        w = torch.zeros(500)
+        d = w.data
+        p = torch.ones(3, requires_grad=True)
+        def hook(g):
+            d.add_(5)
+        h = p.register_hook(hook)
+        n = 1
+        p.sum().backward()
+        """,
+    "from the function apply_ calls": """
+        import torch
+        w = torch.zeros(500)
+        d = w.data
+        c = torch.ones(3)
+        n = 1
+        def f(v):
+            d.add_(1)
+            return v
+        c.apply_(f)
+        """,
+    "from a tensor subclass's __torch_function__": """
+        import torch
+        w = torch.zeros(500)
+        d = w.data
+        class Sub(torch.Tensor):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                if func is torch.Tensor.add:
+                    d.add_(1)
+                return super().__torch_function__(func, types, args, kwargs or {})
+        s = torch.ones(3).as_subclass(Sub)
+        n = 1
+        r = s + 1
+        """,
 }
 
 
