@@ -24,16 +24,21 @@ summarised again at every step, as every tensor was before.
 A storage handed out is known by its ``StorageImpl`` as well as by its memory: ``resize_`` moves a
 storage's memory, and the ``UntypedStorage`` the script holds writes the new memory.
 
-The record sees only the calls made with the mode on. Code that runs while a recorded call runs (the
-mode is off then: hooks during ``backward``, ``autograd.grad``, the function of ``apply_``/``map_``,
-a tensor subclass's ``__torch_function__``) makes calls the record never sees; where any may have
-run since the last step, every tensor is summarised again.
+The record sees only the calls the script's own thread makes with the mode on. Code that runs while
+a recorded call runs (the mode is off then: hooks during ``backward``, ``autograd.grad``, the function
+of ``apply_``/``map_``/``map2_``, a tensor subclass's ``__torch_function__``) and code on another
+thread (the mode is the script thread's) make calls the record never sees; where any may have run
+since the last step, every tensor is summarised again. Once the script has started a thread, that is
+every step to the end of the run.
 """
 
 from __future__ import annotations
 
+import threading
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from types import FrameType
 from typing import Any
 
 import torch
@@ -56,6 +61,9 @@ CALLING_BACK = frozenset({"backward", "grad", "apply_", "map_", "map2_"})
 """Calls that run Python code (hooks, a custom Function's backward, a per-element function) while
 they run, with the dispatch mode off: the writes that code makes are not recorded."""
 
+OWN_THREADS = "tcopy-"
+"""The prefix of the names of tcopy's own threads (the watchdog), which write no tensor."""
+
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 Summary = tuple[Any, str]
@@ -76,6 +84,8 @@ class Unchanged:
         storage the script holds."""
         self.all_touched = False
         """Code the record does not see may have run since the last step (see the module)."""
+        self.threads_started = False
+        """A thread was started while the script ran: it may write at any time, unseen."""
         self._last: dict[int, _Kept] = {}
         self._now: dict[int, _Kept] = {}
 
@@ -167,7 +177,30 @@ class Unchanged:
 
     def _unseen(self) -> bool:
         """Whether code the record does not see may have written any tensor since the last step."""
+        if self.all_touched or self.threads_started:
+            return True
+        ours = (threading.main_thread(), threading.current_thread())
+        if any(th not in ours and not th.name.startswith(OWN_THREADS) for th in threading.enumerate()):
+            self.all_touched = True  # (a thread started before the run, still running)
         return self.all_touched
+
+    @contextmanager
+    def watching_threads(self) -> Iterator[None]:
+        """While the script runs, a thread started by ``threading`` tells ``threads_started`` (by the
+        trace hook ``threading`` installs in each new thread; it then takes itself off)."""
+        import sys
+
+        def started(_frame: FrameType, _event: str, _arg: Any) -> None:
+            if not threading.current_thread().name.startswith(OWN_THREADS):
+                self.threads_started = True
+            sys.settrace(None)
+
+        previous = threading.gettrace()
+        threading.settrace(started)
+        try:
+            yield
+        finally:
+            threading.settrace(previous)  # type: ignore[arg-type]
 
     def step_done(self) -> None:
         """The step's summaries are made: they are the last step's now."""

@@ -199,6 +199,8 @@ def test_silent_corruption_fires_for_data_write_into_saved_tensor() -> None:
         # from a hook while another graph's backward runs (the dispatch mode is off meanwhile)
         "d = a.data\nq = torch.ones(2, requires_grad=True)\ndef hook(g):\n    d.mul_(10)\n"
         "h = q.register_hook(hook)\nn = 1\nq.sum().backward()",
+        # from another thread (the dispatch mode is the script thread's)
+        "import threading\nd = a.data\nt = threading.Thread(target=d.mul_, args=(10,))\nn = 1\nt.start() or t.join()",
     ],
 )
 def test_silent_corruption_fires_for_writes_made_where_the_record_is_off(write: str) -> None:

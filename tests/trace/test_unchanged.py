@@ -82,6 +82,16 @@ WRITES = {
         n = 1
         s.fill_(7)
         """,
+    "from another thread (the dispatch mode is the script thread's)": """
+        import threading
+        import torch
+        w = torch.zeros(500)
+        d = w.data
+        n = 1
+        t = threading.Thread(target=d.add_, args=(5,))
+        t.start() or t.join()
+        m = 2
+        """,
     "from a hook during backward (the mode is off while backward runs)": """
         import torch
         w = torch.zeros(500)
