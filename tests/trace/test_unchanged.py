@@ -103,6 +103,19 @@ WRITES = {
         n = 1
         p.sum().backward()
         """,
+    "from a saved_tensors_hooks pack hook": """
+        import torch
+        w = torch.zeros(500)
+        d = w.data
+        x = torch.ones(3, requires_grad=True)
+        def pack(t):
+            d.add_(1)
+            return t
+        n = 1
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            y = x * x
+        m = 2
+        """,
     "from the function apply_ calls": """
         import torch
         w = torch.zeros(500)
