@@ -27,7 +27,8 @@ storage's memory, and the ``UntypedStorage`` the script holds writes the new mem
 The record sees only the calls the script's own thread makes with the mode on. Code that runs while
 a recorded call runs (the mode is off then: hooks during ``backward``, ``autograd.grad``, the function
 of ``apply_``/``map_``/``map2_``, a tensor subclass's ``__torch_function__``, the pack hook of
-``saved_tensors_hooks`` as any call saves a tensor) and code on another
+``saved_tensors_hooks`` as any call saves a tensor), a function ``torch.compile`` made or one a
+``torch.jit``/``torch.fx`` tracer runs (without the mode, ``engine.watched``) and code on another
 thread (the mode is the script thread's) make calls the record never sees; where any may have run
 since the last step, every tensor is summarised again. Once the script has started a thread, that is
 every step to the end of the run.

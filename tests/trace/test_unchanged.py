@@ -116,6 +116,31 @@ WRITES = {
             y = x * x
         m = 2
         """,
+    "in a function torch.compile made (it runs without the mode)": """
+        import torch
+        w = torch.zeros(500)
+        d = w.data
+        def f(x):
+            d.add_(1)
+            return x * 2
+        g = torch.compile(f, backend="eager")
+        x = torch.ones(3)
+        n = 1
+        y = g(x)
+        m = 2
+        """,
+    "in a function torch.jit.trace runs (it runs without the mode)": """
+        import torch
+        w = torch.zeros(500)
+        d = w.data
+        def f(x):
+            d.add_(1)
+            return x * 2
+        x = torch.ones(3)
+        n = 1
+        tr = torch.jit.trace(f, (x,))
+        m = 2
+        """,
     "from the function apply_ calls": """
         import torch
         w = torch.zeros(500)
@@ -146,7 +171,7 @@ WRITES = {
 
 def _python_states(src: str) -> list[torch.Tensor]:
     """``w`` (cloned) after each top-level statement, as plain Python runs them."""
-    namespace: dict[str, Any] = {}
+    namespace: dict[str, Any] = {"__name__": "__main__"}
     states = []
     for node in ast.parse(src).body:
         exec(compile(ast.Module([node], []), "<test>", "exec"), namespace)
