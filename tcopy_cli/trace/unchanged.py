@@ -59,9 +59,10 @@ ESCAPING = frozenset(
 )
 """Calls that give the script a way to write a tensor's memory that torch does not see."""
 
-CALLING_BACK = frozenset({"backward", "grad", "apply_", "map_", "map2_"})
-"""Calls that run Python code (hooks, a custom Function's backward, a per-element function) while
-they run, with the dispatch mode off: the writes that code makes are not recorded."""
+CALLING_BACK = frozenset({"backward", "grad", "apply_", "map_", "map2_", "deepcopy"})
+"""Calls that run Python code (hooks, a custom Function's backward, a per-element function, the
+``__deepcopy__`` of what a tensor's ``__dict__`` holds) while they run, with the dispatch mode off:
+the writes that code makes are not recorded."""
 
 OWN_THREADS = "tcopy-"
 """The prefix of the names of tcopy's own threads (the watchdog), which write no tensor."""

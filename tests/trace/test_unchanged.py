@@ -141,6 +141,21 @@ WRITES = {
         tr = torch.jit.trace(f, (x,))
         m = 2
         """,
+    "from a __deepcopy__ that deepcopying a tensor calls": """
+        import copy
+        import torch
+        w = torch.zeros(500)
+        d = w.data
+        class Writes:
+            def __deepcopy__(self, memo):
+                d.add_(6)
+                return self
+        t = torch.ones(3)
+        t.note = Writes()
+        n = 1
+        t2 = copy.deepcopy(t)
+        m = 2
+        """,
     "from the function apply_ calls": """
         import torch
         w = torch.zeros(500)
