@@ -156,6 +156,17 @@ WRITES = {
         t2 = copy.deepcopy(t)
         m = 2
         """,
+    "by a fused optimizer step (no version counter moves)": """
+        import torch
+        torch.manual_seed(0)
+        lin = torch.nn.Linear(30, 30)
+        w = lin.weight
+        opt = torch.optim.AdamW(lin.parameters(), lr=0.1, fused=True)
+        lin(torch.ones(2, 30)).sum().backward()
+        n = 1
+        opt.step()
+        m = 2
+        """,
     "from the function apply_ calls": """
         import torch
         w = torch.zeros(500)
