@@ -9,7 +9,7 @@ the last step is shown again only where nothing can have written the tensor's me
   device, and the same version counter (every in-place write through torch bumps the counter
   of the tensors it writes, and of their views and ``detach()``-ed aliases, which share it);
 - no operation since the last step wrote a tensor on that storage: an operation that writes a
-  tensor moves that tensor's counter (a fused kernel, ``UNCOUNTED``, does not: it is taken as
+  tensor moves that tensor's counter (a fused or mixed-precision kernel, ``UNCOUNTED``, does not: it is taken as
   writing every tensor it is given), and a write through another tensor on the same memory
   (``.data``, whose counter is its own) moves only that one's. The dispatch record
   (``engine.recorder``) sees each operation, with the versions of its tensors before and after;
@@ -68,10 +68,11 @@ the writes that code makes are not recorded."""
 OWN_THREADS = "tcopy-"
 """The prefix of the names of tcopy's own threads (the watchdog), which write no tensor."""
 
-UNCOUNTED = "_fused"
-"""The prefix of the fused kernels (``_fused_adam_``, ``_fused_adamw_``, ``_fused_sgd_``, the
-optimizers' ``fused=True`` step ...), which write their tensors in place without moving their
-version counters."""
+UNCOUNTED = ("_fused", "_amp_")
+"""The prefixes of the fused kernels (``_fused_adam_``, ``_fused_adamw_``, ``_fused_sgd_``, the
+optimizers' ``fused=True`` step ...) and of the mixed-precision ones (``GradScaler``'s
+``_amp_foreach_non_finite_check_and_unscale_`` of the gradients, ``_amp_update_scale_``), which
+write their tensors in place without moving their version counters."""
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 

@@ -167,6 +167,15 @@ WRITES = {
         opt.step()
         m = 2
         """,
+    "by GradScaler's unscaling kernel (no version counter moves)": """
+        import torch
+        w = torch.ones(500)
+        found = torch.zeros(1)
+        inv = torch.full((1,), 0.5)
+        n = 1
+        torch._amp_foreach_non_finite_check_and_unscale_([w], found, inv)
+        m = 2
+        """,
     "from the function apply_ calls": """
         import torch
         w = torch.zeros(500)
