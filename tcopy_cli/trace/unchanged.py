@@ -9,8 +9,9 @@ the last step is shown again only where nothing can have written the tensor's me
   device, and the same version counter (every in-place write through torch bumps the counter
   of the tensors it writes, and of their views and ``detach()``-ed aliases, which share it);
 - no operation since the last step wrote a tensor on that storage: an operation that writes a
-  tensor moves that tensor's counter (a fused or mixed-precision kernel, ``UNCOUNTED``, does not: it is taken as
-  writing every tensor it is given), and a write through another tensor on the same memory
+  tensor moves that tensor's counter (a fused or mixed-precision kernel, or batch norm updating
+  its running statistics, does not: see ``UNCOUNTED``; such a call is taken as writing every
+  tensor it is given), and a write through another tensor on the same memory
   (``.data``, whose counter is its own) moves only that one's. The dispatch record
   (``engine.recorder``) sees each operation, with the versions of its tensors before and after;
 - memory torch allocated (a resizable storage): a tensor made on NumPy's memory
@@ -74,6 +75,17 @@ optimizers' ``fused=True`` step ...) and of the mixed-precision ones (``GradScal
 ``_amp_foreach_non_finite_check_and_unscale_`` of the gradients, ``_amp_update_scale_``), which
 write their tensors in place without moving their version counters."""
 
+UNCOUNTED_IN = ("batch_norm",)
+"""Parts of the names of other calls that write without moving version counters: batch norm in
+training updates ``running_mean``/``running_var`` in place (``F.batch_norm``, ``torch.batch_norm``,
+``native_batch_norm`` ...)."""
+
+
+def _uncounted(name: str) -> bool:
+    """Whether a call called ``name`` may write a tensor it is given without moving its counter."""
+    return name.startswith(UNCOUNTED) or any(part in name for part in UNCOUNTED_IN)
+
+
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 Summary = tuple[Any, str]
@@ -116,7 +128,7 @@ class Unchanged:
         return seen
 
     def _before(self, t: torch.Tensor, name: str, seen: list[tuple[torch.Tensor, int]]) -> None:
-        if name.startswith(UNCOUNTED):  # taken as writing every tensor it is given
+        if _uncounted(name):  # taken as writing every tensor it is given
             self._mark(t, self.touched)
             return
         if name in ESCAPING:

@@ -176,6 +176,18 @@ WRITES = {
         torch._amp_foreach_non_finite_check_and_unscale_([w], found, inv)
         m = 2
         """,
+    "by batch norm's update of its running statistics (no version counter moves)": """
+        import torch
+        torch.manual_seed(0)
+        bn = torch.nn.BatchNorm1d(200)
+        w = bn.running_mean
+        x = torch.randn(8, 200)
+        n = 1
+        y = bn(x)
+        m = 2
+        z = torch.nn.functional.batch_norm(x, w, torch.ones(200), training=True)
+        k = 3
+        """,
     "from the function apply_ calls": """
         import torch
         w = torch.zeros(500)
