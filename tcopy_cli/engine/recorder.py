@@ -34,7 +34,7 @@ from tcopy_cli.engine.frames import CodeKinds, display_name
 from tcopy_cli.limits import Limits
 from tcopy_cli.program import Program
 from tcopy_cli.trace.ops import FLAG_CALLS, OpRecorder
-from tcopy_cli.trace.unchanged import Unchanged
+from tcopy_cli.trace.unchanged import CALLING_BACK, Unchanged
 
 SKIPPED = frozenset(
     """
@@ -64,6 +64,7 @@ STATEMENT_TEXT = frozenset({"setitem", "setattr", "augassign", "iterate"})
 
 
 _jit_tracing = torch._C._get_tracing_state
+_saved_tensors_hooks = torch._C._autograd._top_saved_tensors_default_hooks
 
 
 @dataclass(frozen=True)
@@ -205,7 +206,12 @@ class OpMode(TorchFunctionMode):
         # What the call writes, by the version counters of the tensors it is given: the observer
         # summarises again only the large tensors something may have written (trace.unchanged).
         unchanged = self.recording.unchanged
-        seen = unchanged.before(spec.name, (*args, *kwargs.values()))
+        calls_back = (
+            (spec.kind == "call" and spec.name in CALLING_BACK)
+            or any(t is not torch.Tensor and t is not torch.nn.Parameter for t in types)
+            or _saved_tensors_hooks(False) is not None  # (a pack hook runs as the call saves a tensor)
+        )
+        seen = unchanged.before(spec.name, (*args, *kwargs.values()), calls_back)
         try:
             return self._call(func, spec, args, kwargs)
         finally:

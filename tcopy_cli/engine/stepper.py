@@ -115,7 +115,7 @@ class Stepper:
 
     def run(self) -> RunSummary:
         """Run the whole script."""
-        with torch_session(self.options.device):
+        with torch_session(self.options.device), self.observer.unchanged.watching_threads():
             self._run_body()
         return self.summary()
 
@@ -143,7 +143,8 @@ class Stepper:
         self.tracer.load(program)
         self.recording.load(program)
         self.stopped_by = None
-        self._run_body()
+        with self.observer.unchanged.watching_threads():
+            self._run_body()
         return self.errors - errors
 
     def close(self) -> None:

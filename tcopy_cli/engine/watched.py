@@ -71,6 +71,7 @@ class CompiledCalls:
         if not isinstance(top, OpMode):
             return None
         torch._C._pop_torch_function_stack()
+        top.recording.unchanged.all_touched = True  # (what it writes, no record sees: trace.unchanged)
         return _Restore(top)
 
 

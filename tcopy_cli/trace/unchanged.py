@@ -9,7 +9,9 @@ the last step is shown again only where nothing can have written the tensor's me
   device, and the same version counter (every in-place write through torch bumps the counter
   of the tensors it writes, and of their views and ``detach()``-ed aliases, which share it);
 - no operation since the last step wrote a tensor on that storage: an operation that writes a
-  tensor moves that tensor's counter, and a write through another tensor on the same memory
+  tensor moves that tensor's counter (a fused or mixed-precision kernel, or batch norm updating
+  its running statistics, does not: see ``UNCOUNTED``; such a call is taken as writing every
+  tensor it is given), and a write through another tensor on the same memory
   (``.data``, whose counter is its own) moves only that one's. The dispatch record
   (``engine.recorder``) sees each operation, with the versions of its tensors before and after;
 - memory torch allocated (a resizable storage): a tensor made on NumPy's memory
@@ -20,12 +22,27 @@ the last step is shown again only where nothing can have written the tensor's me
 
 Anything else (a tensor subclass, a sparse tensor, an inference tensor with no counter) is
 summarised again at every step, as every tensor was before.
+
+A storage handed out is known by its ``StorageImpl`` as well as by its memory: ``resize_`` moves a
+storage's memory, and the ``UntypedStorage`` the script holds writes the new memory.
+
+The record sees only the calls the script's own thread makes with the mode on. Code that runs while
+a recorded call runs (the mode is off then: hooks during ``backward``, ``autograd.grad``, the function
+of ``apply_``/``map_``/``map2_``, a tensor subclass's ``__torch_function__``, the pack hook of
+``saved_tensors_hooks`` as any call saves a tensor), a function ``torch.compile`` made or one a
+``torch.jit``/``torch.fx`` tracer runs (without the mode, ``engine.watched``) and code on another
+thread (the mode is the script thread's) make calls the record never sees; where any may have run
+since the last step, every tensor is summarised again. Once the script has started a thread, that is
+every step to the end of the run.
 """
 
 from __future__ import annotations
 
+import threading
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from types import FrameType
 from typing import Any
 
 import torch
@@ -44,6 +61,31 @@ ESCAPING = frozenset(
 )
 """Calls that give the script a way to write a tensor's memory that torch does not see."""
 
+CALLING_BACK = frozenset({"backward", "grad", "apply_", "map_", "map2_", "deepcopy"})
+"""Calls that run Python code (hooks, a custom Function's backward, a per-element function, the
+``__deepcopy__`` of what a tensor's ``__dict__`` holds) while they run, with the dispatch mode off:
+the writes that code makes are not recorded."""
+
+OWN_THREADS = "tcopy-"
+"""The prefix of the names of tcopy's own threads (the watchdog), which write no tensor."""
+
+UNCOUNTED = ("_fused", "_amp_")
+"""The prefixes of the fused kernels (``_fused_adam_``, ``_fused_adamw_``, ``_fused_sgd_``, the
+optimizers' ``fused=True`` step ...) and of the mixed-precision ones (``GradScaler``'s
+``_amp_foreach_non_finite_check_and_unscale_`` of the gradients, ``_amp_update_scale_``), which
+write their tensors in place without moving their version counters."""
+
+UNCOUNTED_IN = ("batch_norm",)
+"""Parts of the names of other calls that write without moving version counters: batch norm in
+training updates ``running_mean``/``running_var`` in place (``F.batch_norm``, ``torch.batch_norm``,
+``native_batch_norm`` ...)."""
+
+
+def _uncounted(name: str) -> bool:
+    """Whether a call called ``name`` may write a tensor it is given without moving its counter."""
+    return name.startswith(UNCOUNTED) or any(part in name for part in UNCOUNTED_IN)
+
+
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 Summary = tuple[Any, str]
@@ -59,12 +101,22 @@ class Unchanged:
         them: a write through ``.data`` moves that alias's own counter, not the tensor's)."""
         self.escaped: set[int] = set()
         """Data pointers of the storages the script may write out of torch's sight (for good)."""
+        self.escaped_storages: set[int] = set()
+        """The same storages by their ``StorageImpl`` (``_cdata``): ``resize_`` moves the memory of a
+        storage the script holds."""
+        self.all_touched = False
+        """Code the record does not see may have run since the last step (see the module)."""
+        self.threads_started = False
+        """A thread was started while the script ran: it may write at any time, unseen."""
         self._last: dict[int, _Kept] = {}
         self._now: dict[int, _Kept] = {}
 
-    def before(self, name: str, args: Iterable[Any]) -> list[tuple[torch.Tensor, int]]:
+    def before(self, name: str, args: Iterable[Any], calls_back: bool = False) -> list[tuple[torch.Tensor, int]]:
         """An operation called ``name`` is about to run on ``args``: the tensors among them (in lists
-        and tuples too), with their versions, for ``after``."""
+        and tuples too), with their versions, for ``after``. ``calls_back``: it may run Python code
+        (``CALLING_BACK``, a tensor subclass's ``__torch_function__``) whose calls are not recorded."""
+        if calls_back:
+            self.all_touched = True
         seen: list[tuple[torch.Tensor, int]] = []
         for value in args:
             if isinstance(value, torch.Tensor):
@@ -76,8 +128,15 @@ class Unchanged:
         return seen
 
     def _before(self, t: torch.Tensor, name: str, seen: list[tuple[torch.Tensor, int]]) -> None:
+        if _uncounted(name):  # taken as writing every tensor it is given
+            self._mark(t, self.touched)
+            return
         if name in ESCAPING:
             self._mark(t, self.escaped)
+            try:
+                self.escaped_storages.add(t.untyped_storage()._cdata)
+            except (RuntimeError, NotImplementedError, ValueError):
+                pass
         try:
             seen.append((t, t._version))
         except RuntimeError:  # no version counter to tell a write by: taken as written
@@ -103,7 +162,9 @@ class Unchanged:
         if key is None:
             return make()
         last = self._last.get(id(t))
-        same = last is not None and last[0] == key and last[1]() is t and key[0] not in self.touched
+        same = (
+            last is not None and last[0] == key and last[1]() is t and key[0] not in self.touched and not self._unseen()
+        )
         found = last[2] if last is not None and same else make()
         self._now[id(t)] = (key, weakref.ref(t), found)
         return found
@@ -117,7 +178,7 @@ class Unchanged:
             version = t._version
         except (RuntimeError, NotImplementedError):  # no storage; an inference tensor's counter
             return None
-        if not storage.resizable() or ptr in self.escaped:
+        if not storage.resizable() or ptr in self.escaped or storage._cdata in self.escaped_storages:
             return None
         return (ptr, version, t.shape, t.stride(), t.storage_offset(), t.dtype, t.device, t.is_conj(), t.is_neg())
 
@@ -131,12 +192,46 @@ class Unchanged:
             ptr = storage.data_ptr()
         except (RuntimeError, NotImplementedError):
             return False
-        return storage.resizable() and ptr not in self.touched and ptr not in self.escaped
+        return (
+            storage.resizable()
+            and ptr not in self.touched
+            and ptr not in self.escaped
+            and storage._cdata not in self.escaped_storages
+            and not self._unseen()
+        )
+
+    def _unseen(self) -> bool:
+        """Whether code the record does not see may have written any tensor since the last step."""
+        if self.all_touched or self.threads_started:
+            return True
+        ours = (threading.main_thread(), threading.current_thread())
+        if any(th not in ours and not th.name.startswith(OWN_THREADS) for th in threading.enumerate()):
+            self.all_touched = True  # (a thread started before the run, still running)
+        return self.all_touched
+
+    @contextmanager
+    def watching_threads(self) -> Iterator[None]:
+        """While the script runs, a thread started by ``threading`` tells ``threads_started`` (by the
+        trace hook ``threading`` installs in each new thread; it then takes itself off)."""
+        import sys
+
+        def started(_frame: FrameType, _event: str, _arg: Any) -> None:
+            if not threading.current_thread().name.startswith(OWN_THREADS):
+                self.threads_started = True
+            sys.settrace(None)
+
+        previous = threading.gettrace()
+        threading.settrace(started)
+        try:
+            yield
+        finally:
+            threading.settrace(previous)  # type: ignore[arg-type]
 
     def step_done(self) -> None:
         """The step's summaries are made: they are the last step's now."""
         self._last, self._now = self._now, {}
         self.touched.clear()
+        self.all_touched = False
 
     def forget(self, t: torch.Tensor) -> None:
         """Hold no weak reference to ``t`` (about to be swapped: ``torch.utils.swap_tensors``)."""

@@ -196,6 +196,23 @@ def test_silent_corruption_fires_for_data_write_into_saved_tensor() -> None:
 @pytest.mark.parametrize(
     "write",
     [
+        # from a hook while another graph's backward runs (the dispatch mode is off meanwhile)
+        "d = a.data\nq = torch.ones(2, requires_grad=True)\ndef hook(g):\n    d.mul_(10)\n"
+        "h = q.register_hook(hook)\nn = 1\nq.sum().backward()",
+        # from another thread (the dispatch mode is the script thread's)
+        "import threading\nd = a.data\nt = threading.Thread(target=d.mul_, args=(10,))\nn = 1\nt.start() or t.join()",
+    ],
+)
+def test_silent_corruption_fires_for_writes_made_where_the_record_is_off(write: str) -> None:
+    src = "import torch\n" + LEAF + "y = (a * a).sum()\n" + write
+    steps = run_source(src).steps
+    assert SILENT in " ".join(steps[-1].notes), [s.notes for s in steps]
+    assert not any(SILENT in " ".join(s.notes) for s in steps[:-1])
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
         "d = a.data\nn = 1\nd.mul_(10)",  # through a .data alias kept from an earlier step
         "v = a.detach().numpy()\nn = 1\nv *= 10",  # through a NumPy view: no torch call at all
         "import ctypes\np = a.data_ptr()\nn = 1\nctypes.memset(p, 0, 4)",  # through raw memory

@@ -74,12 +74,151 @@ WRITES = {
         w2 = torch.tensor([], dtype=torch.float32).set_(s)
         w2[0] = 9.0
         """,
+    "through a storage held while resize_ moved its memory": """
+        import torch
+        w = torch.zeros(200)
+        s = w.untyped_storage()
+        w.resize_(500).zero_()
+        n = 1
+        s.fill_(7)
+        """,
+    "from another thread (the dispatch mode is the script thread's)": """
+        import threading
+        import torch
+        w = torch.zeros(500)
+        d = w.data
+        n = 1
+        t = threading.Thread(target=d.add_, args=(5,))
+        t.start() or t.join()
+        m = 2
+        """,
+    "from a hook during backward (the mode is off while backward runs)": """
+        import torch
+        w = torch.zeros(500)
+        d = w.data
+        p = torch.ones(3, requires_grad=True)
+        def hook(g):
+            d.add_(5)
+        h = p.register_hook(hook)
+        n = 1
+        p.sum().backward()
+        """,
+    "from a saved_tensors_hooks pack hook": """
+        import torch
+        w = torch.zeros(500)
+        d = w.data
+        x = torch.ones(3, requires_grad=True)
+        def pack(t):
+            d.add_(1)
+            return t
+        n = 1
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            y = x * x
+        m = 2
+        """,
+    "in a function torch.compile made (it runs without the mode)": """
+        import torch
+        w = torch.zeros(500)
+        d = w.data
+        def f(x):
+            d.add_(1)
+            return x * 2
+        g = torch.compile(f, backend="eager")
+        x = torch.ones(3)
+        n = 1
+        y = g(x)
+        m = 2
+        """,
+    "in a function torch.jit.trace runs (it runs without the mode)": """
+        import torch
+        w = torch.zeros(500)
+        d = w.data
+        def f(x):
+            d.add_(1)
+            return x * 2
+        x = torch.ones(3)
+        n = 1
+        tr = torch.jit.trace(f, (x,))
+        m = 2
+        """,
+    "from a __deepcopy__ that deepcopying a tensor calls": """
+        import copy
+        import torch
+        w = torch.zeros(500)
+        d = w.data
+        class Writes:
+            def __deepcopy__(self, memo):
+                d.add_(6)
+                return self
+        t = torch.ones(3)
+        t.note = Writes()
+        n = 1
+        t2 = copy.deepcopy(t)
+        m = 2
+        """,
+    "by a fused optimizer step (no version counter moves)": """
+        import torch
+        torch.manual_seed(0)
+        lin = torch.nn.Linear(30, 30)
+        w = lin.weight
+        opt = torch.optim.AdamW(lin.parameters(), lr=0.1, fused=True)
+        lin(torch.ones(2, 30)).sum().backward()
+        n = 1
+        opt.step()
+        m = 2
+        """,
+    "by GradScaler's unscaling kernel (no version counter moves)": """
+        import torch
+        w = torch.ones(500)
+        found = torch.zeros(1)
+        inv = torch.full((1,), 0.5)
+        n = 1
+        torch._amp_foreach_non_finite_check_and_unscale_([w], found, inv)
+        m = 2
+        """,
+    "by batch norm's update of its running statistics (no version counter moves)": """
+        import torch
+        torch.manual_seed(0)
+        bn = torch.nn.BatchNorm1d(200)
+        w = bn.running_mean
+        x = torch.randn(8, 200)
+        n = 1
+        y = bn(x)
+        m = 2
+        z = torch.nn.functional.batch_norm(x, w, torch.ones(200), training=True)
+        k = 3
+        """,
+    "from the function apply_ calls": """
+        import torch
+        w = torch.zeros(500)
+        d = w.data
+        c = torch.ones(3)
+        n = 1
+        def f(v):
+            d.add_(1)
+            return v
+        c.apply_(f)
+        """,
+    "from a tensor subclass's __torch_function__": """
+        import torch
+        w = torch.zeros(500)
+        d = w.data
+        class Sub(torch.Tensor):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                if func is torch.Tensor.add:
+                    d.add_(1)
+                return super().__torch_function__(func, types, args, kwargs or {})
+        s = torch.ones(3).as_subclass(Sub)
+        n = 1
+        r = s + 1
+        """,
 }
 
 
 def _python_states(src: str) -> list[torch.Tensor]:
     """``w`` (cloned) after each top-level statement, as plain Python runs them."""
-    namespace: dict[str, Any] = {}
+    namespace: dict[str, Any] = {"__name__": "__main__"}
     states = []
     for node in ast.parse(src).body:
         exec(compile(ast.Module([node], []), "<test>", "exec"), namespace)
