@@ -108,16 +108,18 @@ def test_a_local_helper_module_is_imported_and_not_stepped(tmp_path: Path) -> No
 def test_a_module_loads_with_no_trace_function_and_the_steps_go_on(tmp_path: Path) -> None:
     """An import runs at full speed (no trace function while the module loads, as in plain Python),
     and the statements after it, a failed one's too, are steps as before."""
-    (tmp_path / "helper.py").write_text("import sys\nTRACED = sys.gettrace() is not None\nprint('loaded', TRACED)\n")
+    (tmp_path / "loaded_untraced.py").write_text(
+        "import sys\nTRACED = sys.gettrace() is not None\nprint('loaded', TRACED)\n"
+    )
     source = """\
     import torch
     try:
         import no_such_module_here
     except ImportError:
         missing = True
-    import helper
+    import loaded_untraced
     a = torch.ones(2) * 3
-    print(helper.TRACED, a.tolist())
+    print(loaded_untraced.TRACED, a.tolist())
     """
     steps, summary = _run(source, tmp_path)
     assert summary.status == "ok"
