@@ -38,6 +38,7 @@ every step to the end of the run.
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator
@@ -132,11 +133,13 @@ class Unchanged:
             self._mark(t, self.touched)
             return
         if name in ESCAPING:
-            self._mark(t, self.escaped)
             try:
-                self.escaped_storages.add(t.untyped_storage()._cdata)
+                storage = t.untyped_storage()
             except (RuntimeError, NotImplementedError, ValueError):
                 pass
+            else:
+                self.escaped.add(storage.data_ptr())
+                self.escaped_storages.add(storage._cdata)
         try:
             seen.append((t, t._version))
         except RuntimeError:  # no version counter to tell a write by: taken as written
@@ -162,43 +165,46 @@ class Unchanged:
         if key is None:
             return make()
         last = self._last.get(id(t))
-        same = (
-            last is not None and last[0] == key and last[1]() is t and key[0] not in self.touched and not self._unseen()
-        )
-        found = last[2] if last is not None and same else make()
+        if last is not None and last[0] == key and last[1]() is t and not self._written(key[0]):
+            found = last[2]
+        else:
+            found = make()
         self._now[id(t)] = (key, weakref.ref(t), found)
         return found
 
     def _key(self, t: torch.Tensor) -> tuple[Any, ...] | None:
-        if type(t) not in _PLAIN or t.layout is not torch.strided:
+        ptr = self._seen_storage(t)
+        if ptr is None:
             return None
         try:
-            storage = t.untyped_storage()
-            ptr = storage.data_ptr()
             version = t._version
-        except (RuntimeError, NotImplementedError):  # no storage; an inference tensor's counter
-            return None
-        if not storage.resizable() or ptr in self.escaped or storage._cdata in self.escaped_storages:
+        except RuntimeError:  # an inference tensor has no counter
             return None
         return (ptr, version, t.shape, t.stride(), t.storage_offset(), t.dtype, t.device, t.is_conj(), t.is_neg())
 
     def unwritten(self, t: torch.Tensor) -> bool:
         """Whether nothing can have written ``t``'s memory since the last step (the saved-tensor check
         compares a saved tensor with its copy only where something may have)."""
+        ptr = self._seen_storage(t)
+        return ptr is not None and not self._written(ptr)
+
+    def _seen_storage(self, t: torch.Tensor) -> int | None:
+        """The data pointer of ``t``'s storage where every write to it can be seen (a plain strided
+        tensor on memory torch allocated and never handed out), else None."""
         if type(t) not in _PLAIN or t.layout is not torch.strided:
-            return False
+            return None
         try:
             storage = t.untyped_storage()
             ptr = storage.data_ptr()
-        except (RuntimeError, NotImplementedError):
-            return False
-        return (
-            storage.resizable()
-            and ptr not in self.touched
-            and ptr not in self.escaped
-            and storage._cdata not in self.escaped_storages
-            and not self._unseen()
-        )
+        except (RuntimeError, NotImplementedError):  # no storage
+            return None
+        if not storage.resizable() or ptr in self.escaped or storage._cdata in self.escaped_storages:
+            return None
+        return ptr
+
+    def _written(self, ptr: int) -> bool:
+        """Whether something may have written the storage at ``ptr`` since the last step."""
+        return ptr in self.touched or self._unseen()
 
     def _unseen(self) -> bool:
         """Whether code the record does not see may have written any tensor since the last step."""
@@ -213,7 +219,6 @@ class Unchanged:
     def watching_threads(self) -> Iterator[None]:
         """While the script runs, a thread started by ``threading`` tells ``threads_started`` (by the
         trace hook ``threading`` installs in each new thread; it then takes itself off)."""
-        import sys
 
         def started(_frame: FrameType, _event: str, _arg: Any) -> None:
             if not threading.current_thread().name.startswith(OWN_THREADS):
