@@ -29,7 +29,7 @@ Template = tuple[str, str, tuple[str, ...], tuple[int, ...]]
 them (numbered in order of first appearance) stands in each gap."""
 
 
-def _template(note: Note) -> tuple[Template, tuple[str, ...]]:
+def template(note: Note) -> tuple[Template, tuple[str, ...]]:
     """The note's template, and the names and labels it took out (each once, in order)."""
     names = sorted(set(note.tensors), key=len, reverse=True)
     # A name stands alone: not part of a longer name or word (``a`` in "a view", ``x`` in ``xs``).
@@ -47,11 +47,11 @@ def grouped_notes(notes: list[Note]) -> list[Note]:
         return notes
     groups: dict[Template, list[tuple[Note, tuple[str, ...]]]] = {}
     for i, note in enumerate(notes):
-        template, tokens = _template(note)
+        key, tokens = template(note)
         if any("`" in n for n in note.tensors):
             # Markdown would pair a backtick in one name with one in the next: such a note stays alone
-            template = (note.kind, note.severity, (str(i),), ())
-        groups.setdefault(template, []).append((note, tokens))
+            key = (note.kind, note.severity, (str(i),), ())
+        groups.setdefault(key, []).append((note, tokens))
     out: list[Note] = []
     for members in groups.values():
         first, tokens = members[0]

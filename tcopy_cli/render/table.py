@@ -22,6 +22,7 @@ from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading, s
 from tcopy_cli.render.memory import memory_map, memory_signature
 from tcopy_cli.render.modules import module_evolutions, module_parts, module_phrases, view_rows, whole_modules
 from tcopy_cli.render.names import grouped_names, index_runs, short_names, unlisted_text
+from tcopy_cli.render.notegroups import template
 from tcopy_cli.render.trim import Trimmed
 from tcopy_cli.render.where import where_parts
 from tcopy_cli.trace.records import TRUSTED_HEADER, Note, RunInfo, RunSummary, Step
@@ -373,14 +374,12 @@ class TableRenderer:
 _NUMBER = re.compile(r"-?\d[\d.,]*(?:e[+-]?\d+)?")
 
 
-def _words(note: Note) -> str:
-    """A note's words with its tensors' names and its numbers left out: two notes that read so
-    alike say the same of other tensors or other values (``zeroed in place`` and ``zeroed in place
-    again: its values were 0 already`` do not)."""
-    words = note.line
-    for name in sorted(note.tensors, key=len, reverse=True):
-        words = words.replace(name, "…")
-    return _NUMBER.sub("#", words)
+def _words(note: Note) -> tuple[str, ...]:
+    """A note's words with its tensors' names (and labels) and its numbers left out (its
+    ``notegroups.template`` pieces): two notes that read so alike say the same of other tensors
+    or other values (``zeroed in place`` and ``zeroed in place again: its values were 0 already``
+    do not)."""
+    return tuple(_NUMBER.sub("#", piece) for piece in template(note)[0][2])
 
 
 def again_line(step: Step, notes: list[Note], again: dict[int, int]) -> str:

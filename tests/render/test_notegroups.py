@@ -12,7 +12,7 @@ from typing import Any
 from recorded import run_cli
 
 from tcopy_cli.pipeline import run_source as run_explained
-from tcopy_cli.render.notegroups import _template, grouped_notes
+from tcopy_cli.render.notegroups import grouped_notes, template
 from tcopy_cli.trace.records import Note
 
 SCRIPT = """\
@@ -78,7 +78,7 @@ def test_notes_that_differ_in_anything_else_stay_apart() -> None:
     # "a" is also a word there: "a is a view" is not the sentence "x is a view" with x for a
     assert out == notes
     # a name is a whole name: xs is not x followed by s
-    assert _template(_note("xs holds x.", "x"))[1] == ("x",)
+    assert template(_note("xs holds x.", "x"))[1] == ("x",)
 
 
 def test_each_other_note_is_named_subject_first_even_where_its_text_quotes_the_source_first() -> None:
@@ -107,12 +107,12 @@ def test_each_merged_note_is_the_first_with_its_own_names_put_in() -> None:
     for step in trace.steps:
         groups: dict[Any, list[tuple[str, ...]]] = {}
         for note in step.explanations:
-            template, tokens = _template(note)
-            assert _filled(template, tokens) == note.text
-            groups.setdefault(template, []).append(tokens)
-        for template, members in groups.items():
+            key, tokens = template(note)
+            assert _filled(key, tokens) == note.text
+            groups.setdefault(key, []).append(tokens)
+        for key, members in groups.items():
             for tokens in members:
-                assert _filled(template, tokens) in [n.text for n in step.explanations]
+                assert _filled(key, tokens) in [n.text for n in step.explanations]
         merged_any += sum(len(m) > 1 for m in groups.values())
         assert len(grouped_notes(step.explanations)) == len(groups)
     assert merged_any >= 3  # params, ts and sd; a and c are views made by two statements
