@@ -51,7 +51,7 @@ def _supervisor(event: str, args: tuple[Any, ...]) -> bool:
     and the observer reading a small tensor's own bytes (its content key)."""
     if event == "ctypes.string_at":
         caller = sys._getframe(3).f_code  # this function, the audit hook, ctypes.string_at, its caller
-        return caller.co_name == "_content_key" and caller.co_filename.endswith(os.path.join("trace", "observe.py"))
+        return caller.co_name == "content_key" and caller.co_filename.endswith(os.path.join("trace", "summary.py"))
     if event == "subprocess.Popen":
         return "tcopy_cli.worker" in repr(args[1] if len(args) > 1 else args)
     return event == "os.killpg"

@@ -58,7 +58,7 @@ def storage_objects_preserved() -> bool:
     Then the object lives exactly as long as the storage, and a weak reference to it
     tells when the storage is freed. Older releases (2.1) make a new wrapper on each
     call, and a weak reference to one crashes the interpreter when it is collected, so
-    there tcopy identifies storages by their memory instead (see observe.StorageLabels).
+    there tcopy identifies storages by their memory instead (see labels.StorageLabels).
     """
     t = torch.zeros(1)
     return t.untyped_storage() is t.untyped_storage()

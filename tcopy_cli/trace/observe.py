@@ -8,11 +8,7 @@ reductions on their device); keep no strong reference to any tensor or storage.
 
 from __future__ import annotations
 
-import ctypes
-import math
 import warnings
-import weakref
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +16,6 @@ import numpy as np
 import torch
 
 from tcopy_cli.limits import DEFAULT_MAX_VALUES
-from tcopy_cli.trace.compat import storage_objects_preserved
 from tcopy_cli.trace.graph import (
     GraphWalk,
     SavedTensorTracker,
@@ -30,6 +25,7 @@ from tcopy_cli.trace.graph import (
     safe_is_leaf,
     version_groups,
 )
+from tcopy_cli.trace.labels import StorageLabels, VersionLabels, array_span, tensor_span
 from tcopy_cli.trace.layout import byte_span
 from tcopy_cli.trace.names import SCALAR_TYPES, SEQUENCES, Walked, module_tensors, walk_names
 from tcopy_cli.trace.records import (
@@ -38,362 +34,15 @@ from tcopy_cli.trace.records import (
     SavedEvent,
     TensorRecord,
 )
+from tcopy_cli.trace.summary import PREVIEW_ITEMS, content_key, tensor_values
 from tcopy_cli.trace.unchanged import Unchanged
 from tcopy_cli.trace.values import format_nested, format_number, json_values
 
-PREVIEW_ITEMS = 6
 # Items looked at per step when counting bytes that no record lists (tensors in sets).
 _BYTE_COUNT_BUDGET = 100_000
 _NO_STORAGE = "no-storage:"
 """The label of a tensor torch gives no storage (sparse, some wrapper subclasses), before its id."""
-
-
-def _storage_key(t: torch.Tensor) -> int | None:
-    """The address of the C++ storage behind ``t``, or None where it has none."""
-    try:
-        return int(t.untyped_storage()._cdata)
-    except (RuntimeError, NotImplementedError, AttributeError):
-        return None
-
-
-@dataclass
-class _MemoryEntry:
-    """A storage known by its C++ object's address (torch without stable storage objects)."""
-
-    label: str
-    span: tuple[str, int, int]  # (device, start, end)
-    # Tensors seen on the storage: while one lives and still uses it, the storage lives.
-    tensors: list[weakref.ref[torch.Tensor]]
-
-
-class StorageLabels:
-    """Stable labels S1, S2 ... for storages, in order of first appearance in a run.
-
-    Where torch keeps one Python object per storage (2.2 on, see
-    ``compat.storage_objects_preserved``), the object lives exactly as long as the
-    storage itself, so a weak reference tells when a storage is freed; its label is then
-    retired and a new storage at the same address gets a new label. Two storage objects
-    over the same memory (``torch.from_numpy(t.numpy())``) get the same label.
-
-    A storage first seen as a gradient (``x.grad``) is labelled G1, G2 ... from a count of
-    its own: the table shows gradients by value, not by storage, and a gradient taking the
-    next S number would leave a gap in the labels the table does show (S1, S2, S4).
-    A name later bound to that storage (``g = x.grad``) shows its G label.
-
-    The references have no callbacks: Python code run while memory is freed would
-    swallow a signal's exception (Ctrl-C, --timeout) raised during it. Dead entries are
-    found and dropped when a new storage is labelled.
-
-    Older torch (2.1) makes a new Python object on each ``untyped_storage()`` call, and
-    a weak reference to one crashes the interpreter when collected. There a storage is
-    known by the address of its C++ object, which a new storage may reuse once the old
-    one is freed, so liveness comes from weak references to the tensors seen on it: an
-    entry stands while one of them lives and still uses that storage, or while a named
-    array views its memory (``begin_step``). A storage that outlives every tensor tcopy
-    saw on it (held only by unnamed objects) gets a new label if it comes back.
-    """
-
-    def __init__(self) -> None:
-        # id(storage) -> (weak reference, label, (device, start, end))
-        self._entries: dict[int, tuple[weakref.ref[Any], str, tuple[str, int, int]]] = {}
-        self._count = {"S": 0, "G": 0}
-        self._by_object = storage_objects_preserved()
-        # (C++ storage address, device) -> entry, where storage objects aren't preserved
-        self._memory: dict[tuple[int, str], _MemoryEntry] = {}
-        self._held: list[tuple[int, int]] = []
-
-    def begin_step(self, held: Iterable[tuple[int, int]]) -> None:
-        """Note the [start, end) byte ranges of named arrays: memory an array views is alive."""
-        self._held = [span for span in held if span[0] < span[1]]
-
-    def label(self, storage: Any, tensor: torch.Tensor | None = None, grad: bool = False) -> str:
-        """The label of ``storage`` (a torch.UntypedStorage), ``tensor``'s storage (a gradient's if ``grad``)."""
-        prefix = "G" if grad else "S"
-        if not self._by_object and tensor is not None:
-            return self._label_by_memory(storage, tensor, prefix)
-        key = id(storage)
-        entry = self._entries.get(key)
-        if entry is not None and entry[0]() is storage:
-            return entry[1]
-        self._entries = {k: e for k, e in self._entries.items() if e[0]() is not None}
-        span = _span_of(storage)
-        # Spans are read now: a storage resized in place since it was labelled has moved.
-        known = ((e[1], _span_of(st) if (st := e[0]()) is not None else e[2]) for e in self._entries.values())
-        label = self._contained(span, known) or self._new_label(prefix)
-        self._entries[key] = (weakref.ref(storage), label, span)
-        return label
-
-    def _label_by_memory(self, storage: Any, tensor: torch.Tensor, prefix: str) -> str:
-        key = (int(storage._cdata), str(storage.device))
-        entry = self._memory.get(key)
-        if entry is not None and self._alive(key, entry):
-            if not any(ref() is tensor for ref in entry.tensors):
-                entry.tensors.append(weakref.ref(tensor))
-            return entry.label
-        self._memory = {k: e for k, e in self._memory.items() if self._alive(k, e)}
-        span = _span_of(storage)
-        for e in self._memory.values():  # a storage resized in place since it was labelled has moved
-            if e.tensors and (t := e.tensors[0]()) is not None:
-                e.span = _span_of(t.untyped_storage())
-        known = ((e.label, e.span) for e in self._memory.values())
-        label = self._contained(span, known) or self._new_label(prefix)
-        self._memory[key] = _MemoryEntry(label, span, [weakref.ref(tensor)])
-        return label
-
-    def forget(self, obj: Any) -> None:
-        """Hold no weak reference to tensor ``obj`` any more (its storage's label stays with the others)."""
-        for entry in self._memory.values():
-            entry.tensors = [ref for ref in entry.tensors if ref() is not obj]
-
-    def _alive(self, key: tuple[int, str], entry: _MemoryEntry) -> bool:
-        """True while the storage of ``entry`` surely still exists (dead references are dropped)."""
-        entry.tensors = [ref for ref in entry.tensors if (t := ref()) is not None and _storage_key(t) == key[0]]
-        _, start, end = entry.span
-        return bool(entry.tensors) or any(start <= lo and hi <= end for lo, hi in self._held)
-
-    @staticmethod
-    def _contained(span: tuple[str, int, int], known: Iterable[tuple[str, tuple[str, int, int]]]) -> str | None:
-        """The label of a known storage whose memory holds ``span`` (same memory, other object)."""
-        device, start, end = span
-        return next(
-            (lab for lab, (dev, s0, s1) in known if dev == device and s0 <= start and end <= s1 and start),
-            None,
-        )
-
-    def _new_label(self, prefix: str) -> str:
-        self._count[prefix] += 1
-        return f"{prefix}{self._count[prefix]}"
-
-
-class VersionLabels:
-    """Stable labels V1, V2 ... for version counters, in order of first appearance in a run.
-
-    torch exposes no identity for a version counter, only whether two tensors share one
-    (``graph.version_groups``' probe). A tensor keeps its counter for life (even through
-    ``x.data = ...``), so a label follows the tensors that carried it: a group of tensors
-    sharing a counter takes the label of a member seen before (a weak reference that still
-    points at the same object), else a new one. ``t.detach()`` thus shows ``t``'s label,
-    ``t.data`` a new one.
-    """
-
-    def __init__(self) -> None:
-        self._seen: dict[int, tuple[weakref.ref[torch.Tensor], str]] = {}
-        self._count = 0
-
-    def forget(self, obj: Any) -> None:
-        """Hold no weak reference to ``obj`` any more (``torch.utils.swap_tensors`` refuses a tensor that has one)."""
-        entry = self._seen.get(id(obj))
-        if entry is not None and entry[0]() is obj:
-            del self._seen[id(obj)]
-
-    def assign(self, tensors: list[tuple[str, torch.Tensor]], shares: dict[str, list[str]]) -> dict[str, str]:
-        """name -> label for this step's tensors (``shares``: names sharing each one's counter)."""
-        seen = self._seen
-        if len(seen) > 2 * len(tensors) + 64:  # forget dead tensors now and then, not every step
-            seen = self._seen = {k: e for k, e in seen.items() if e[0]() is not None}
-        by_name = dict(tensors)
-        out: dict[str, str] = {}
-        used: set[str] = set()
-        for name, _ in tensors:
-            if name in out:
-                continue
-            group = [name, *(n for n in shares.get(name, []) if n not in out)]
-            known = None
-            for n in group:
-                entry = seen.get(id(by_name[n]))
-                if entry is not None and entry[0]() is by_name[n] and entry[1] not in used:
-                    known = entry[1]
-                    break
-            if known is None:
-                self._count += 1
-                known = f"V{self._count}"
-            used.add(known)
-            for n in group:
-                out[n] = known
-                obj = by_name[n]
-                entry = seen.get(id(obj))
-                if entry is not None and entry[1] == known and entry[0]() is obj:
-                    continue  # already remembered under this label
-                try:
-                    seen[id(obj)] = (weakref.ref(obj), known)
-                except TypeError:  # pragma: no cover - tensors take weak references
-                    pass
-        return out
-
-
-def _span_of(storage: Any) -> tuple[str, int, int]:
-    start = int(storage.data_ptr())
-    return str(storage.device), start, start + int(storage.nbytes())
-
-
-def _head(d: torch.Tensor, k: int) -> list[Any]:
-    """The first k values in row-major order without copying the tensor."""
-    if d.is_contiguous():
-        return d.view(-1)[:k].tolist()  # type: ignore[no-any-return]
-    row = d
-    while row.dim() > 1:
-        row = row[0]
-    return row[:k].tolist()  # type: ignore[no-any-return]
-
-
-STATS_SAMPLE = 1_000_000
-
-
-def _sample(d: torch.Tensor) -> tuple[torch.Tensor, bool]:
-    """A bounded view of a large tensor for statistics: evenly spaced contiguous blocks.
-
-    Blocks (not single strided elements) keep the memory read bounded too: reading
-    every k-th float would still touch every cache line of the tensor.
-    """
-    n = d.numel()
-    if n <= STATS_SAMPLE:
-        return d, False
-    if d.is_contiguous():
-        blocks, size = 64, STATS_SAMPLE // 64
-        spacing = n // blocks
-        return d.view(-1).as_strided((blocks, size), (spacing, 1)), True
-    rows = max(1, STATS_SAMPLE * d.shape[0] // n) if d.dim() else 1
-    return d[:: -(-d.shape[0] // rows)], True
-
-
-def summarize(d: torch.Tensor) -> str:
-    """Preview of a tensor too large to list: first values and statistics on its device.
-
-    Statistics of tensors over a million elements come from an evenly strided sample
-    of about a million of them (said in the preview), so observing a large tensor costs
-    the same after every step whatever its size.
-    """
-    head = ", ".join(format_number(x) for x in _head(d, PREVIEW_ITEMS))
-    parts = [f"[{head}, …]"]
-    d, sampled = _sample(d)
-    n = d.numel()
-    try:
-        if d.dtype == torch.bool:
-            parts.append(f"{int(d.count_nonzero().item()):,} True of {n:,}{' sampled' if sampled else ''}")
-        elif d.is_floating_point() or d.dtype in (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8):
-            if d.dim() >= 2 and not d.is_contiguous():
-                # Row by row first: over a strided sample as a whole, aminmax copies it (4 MB).
-                low, high = torch.aminmax(d, dim=-1)
-                mn, mx = low.min(), high.max()
-            else:  # a contiguous tensor flat (by rows, a 128 x 1568 matrix takes 18 times as long)
-                mn, mx = torch.aminmax(d.reshape(-1))
-            half = d.dtype in (torch.float16, torch.bfloat16)
-            mean = (
-                d.sum(dtype=torch.float64).item() / n
-                if not d.is_floating_point()
-                else d.mean(dtype=torch.float32 if half else None).item()
-            )
-            low_, high_ = mn.item(), mx.item()
-            text = f"min {format_number(low_)} max {format_number(high_)} mean {format_number(float(mean))}"
-            text += _spread(d, n, float(mean), low_, high_, half)
-            parts.append(text + (f" (of {n:,} sampled values)" if sampled else ""))
-    except (RuntimeError, TypeError):  # some dtypes/devices lack a reduction
-        pass
-    return " ".join(parts)
-
-
-HISTOGRAM_BINS = 8
-HISTOGRAM_SAMPLE = 1024
-"""The histogram of a large tensor counts an evenly spaced sample of at least this many of its
-values (its bars are drawn eight levels high, and its range is the whole tensor's min and max)."""
-BARS = " ▁▂▃▄▅▆▇█"
-
-
-def _spaced(d: torch.Tensor, n: int) -> torch.Tensor:
-    """``HISTOGRAM_SAMPLE`` to twice as many values of ``d``, evenly spaced in row-major order,
-    without copying the tensor (a strided view, or a gather of those few values)."""
-    if d.is_contiguous():
-        return d.view(-1)[:: max(1, n // HISTOGRAM_SAMPLE)]
-    k = min(n, HISTOGRAM_SAMPLE)
-    at = torch.arange(k, device=d.device, dtype=torch.int64) * (n - 1) // max(k - 1, 1)
-    return torch.take(d, at)
-
-
-def _spread(d: torch.Tensor, n: int, mean: float, low: float, high: float, half: bool) -> str:
-    """`` std S hist ▁▂▄▆█▆▃▁``: the standard deviation and a histogram, measured on the tensor's
-    device ('' where they can't be: NaN, infinities, a dtype without the reductions).
-
-    The standard deviation comes from the 2-norm (one pass, as fast as the mean), the histogram
-    from an evenly spaced sample (``_spaced``); where the mean dwarfs the spread, so that the
-    norm's rounding could swamp it, and for integers, the deviation is that of the sample."""
-    if not (math.isfinite(low) and math.isfinite(high)) or n < 2:
-        return ""
-    try:
-        sample = _spaced(d, n)
-        if not sample.is_floating_point() or half:
-            sample = sample.to(torch.float32)
-        var = -1.0
-        if d.is_floating_point():
-            norm = float(torch.linalg.vector_norm(d, dtype=torch.float32 if half else None).item())
-            var = (norm * norm - n * mean * mean) / (n - 1)
-        if not math.isfinite(var) or var <= 1e-4 * mean * mean:
-            var = float(sample.to(torch.float64).var().item()) if sample.numel() > 1 else 0.0
-        bars = ""
-        if high > low:
-            counts = torch.histc(sample, bins=HISTOGRAM_BINS, min=low, max=high).tolist()
-            top = max(counts) or 1.0
-            levels = [math.ceil(c / top * 8) for c in counts]
-            levels[0], levels[-1] = max(levels[0], 1), max(levels[-1], 1)  # they hold the min and the max
-            bars = " hist " + "".join(BARS[v] for v in levels)
-        return f" std {format_number(math.sqrt(max(var, 0.0)))}{bars}"
-    except (RuntimeError, TypeError, ValueError, OverflowError):
-        return ""
-
-
-def tensor_values(d: torch.Tensor, max_values: int) -> tuple[Any, str]:
-    """(values for JSON or None, preview text)."""
-    n = d.numel()
-    if n <= max_values:
-        try:
-            raw = d.tolist()
-        except (RuntimeError, TypeError):
-            return None, f"<{d.dtype} values unavailable>"
-        return json_values(raw), format_nested(raw)
-    return None, summarize(d)
-
-
 _VALUES_CACHE_SIZE = 4096
-
-
-def _content_key(d: torch.Tensor, max_values: int) -> tuple[Any, ...] | None:
-    """(dtype, shape, bytes in row-major order) of a small CPU tensor; None where NumPy can't view it.
-
-    A contiguous tensor's bytes are read where they are (the caller checked that its
-    elements lie inside its storage); a conjugate or negative view holds other values
-    than its bytes, so it is copied like any other layout.
-    """
-    n = d.numel()
-    if d.device.type != "cpu" or n > max_values:
-        return None
-    plain = d.layout is torch.strided and not (d.is_nested or d.is_quantized or d.is_conj() or d.is_neg())
-    if plain and d.is_contiguous():
-        raw = ctypes.string_at(d.data_ptr(), n * d.element_size()) if n else b""
-        return d.dtype, tuple(d.shape), raw
-    try:
-        # A copy: NumPy viewing the tensor's own memory would make its storage unresizable.
-        raw = d.clone(memory_format=torch.contiguous_format).numpy().tobytes()
-    except (RuntimeError, TypeError, ValueError):  # bfloat16, conjugate/negative bits, ...
-        return None
-    return d.dtype, tuple(d.shape), raw
-
-
-def tensor_span(t: torch.Tensor) -> tuple[int, int]:
-    """[start, end) byte addresses a tensor's elements cover (start == end if empty)."""
-    ptr = t.data_ptr()  # already includes the storage offset
-    start, end = byte_span(t.shape, t.stride(), 0, t.element_size())
-    return ptr + start, ptr + end
-
-
-def _array_span(a: np.ndarray) -> tuple[int, int]:
-    try:
-        from numpy.lib.array_utils import byte_bounds
-    except ImportError:  # numpy < 2
-        byte_bounds = np.byte_bounds  # type: ignore[attr-defined]
-    if a.size == 0:
-        p = int(a.__array_interface__["data"][0])
-        return p, p
-    lo, hi = byte_bounds(a)
-    return int(lo), int(hi)
 
 
 @dataclass(frozen=True)
@@ -478,7 +127,7 @@ class Observer:
             g = _grad_of(t)
             if g is not None:
                 grads[name] = g
-        array_spans = {name: _array_span(a) for name, a in arrays}
+        array_spans = {name: array_span(a) for name, a in arrays}
         self.labels.begin_step(array_spans.values())
         members: list[tuple[str, torch.Tensor]] = tensors + [(f"{n}.grad", g) for n, g in grads.items()]
         storage_of: dict[str, str] = {}
@@ -594,7 +243,7 @@ class Observer:
         the version counter, so a write that bumps no version (through ``.data`` or a NumPy
         view) still shows: only turning the same bytes into lists and text is saved.
         """
-        key = _content_key(d, self.max_values)
+        key = content_key(d, self.max_values)
         if key is None:
             return self.unchanged.summary(d, lambda: tensor_values(d.detach(), self.max_values))
         found = self._values_cache.get(key)

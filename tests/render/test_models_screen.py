@@ -14,10 +14,11 @@ import torch
 from recorded import run_cli
 from rich.console import Console
 
+from tcopy_cli.limits import DEFAULT_MAX_VALUES
 from tcopy_cli.render.modules import module_phrases
 from tcopy_cli.render.table import TableRenderer
-from tcopy_cli.trace.observe import DEFAULT_MAX_VALUES, tensor_values
 from tcopy_cli.trace.records import Step, TensorRecord
+from tcopy_cli.trace.summary import tensor_values
 
 CASES = Path(__file__).resolve().parents[2] / "benchmarks" / "cases"
 

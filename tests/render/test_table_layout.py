@@ -15,12 +15,13 @@ from hypothesis import strategies as st
 from recorded import run_cli
 from rich.console import Console
 
+from tcopy_cli.limits import DEFAULT_MAX_VALUES
 from tcopy_cli.render import layout, table
 from tcopy_cli.render.names import short_names, shortened
 from tcopy_cli.render.table import TableRenderer
 from tcopy_cli.render.values import Stats
-from tcopy_cli.trace.observe import DEFAULT_MAX_VALUES, tensor_values
 from tcopy_cli.trace.records import Step, TensorRecord
+from tcopy_cli.trace.summary import tensor_values
 from tcopy_cli.trace.values import format_number
 
 NAMES = [

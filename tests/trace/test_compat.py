@@ -14,6 +14,7 @@ import torch
 from tcopy_cli.engine import run_source
 from tcopy_cli.render.jsonl import start_json, step_json
 from tcopy_cli.trace import compat, observe
+from tcopy_cli.trace import labels as storage_labels
 from tcopy_cli.trace.graph import version_groups
 
 
@@ -59,7 +60,7 @@ def test_storage_labels_follow_storage_lifetimes(monkeypatch: pytest.MonkeyPatch
     """Both ways of identifying storages give the labels plain torch's storages call for."""
     if by_object and not compat.storage_objects_preserved():
         pytest.skip("this torch makes a new storage object per call (weak references to one crash)")
-    monkeypatch.setattr(observe, "storage_objects_preserved", lambda: by_object)
+    monkeypatch.setattr(storage_labels, "storage_objects_preserved", lambda: by_object)
     obs = observe.Observer()
 
     def labels(ns: dict[str, object]) -> dict[str, str]:

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tcopy_cli.pipeline import run_source
-from tcopy_cli.trace.observe import _content_key
+from tcopy_cli.trace.summary import content_key
 
 
 def _bytes_of_values(t: torch.Tensor) -> bytes:
@@ -33,7 +33,7 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_the_key_is_the_values_bytes(name: str) -> None:
     t = CASES[name]()
-    key = _content_key(t, 100)
+    key = content_key(t, 100)
     if key is None:  # a layout NumPy can't copy: the caller reads the values without the cache
         return
     assert key == (t.dtype, tuple(t.shape), _bytes_of_values(t))

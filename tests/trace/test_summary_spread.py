@@ -7,7 +7,7 @@ import re
 import pytest
 import torch
 
-from tcopy_cli.trace.observe import summarize
+from tcopy_cli.trace.summary import summarize
 
 STATS = re.compile(r"min (\S+) max (\S+) mean (\S+) std (\S+) hist (.{8})")
 

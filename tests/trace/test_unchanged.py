@@ -15,7 +15,7 @@ import torch
 
 import tcopy_cli.trace.observe as observe
 from tcopy_cli.engine import run_source
-from tcopy_cli.trace.observe import summarize
+from tcopy_cli.trace.summary import summarize
 
 WRITES = {
     "through .data, whose version counter is its own": """
