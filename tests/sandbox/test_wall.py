@@ -73,7 +73,7 @@ attempt("prlimit_self", lambda: resource.prlimit(0, resource.RLIMIT_NOFILE))
 def test_setpriority_sched_setaffinity_sched_setscheduler_on_another_pid(victim: subprocess.Popen[bytes]) -> None:
     """Slow another process down: renice it, pin it to one CPU, make it SCHED_IDLE."""
     pid = victim.pid
-    affinity = os.sched_getaffinity(pid)
+    affinity, niceness = os.sched_getaffinity(pid), os.getpriority(os.PRIO_PROCESS, pid)
     results = in_worker(f"""
 import os
 attempt("setpriority", lambda: os.setpriority(os.PRIO_PROCESS, {pid}, 19))
@@ -81,12 +81,12 @@ attempt("setpriority_pgrp", lambda: os.setpriority(os.PRIO_PGRP, 0, 19))
 attempt("setaffinity", lambda: os.sched_setaffinity({pid}, {{min(os.sched_getaffinity(0))}}))
 attempt("setscheduler", lambda: os.sched_setscheduler({pid}, os.SCHED_IDLE, os.sched_param(0)))
 attempt("setparam", lambda: os.sched_setparam({pid}, os.sched_param(0)))
-attempt("self_nice", lambda: os.setpriority(os.PRIO_PROCESS, 0, 1))
+attempt("self_nice", lambda: os.setpriority(os.PRIO_PROCESS, 0, min(19, os.getpriority(os.PRIO_PROCESS, 0) + 1)))
 attempt("self_affinity", lambda: os.sched_setaffinity(0, os.sched_getaffinity(0)))
 """)
     assert_refused(results, "setpriority", "setpriority_pgrp", "setaffinity", "setscheduler", "setparam")
     assert results["self_nice"].startswith("ALLOWED") and results["self_affinity"].startswith("ALLOWED")
-    assert os.getpriority(os.PRIO_PROCESS, pid) == 0
+    assert os.getpriority(os.PRIO_PROCESS, pid) == niceness
     assert os.sched_getaffinity(pid) == affinity
     assert os.sched_getscheduler(pid) == os.SCHED_OTHER
 
