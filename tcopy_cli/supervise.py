@@ -41,7 +41,7 @@ from tcopy_cli.limits import Limits
 from tcopy_cli.printable import printable_record
 from tcopy_cli.process import spawn
 from tcopy_cli.program import Program, script_text
-from tcopy_cli.trace import frames, wire
+from tcopy_cli.trace import decoders, frames, wire
 from tcopy_cli.trace.records import Note, RunInfo, RunSummary, Step
 
 TIMEOUT_GRACE = 1.0
@@ -236,7 +236,7 @@ def compare_in_worker(
     final = state.final or {}
     if final.get("kind") == "compare":
         try:
-            return [frames.decode_fields(Comparison, row) for row in final["rows"]]
+            return [decoders.decode_fields(Comparison, row) for row in final["rows"]]
         except frames.WireError as exc:
             raise TcopyError(f"the comparison did not finish: the worker sent an invalid record ({exc})") from None
     try:
