@@ -15,7 +15,8 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tcopy_cli.trace.records import ArrayRecord, Note, SavedEvent, Severity, Step, TensorRecord, script_name
+from tcopy_cli.trace.records import ArrayRecord, Note, SavedEvent, Severity, Step, TensorRecord
+from tcopy_cli.trace.scriptnames import script_name
 
 
 @dataclass

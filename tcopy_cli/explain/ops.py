@@ -16,16 +16,8 @@ from dataclasses import dataclass, replace
 
 from tcopy_cli.explain.facts import Findings, StepFacts, agree, names_text, note, overlaps, storage_text
 from tcopy_cli.trace.layout import is_row_major
-from tcopy_cli.trace.records import (
-    ArrayRecord,
-    Note,
-    OpInput,
-    OpRecord,
-    OpResult,
-    TensorRecord,
-    is_local,
-    script_name,
-)
+from tcopy_cli.trace.records import ArrayRecord, Note, OpInput, OpRecord, OpResult, TensorRecord
+from tcopy_cli.trace.scriptnames import is_local, script_name
 from tcopy_cli.trace.values import code_span, one_line
 
 # Calls that return their input itself when nothing needs converting.

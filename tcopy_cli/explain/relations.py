@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from tcopy_cli.explain.facts import Origin, StepFacts, names_text, note, overlaps, storage_text
 from tcopy_cli.explain.ops import explained_names, inference_note, step_input_names
-from tcopy_cli.trace.records import Note, OpInput, TensorRecord, is_local
+from tcopy_cli.trace.records import Note, OpInput, TensorRecord
+from tcopy_cli.trace.scriptnames import is_local
 from tcopy_cli.trace.values import code_span
 
 
