@@ -48,8 +48,9 @@ from tcopy_cli.trace import Trace
 from tcopy_cli.trace.records import RunInfo, RunSummary, Step
 
 if TYPE_CHECKING:
+    from tcopy_cli.process.session import WorkerSession
     from tcopy_cli.program import Program
-    from tcopy_cli.supervise import WorkerOptions, WorkerSession
+    from tcopy_cli.supervise import WorkerOptions
 
 P = ParamSpec("P")
 
@@ -120,7 +121,7 @@ def run_in_worker(
 
 def worker_session(options: WorkerOptions, start: Callable[[RunInfo], None]) -> WorkerSession:
     """A REPL's worker: each piece of code it runs comes back explained, one explain pass per worker."""
-    from tcopy_cli.supervise import WorkerSession
+    from tcopy_cli.process.session import WorkerSession
 
     return WorkerSession(options, start, explain=lambda: explainer().explain)
 

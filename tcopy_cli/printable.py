@@ -61,7 +61,7 @@ def printable_record(obj: T) -> T:
 
 
 _MAX_DEPTH = 400
-"""Records from the wire nest less deeply (frames.MAX_VALUE_DEPTH); deeper is left as it is."""
+"""Records from the wire nest less deeply (decoders.MAX_VALUE_DEPTH); deeper is left as it is."""
 
 
 def _walk(v: Any, depth: int) -> Any:

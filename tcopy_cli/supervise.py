@@ -9,25 +9,25 @@ anything but a valid frame becomes an error step at the statement it was running
 
 The parent trusts nothing it reads: every line goes through ``frames.FrameDecoder`` (one
 strict decoder, from the records' annotations), the frames must come in the order a worker
-sends them (one ``start``; steps numbered 1, 2, 3 ...), and the run's summary is what the
-parent counted from the steps it received. The worker's ``end`` frame must agree with that
-count, and a run that would end "ok" must have reached the script's last top-level
-statement (the parent's parsed script says which; the worker announces each statement it starts):
-a script running in the worker can misreport its own facts, but it can't make tcopy crash,
-reach the terminal raw, or exit 0 for a run whose frames stop before the script's end.
+sends them (one ``start``; steps numbered 1, 2, 3 ...; ``process.account`` keeps that account),
+and the run's summary is what the parent counted from the steps it received. The worker's
+``end`` frame must agree with that count, and a run that would end "ok" must have reached the
+script's last top-level statement (the parent's parsed script says which; the worker announces
+each statement it starts): a script running in the worker can misreport its own facts, but it
+can't make tcopy crash, reach the terminal raw, or exit 0 for a run whose frames stop before
+the script's end.
 
 The worker's command, environment and resource limits come from ``tcopy_cli.process.spawn``:
 ``RLIMIT_FSIZE`` 0 and ``RLIMIT_CORE`` 0 always, ``RLIMIT_CPU`` from ``--timeout``, and
-``RLIMIT_DATA`` on the CPU device; an allow-listed environment unless ``--trust``.
+``RLIMIT_DATA`` on the CPU device; an allow-listed environment unless ``--trust``. A REPL's
+worker, kept between pieces of code, is ``process.session.WorkerSession``.
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import json
 import os
-import re
 import selectors
 import signal
 import subprocess
@@ -40,8 +40,9 @@ from tcopy_cli.errors import ScriptRejected, TcopyError, UsageError
 from tcopy_cli.limits import Limits
 from tcopy_cli.printable import printable_record
 from tcopy_cli.process import spawn
+from tcopy_cli.process.account import WorkerState, accept, last_statement
 from tcopy_cli.program import Program, script_text
-from tcopy_cli.trace import frames, wire
+from tcopy_cli.trace import decoders, frames, wire
 from tcopy_cli.trace.records import Note, RunInfo, RunSummary, Step
 
 TIMEOUT_GRACE = 1.0
@@ -101,7 +102,7 @@ def request(source: str, origin: str, options: WorkerOptions) -> dict[str, Any]:
     return req
 
 
-def _popen(options: WorkerOptions, stdin: int) -> subprocess.Popen[bytes]:
+def popen(options: WorkerOptions, stdin: int) -> subprocess.Popen[bytes]:
     """The worker process: its command, resource limits and the parent-death signal (set in the
     child between fork and exec), and its environment (an allow-list unless ``--trust``), from
     ``process.spawn``."""
@@ -115,53 +116,6 @@ def _popen(options: WorkerOptions, stdin: int) -> subprocess.Popen[bytes]:
         env=spawn.environment(trust=options.trust),
         close_fds=True,
     )
-
-
-STOPPED_BY = frozenset({None, "timeout", "max_steps", "max_output"})
-"""What a worker's ``end`` frame may say stopped the run."""
-
-
-@dataclass
-class _State:
-    mode: str = "run"
-    """``run``, ``session`` or ``compare``: which frames may come."""
-    info: RunInfo | None = None
-    summary: RunSummary | None = None
-    steps: int = 0
-    errors: int = 0
-    expected: int = 0
-    missing: int = 0
-    piece_errors: int = 0
-    """Error steps of the session's piece of code now running (its ``done`` frame counts them)."""
-    stack: wire.RunningStack = field(default_factory=wire.RunningStack)
-    furthest: tuple[int, int] = (0, 0)
-    """The furthest (line, column) the worker announced a statement at."""
-    max_printed: int = 0
-    """The most the script's steps may have printed, all together (``--max-output``; 0: not checked)."""
-    printed: int = 0
-    latest: tuple[int, int, int, int] = (0, 0, 0, 0)
-    """Where the statement the worker announced last is (line, column, end line, end column)."""
-    source: str = ""
-    """The script as parsed (a crash step quotes its statement; ``_may_exit`` reads it)."""
-    last: tuple[int, int] | None = None
-    """(line, column) of the script's last top-level statement a run announces (an ``end`` frame is
-    checked against it); None: no bound."""
-    wire_bytes: int = 0
-    stderr: bytearray = field(default_factory=bytearray)
-    killed_for: str | None = None
-    invalid: str | None = None
-    """What was wrong with the frame that stopped the run (``killed_for`` is ``invalid``)."""
-    final: dict[str, Any] | None = None
-    hook: Any = None
-    decoder: frames.FrameDecoder = field(default_factory=frames.FrameDecoder)
-    explain: Callable[[Step], Step] | None = None
-    """The explain pass the caller gave (the worker sends fact-only steps); None: steps go on as facts."""
-    printable: bool = False
-    timeout: float = 0.0
-    """Seconds each run (``start``) or experiment (``experiment``) may take; 0: no limit."""
-    experiment: tuple[str, str] | None = None
-    """The experiment ``tcopy compare`` runs now: (expression, which run)."""
-    experiments_left: int = 0
 
 
 def run_in_worker(
@@ -179,17 +133,17 @@ def run_in_worker(
     meanwhile); None starts one here. ``explain``: the explain pass each step goes through
     before it is made printable and handed to ``emit``.
     """
-    state = _State(
+    state = WorkerState(
         hook=on_hook,
         source=program.source,
-        last=_last_statement(program.tree),
+        last=last_statement(program.tree),
         explain=explain,
         printable=options.printable,
         timeout=options.limits.timeout,
         max_printed=options.limits.max_output,
     )
     proc = _serve(proc if proc is not None else launch(program, options), options, state, emit, start)
-    return _conclude(proc, options, state, emit)
+    return conclude(proc, options, state, emit)
 
 
 def launch(program: Program, options: WorkerOptions) -> subprocess.Popen[bytes]:
@@ -230,17 +184,17 @@ def compare_in_worker(
         "limits": dataclasses.asdict(limits),
         "trust": False,
     }
-    state = _State(mode="compare", source=script_text(setup), timeout=limits.timeout, experiments_left=runs)
+    state = WorkerState(mode="compare", source=script_text(setup), timeout=limits.timeout, experiments_left=runs)
     failures: list[Step] = []
     proc = _serve(_start(req, options), options, state, failures.append, start)
     final = state.final or {}
     if final.get("kind") == "compare":
         try:
-            return [frames.decode_fields(Comparison, row) for row in final["rows"]]
+            return [decoders.decode_fields(Comparison, row) for row in final["rows"]]
         except frames.WireError as exc:
             raise TcopyError(f"the comparison did not finish: the worker sent an invalid record ({exc})") from None
     try:
-        _conclude(proc, options, state, failures.append)  # raises for a final frame
+        conclude(proc, options, state, failures.append)  # raises for a final frame
     except ScriptRejected as exc:  # the setup failed (timed out in the worker too): say in which experiment
         if state.experiment is not None:
             expression, run = state.experiment
@@ -257,13 +211,13 @@ EXPERIMENTS_PER_EXPRESSION = 4
 def _serve(
     proc: subprocess.Popen[bytes],
     options: WorkerOptions,
-    state: _State,
+    state: WorkerState,
     emit: Callable[[Step], None],
     start: Callable[[RunInfo], None],
 ) -> subprocess.Popen[bytes]:
     """Read a started worker's frames into ``state`` until it ends, then end it; the finished process."""
     try:
-        _pump(proc, options, state, emit, start)
+        pump(proc, options, state, emit, start)
     finally:
         # A worker that sent its final frame ends by itself in a moment: let it (killed, the
         # processes between tcopy and it never collect its exit, and its CPU time and memory
@@ -276,7 +230,7 @@ def _start(req: dict[str, Any], options: WorkerOptions) -> subprocess.Popen[byte
     """A worker process with ``req`` sent on its stdin (then closed)."""
     request_read, request_write = os.pipe()
     try:
-        proc = _popen(options, request_read)
+        proc = popen(options, request_read)
     except BaseException:
         os.close(request_write)
         raise
@@ -288,87 +242,6 @@ def _start(req: dict[str, Any], options: WorkerOptions) -> subprocess.Popen[byte
         stop(proc)
         raise
     return proc
-
-
-class WorkerSession:
-    """One worker for a REPL session: every piece of code runs in the same confined namespace.
-
-    ``start`` gets the RunInfo once the worker is ready. ``run`` sends a piece of code and
-    calls ``emit`` with its steps; a worker that crashes, hangs past --timeout or sends
-    too much becomes an error step, and the next ``run`` starts a fresh worker (its
-    names are gone: ``lost`` says so once). ``explain`` makes the explain pass of each worker
-    (a fresh one with a fresh worker: the pass remembers the steps before).
-    """
-
-    def __init__(
-        self,
-        options: WorkerOptions,
-        start: Callable[[RunInfo], None],
-        explain: Callable[[], Callable[[Step], Step]] | None = None,
-    ) -> None:
-        self.options = options
-        self.on_start = start
-        self.explain = explain
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.state = _State()
-        self.lost = False
-
-    def _open(self) -> subprocess.Popen[bytes]:
-        req = {**request("", "<repl>", self.options), "mode": "session"}
-        self.state = _State(
-            mode="session",
-            explain=self.explain() if self.explain is not None else None,
-            printable=self.options.printable,
-            timeout=self.options.limits.timeout,
-        )
-        proc = _popen(self.options, subprocess.PIPE)
-        self.proc = proc
-        self._write(json.dumps(req))  # its start frame comes with the first piece's frames
-        return proc
-
-    def _write(self, line: str) -> None:
-        assert self.proc is not None and self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(line.encode("utf-8") + b"\n")
-            self.proc.stdin.flush()
-        except BrokenPipeError:
-            pass  # the worker died: reading its frames reports how
-
-    def run(self, source: str, line_offset: int, emit: Callable[[Step], None]) -> None:
-        """Run one piece of code (ScriptRejected if the worker refuses it)."""
-        proc = self.proc if self.proc is not None and self.proc.poll() is None else self._open()
-        state = self.state
-        state.final, state.killed_for, state.wire_bytes, state.stack = None, None, 0, wire.RunningStack()
-        state.piece_errors = 0
-        try:
-            self._write(json.dumps({"source": source, "line_offset": line_offset}))
-            _pump(proc, self.options, state, emit, self.on_start)
-        except BaseException:  # Ctrl-C: the worker and its names are gone
-            self.close()
-            raise
-        final: dict[str, Any] = state.final or {}
-        if state.info is None:  # the worker did not start: say why (UsageError, TcopyError, internal)
-            self.close()
-            _conclude(proc, self.options, state, emit)
-        if final.get("kind") == "done":
-            return
-        if final.get("kind") == "refused":
-            raise ScriptRejected(final["message"], final.get("line"), final.get("column"))
-        self.close()
-        self.lost = True
-        state.source = "\n" * line_offset + script_text(source)  # the crash step quotes the piece's statement
-        _conclude(proc, self.options, state, emit)
-
-    def close(self) -> None:
-        """End the worker (the session's names are lost)."""
-        if self.proc is not None:
-            if self.proc.stdin is not None:
-                try:
-                    self.proc.stdin.close()
-                except BrokenPipeError:
-                    pass
-            stop(self.proc)
-            self.proc = None
 
 
 def _send_request(fd: int, data: bytes) -> None:
@@ -383,10 +256,10 @@ def _send_request(fd: int, data: bytes) -> None:
         os.close(fd)
 
 
-def _pump(
+def pump(
     proc: subprocess.Popen[bytes],
     options: WorkerOptions,
-    state: _State,
+    state: WorkerState,
     emit: Callable[[Step], None],
     start: Callable[[RunInfo], None],
 ) -> None:
@@ -449,7 +322,7 @@ def _pump(
                     shown = showing[0]
                     try:
                         frame = state.decoder.decode(line)
-                        timed = _frame(frame, state, show, start)
+                        timed = accept(frame, state, show, start)
                     except frames.WireError as exc:
                         return _invalid(state, str(exc))
                     if timed:  # the run, or an experiment of a comparison, starts now
@@ -462,158 +335,9 @@ def _pump(
         sel.close()
 
 
-def _invalid(state: _State, what: str) -> None:
+def _invalid(state: WorkerState, what: str) -> None:
     """Stop reading: the worker sent something that is not a frame it sends (``what`` was wrong)."""
     state.killed_for, state.invalid = "invalid", what
-
-
-_KINDS = {
-    "run": frozenset({"start", "running", "step", "end", "hook", "rejected", "usage_error", "run_error"}),
-    "session": frozenset({"start", "running", "step", "done", "refused", "hook", "usage_error", "run_error"}),
-    "compare": frozenset({"start", "experiment", "compare", "rejected", "usage_error", "run_error"}),
-}
-"""The frames each kind of worker sends (``internal_error`` too, any time)."""
-_AFTER_START = frozenset({"running", "step", "end", "done", "refused", "experiment", "compare", "hook"})
-
-
-def _frame(frame: frames.Frame, state: _State, emit: Callable[[Step], None], start: Callable[[RunInfo], None]) -> bool:
-    """Take one decoded frame into ``state``; True where it starts a timed part (the run, an experiment).
-
-    WireError where the frame can't come now: a kind this worker does not send, a frame before
-    ``start`` or a second ``start``, a step out of order, an ``end`` that does not match the run.
-    """
-    kind, data = frame.kind, frame.data
-    if kind != "internal_error" and kind not in _KINDS[state.mode]:
-        raise frames.WireError(f"a {kind} frame from a {state.mode} worker")
-    if (kind in _AFTER_START) != (state.info is not None) and kind in _AFTER_START | {"start"}:
-        raise frames.WireError(f"a {kind} frame before the start frame" if kind != "start" else "a second start frame")
-    if kind == "running":
-        position = (data["line"], data["col"], data["end_line"], data["end_col"])
-        state.stack.running(position)
-        state.latest = position
-        if position[:2] > state.furthest:
-            state.furthest = position[:2]
-        return False
-    if kind == "step":
-        _step(data["step"], frame.plain, state, emit)
-        return False
-    if kind == "start":
-        state.info = data["info"]
-        start(printable_record(data["info"]) if state.printable else data["info"])
-        return True
-    if kind == "experiment":
-        if state.experiments_left <= 0:
-            raise frames.WireError("more experiments than the comparison has")
-        state.experiments_left -= 1
-        state.experiment = (data["expression"], data["run"])
-        return True
-    if kind == "hook":
-        if state.hook is not None:
-            state.hook(data["result"])
-        return False
-    if kind == "end":
-        state.summary = _summary(data["summary"], state)
-    elif kind == "done" and data["errors"] != state.piece_errors:
-        raise frames.WireError(f"a done frame with {data['errors']} errors (the parent received {state.piece_errors})")
-    state.final = {"kind": kind, **data}
-    return False
-
-
-def _step(step: Step, plain: bool, state: _State, emit: Callable[[Step], None]) -> None:
-    """A step the worker sent, in order, counted, explained and handed on."""
-    if step.index != state.steps + 1:
-        raise frames.WireError(f"step {step.index} after step {state.steps}")
-    state.stack.finished(step.line)
-    state.printed += len(step.stdout)
-    if state.max_printed and state.printed > state.max_printed:
-        # The worker cuts what a script prints at --max-output: a frame past it was not the worker's.
-        raise frames.WireError(f"steps that printed more than --max-output ({state.max_printed:,} characters)")
-    state.steps = step.index
-    if step.error is not None:
-        state.errors += 1
-        state.piece_errors += 1
-    state.expected += step.expected
-    state.missing += step.missed
-    explained = state.explain(step) if state.explain is not None else step
-    if state.printable and not (plain and _plain_notes(explained)):
-        explained = printable_record(explained)
-    emit(explained)
-
-
-def _plain_notes(step: Step) -> bool:
-    """Whether the text the explain pass added to a step from a plain frame is plain too."""
-    from tcopy_cli.printable import UNPRINTABLE
-
-    texts = [n.text for n in step.explanations]
-    if step.error is not None:
-        texts.append(step.error.explanation)
-    return UNPRINTABLE.search("\n".join(texts)) is None
-
-
-def _summary(sent: RunSummary, state: _State) -> RunSummary:
-    """How the run ended, as the parent counted it; WireError where the worker's ``end`` frame says otherwise."""
-    counted = (state.steps, state.errors, state.expected, state.missing)
-    if (sent.steps, sent.errors, sent.expected, sent.missing) != counted or sent.rejected:
-        raise frames.WireError(
-            f"an end frame of {sent.steps} steps, {sent.errors} errors, {sent.expected} expected and {sent.missing} "
-            f"missing (the parent received {counted[0]}, {counted[1]}, {counted[2]} and {counted[3]})"
-        )
-    if sent.stopped_by not in STOPPED_BY:
-        raise frames.WireError(f"an end frame stopped by {sent.stopped_by!r:.40}")
-    if len(sent.loops_ended) != len(sent.loops_ended_turns):
-        raise frames.WireError("an end frame whose ended loops and their turns differ in number")
-    # The parent's count (the same as the worker's, checked above); the loops it ended, as it said.
-    summary = dataclasses.replace(sent, steps=state.steps, errors=state.errors, expected=state.expected)
-    summary = dataclasses.replace(summary, missing=state.missing)
-    if summary.status == "ok":
-        last = state.last
-        if last is not None and state.furthest < last and not _may_exit(state.source, state.latest):
-            raise frames.WireError(
-                f"an end frame before the script's last statement (line {last[0]}) started, in a run without errors"
-            )
-    return summary
-
-
-_TRY_STAR: tuple[type, ...] = (ast.TryStar,) if hasattr(ast, "TryStar") else ()
-_UNANNOUNCED = (ast.Pass, ast.Break, ast.Continue, ast.Global, ast.Nonlocal)
-"""Statements an engine may run without announcing them (the sandbox does; a constant
-expression statement, a docstring, compiles to nothing in CPython)."""
-
-
-def _announced(node: ast.stmt) -> bool:
-    """Whether every engine announces ``node`` or a statement inside it, once it is reached."""
-    if isinstance(node, _UNANNOUNCED) or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
-        return False
-    if isinstance(node, (ast.If, ast.While)) and isinstance(node.test, ast.Constant):
-        # CPython compiles no test for a constant: only the branch it takes runs.
-        return any(map(_announced, node.body if node.test.value else node.orelse))
-    if isinstance(node, (ast.Try, *_TRY_STAR)):
-        # Its header is not announced. Statements that are not announced raise nothing: the first
-        # of its body that is announced is reached, or else the first of "else", of "finally".
-        return any(map(_announced, [*node.body, *node.orelse, *node.finalbody]))  # type: ignore[attr-defined]
-    return True
-
-
-_EXIT = re.compile(r"\b(?:exit|quit|SystemExit)\b")
-
-
-def _may_exit(source: str, position: tuple[int, int, int, int]) -> bool:
-    """Whether the statement at ``position`` (the last one announced) can end the run early with
-    ``sys.exit(0)``, ``exit()``, ``quit()`` or ``raise SystemExit`` (read in the parent's own copy of the
-    script: a worker can't make a statement say it)."""
-    lines = source.split("\n")
-    line, _, end_line, _ = position
-    if not 1 <= line <= end_line <= len(lines):
-        return False
-    return any(_EXIT.search(text) for text in lines[line - 1 : end_line])
-
-
-def _last_statement(tree: ast.Module) -> tuple[int, int] | None:
-    """(line, column) of the script's last top-level statement that a run announces, if any."""
-    for node in reversed(tree.body):
-        if _announced(node):
-            return node.lineno, node.col_offset
-    return None
 
 
 def stop(proc: subprocess.Popen[bytes], grace: float = 0.0) -> None:
@@ -635,8 +359,8 @@ def stop(proc: subprocess.Popen[bytes], grace: float = 0.0) -> None:
     proc.wait()
 
 
-def _conclude(
-    proc: subprocess.Popen[bytes], options: WorkerOptions, state: _State, emit: Callable[[Step], None]
+def conclude(
+    proc: subprocess.Popen[bytes], options: WorkerOptions, state: WorkerState, emit: Callable[[Step], None]
 ) -> RunSummary:
     final = state.final or {}
     kind = final.get("kind")
@@ -686,7 +410,7 @@ def _signal_name(returncode: int | None) -> str | None:
         return f"signal {-returncode}"
 
 
-def _ending(proc: subprocess.Popen[bytes], state: _State) -> str:
+def _ending(proc: subprocess.Popen[bytes], state: WorkerState) -> str:
     name = _signal_name(proc.returncode)
     tail = state.stderr.decode("utf-8", "replace").strip().splitlines()
     last = f"; it wrote: {tail[-1][:300]}" if tail else ""
@@ -708,7 +432,7 @@ def _statement_text(source: str, position: wire.Position | None) -> str:
 
 
 def _failure_step(
-    proc: subprocess.Popen[bytes], options: WorkerOptions, state: _State, position: wire.Position | None
+    proc: subprocess.Popen[bytes], options: WorkerOptions, state: WorkerState, position: wire.Position | None
 ) -> Step:
     line = position[0] if position is not None else None
     text = _statement_text(state.source, position)
@@ -750,4 +474,4 @@ def _failure_step(
     )
 
 
-__all__ = ["WorkerInternalError", "WorkerOptions", "WorkerSession", "compare_in_worker", "request", "run_in_worker"]
+__all__ = ["WorkerInternalError", "WorkerOptions", "compare_in_worker", "request", "run_in_worker"]

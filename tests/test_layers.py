@@ -62,7 +62,12 @@ def test_layer_imports_only_what_comes_before_it(layer: str, forbidden: list[str
 
 
 def test_explain_reads_only_plain_records_from_trace() -> None:
-    allowed = {"tcopy_cli.trace.records", "tcopy_cli.trace.values", "tcopy_cli.trace.layout"}
+    allowed = {
+        "tcopy_cli.trace.records",
+        "tcopy_cli.trace.scriptnames",
+        "tcopy_cli.trace.values",
+        "tcopy_cli.trace.layout",
+    }
     for path in _modules("explain"):
         for name in imports_of(path):
             if _uses({name}, "tcopy_cli.trace"):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from tcopy_cli.explain.effects import leaf_sharing_tail
 from tcopy_cli.explain.facts import Findings, StepFacts, agree, led_group, names_text, note
-from tcopy_cli.explain.ops import explained_names, leaf_sharing_tail
+from tcopy_cli.explain.ops import explained_names
 from tcopy_cli.trace.records import Note
 from tcopy_cli.trace.values import code_span
 

@@ -15,7 +15,9 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tcopy_cli.trace.records import ArrayRecord, Note, SavedEvent, Severity, Step, TensorRecord, script_name
+from tcopy_cli.trace.records import ArrayRecord, Note, OpRecord, SavedEvent, Severity, Step, TensorRecord
+from tcopy_cli.trace.scriptnames import script_name
+from tcopy_cli.trace.values import code_span, one_line
 
 
 @dataclass
@@ -264,6 +266,11 @@ def names_text(names: Sequence[str]) -> str:
     if len(names) <= 1:
         return "".join(names)
     return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def quoted_call(op: OpRecord) -> str:
+    """The call as the script wrote it, quoted; one written over several lines in one (``nn.ModuleDict(…)``)."""
+    return code_span(one_line(op.call) or op.call)
 
 
 def storage_text(r: TensorRecord) -> str:

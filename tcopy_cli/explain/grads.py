@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from tcopy_cli.explain.effects import written_tensor
 from tcopy_cli.explain.facts import Findings, StepFacts, agree, names_text, note
-from tcopy_cli.explain.ops import written_tensor
 from tcopy_cli.trace.records import RESET_CALLS, Note, OpRecord, TensorRecord
 from tcopy_cli.trace.values import code_span, format_nested
 

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tcopy_cli.explain.facts import StepFacts, agree, names_text, note
-from tcopy_cli.trace.records import Note, OpRecord, TensorRecord, added_items, script_name
+from tcopy_cli.trace.records import Note, OpRecord, TensorRecord
+from tcopy_cli.trace.scriptnames import added_items, script_name
 
 Loops = tuple[tuple[int, int], ...]
 """The loops around a step, outermost first, each as (line, entry)."""

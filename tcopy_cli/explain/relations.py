@@ -13,8 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tcopy_cli.explain.facts import Origin, StepFacts, names_text, note, overlaps, storage_text
-from tcopy_cli.explain.ops import explained_names, inference_note, step_input_names
-from tcopy_cli.trace.records import Note, OpInput, TensorRecord, is_local
+from tcopy_cli.explain.ops import explained_names, step_input_names
+from tcopy_cli.explain.provenance import disjoint_text, inference_note
+from tcopy_cli.trace.records import Note, OpInput, TensorRecord
+from tcopy_cli.trace.scriptnames import is_local
 from tcopy_cli.trace.values import code_span
 
 
@@ -111,11 +113,7 @@ def shared_memory(f: StepFacts, name: str) -> list[Note]:
 
 def _alias(name: str, b: TensorRecord, src: str, a: TensorRecord) -> tuple[str, str]:
     where = f"{src}'s memory (storage {b.storage})"
-    disjoint = (
-        ""
-        if overlaps(a, b)
-        else (" They cover different bytes of that storage, so a write to one does not change the other.")
-    )
+    disjoint = disjoint_text(a, b)
     shared_vc = src in b.shares_version_with
     if src in b.reaches and shared_vc:
         return "relation.view", (

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 
 from tcopy_cli.explain.facts import Origin, StepFacts, agree, names_text, note
 from tcopy_cli.explain.grads import RECEIVED
-from tcopy_cli.trace.records import Note, TensorRecord, script_name
+from tcopy_cli.trace.records import Note, TensorRecord
+from tcopy_cli.trace.scriptnames import script_name
 from tcopy_cli.trace.values import code_span
 
 KIND = "grad.not-reset"

@@ -14,7 +14,8 @@ import re
 from collections.abc import Iterator
 
 from tcopy_cli.explain.facts import StepFacts, agree, names_text, note
-from tcopy_cli.trace.records import Note, OpInput, OpRecord, TensorRecord, is_local
+from tcopy_cli.trace.records import Note, OpInput, OpRecord, TensorRecord
+from tcopy_cli.trace.scriptnames import is_local
 from tcopy_cli.trace.values import code_span
 
 

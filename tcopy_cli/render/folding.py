@@ -34,8 +34,9 @@ from tcopy_cli.render.loops import LoopSummary, LoopTracker, number, scalar_of
 from tcopy_cli.render.names import common_end, grouped_names, unlisted_change, unlisted_pairs
 from tcopy_cli.render.where import iteration_text
 from tcopy_cli.render.where import turn as where_turn
-from tcopy_cli.trace.records import LoopContext, Note, RunSummary, Step, TensorRecord, evolve, is_item, is_local
-from tcopy_cli.trace.records import added_items as added
+from tcopy_cli.trace.records import LoopContext, Note, RunSummary, Step, TensorRecord, evolve
+from tcopy_cli.trace.scriptnames import added_items as added
+from tcopy_cli.trace.scriptnames import is_item, is_local
 
 SINGLE_TURNS = 6
 """Folded turns up to this turn of a loop get a line each (turns 2..6 after a first turn in full)."""

@@ -16,7 +16,8 @@ from typing import Any
 from tcopy_cli.render import plural
 from tcopy_cli.render.names import item_runs, run_name, unlisted_change, unlisted_pairs
 from tcopy_cli.render.values import tensor_norm
-from tcopy_cli.trace.records import LoopContext, RunSummary, Step, TensorRecord, is_local
+from tcopy_cli.trace.records import LoopContext, RunSummary, Step, TensorRecord
+from tcopy_cli.trace.scriptnames import is_local
 from tcopy_cli.trace.values import code_span
 
 SPARKS = "▁▂▃▄▅▆▇█"

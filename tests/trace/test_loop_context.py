@@ -10,7 +10,7 @@ import textwrap
 
 from tcopy_cli.engine import run_source
 from tcopy_cli.render.jsonl import step_json
-from tcopy_cli.trace import frames, records, wire
+from tcopy_cli.trace import decoders, frames, records, wire
 from tcopy_cli.trace.records import CallSite, LoopContext
 
 
@@ -125,7 +125,7 @@ def test_block_comments_narrate_the_first_step_once() -> None:
 def test_context_travels_on_the_wire() -> None:
     src = "def f(x):\n    return x + 1\nfor i in range(2):\n    with torch.no_grad():\n        y = f(torch.ones(1))\n"
     for step in run_source(src).steps:
-        assert frames.decode_as(records.Step, frames.parse(wire.dumps(step).encode())) == step
+        assert decoders.decode_as(records.Step, frames.parse(wire.dumps(step).encode())) == step
     last = run_source(src).steps[-1]
     assert (
         last.loops

@@ -6,7 +6,7 @@ import json
 
 from tcopy_cli.engine import run_source
 from tcopy_cli.render.jsonl import step_json
-from tcopy_cli.trace import frames, records, wire
+from tcopy_cli.trace import decoders, frames, records, wire
 from tcopy_cli.trace.records import OpRecord
 
 
@@ -60,7 +60,7 @@ def test_failed_operation_is_recorded_with_its_error() -> None:
 def test_ops_cross_the_wire_and_are_json() -> None:
     trace = run_source("import torch\na = torch.ones(2, requires_grad=True)\nb = a[0:1]\nb.data = torch.zeros(3)")
     for step in trace.steps:
-        assert frames.decode_as(records.Step, frames.parse(wire.dumps(step).encode())) == step
+        assert decoders.decode_as(records.Step, frames.parse(wire.dumps(step).encode())) == step
         json.loads(json.dumps(step_json(step), allow_nan=False))
     assert step_json(trace.steps[-1])["ops"][-1]["detail"]["replaced"] == ["storage"]
 

@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-from tcopy_cli.trace import records
+from tcopy_cli.trace import records, scriptnames
 
 FROZEN = [
     cls
@@ -77,11 +77,11 @@ def test_defaults_and_fresh_factories(cls: type) -> None:
 
 
 def test_a_name_as_the_script_writes_it() -> None:
-    assert [records.script_name(n) for n in ["f:h", "f:xs[0]", "h", 'd["a:b"]', 'f:d["a:b"]']] == [
+    assert [scriptnames.script_name(n) for n in ["f:h", "f:xs[0]", "h", 'd["a:b"]', 'f:d["a:b"]']] == [
         "h",
         "xs[0]",
         "h",
         'd["a:b"]',
         'd["a:b"]',
     ]
-    assert [records.is_local(n) for n in ["f:h", 'd["a:b"]']] == [True, False]
+    assert [scriptnames.is_local(n) for n in ["f:h", 'd["a:b"]']] == [True, False]

@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 
 from tcopy_cli.pipeline import run_source
 from tcopy_cli.render import jsonl
-from tcopy_cli.trace import frames, records, wire
+from tcopy_cli.trace import decoders, frames, records, wire
 
 
 def loads(line: str | bytes, tp: Any = Any) -> Any:
     """What the parent makes of one line of ``wire``'s JSON, read as an annotation ``tp`` says."""
     data = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
-    return frames.decode_as(tp, frames.parse(data.rstrip(b"\n")))
+    return decoders.decode_as(tp, frames.parse(data.rstrip(b"\n")))
 
 
 def back(value: Any, tp: Any = Any) -> Any:
@@ -311,13 +311,13 @@ def test_every_checked_field_refuses_values_of_another_kind() -> None:
     checked = 0
     for cls, obj in seen.items():
         encoded = json.loads(json.dumps(wire.encode(obj)[wire._REC]))  # as the parent reads it
-        assert type(frames.decode_as(cls, {"__r": json.loads(json.dumps(encoded))})) is cls
+        assert type(decoders.decode_as(cls, {"__r": json.loads(json.dumps(encoded))})) is cls
         for i, f in enumerate(dataclasses.fields(cls)):
             for bad in WRONG.get(str(f.type), []):
                 data = json.loads(json.dumps(encoded))
                 data[i + 1] = bad
                 with pytest.raises(wire.WireError, match=rf"{cls.__name__}\.{f.name}"):
-                    frames.decode_as(cls, {"__r": data})
+                    decoders.decode_as(cls, {"__r": data})
                 checked += 1
     assert checked > 300
 

@@ -13,7 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from tcopy_cli.explain.facts import ExplainState, Origin, StepFacts, names_text
-from tcopy_cli.trace.records import ErrorInfo, Step, TensorRecord, is_local
+from tcopy_cli.trace.records import ErrorInfo, Step, TensorRecord
+from tcopy_cli.trace.scriptnames import is_local
 
 _OPERATORS: dict[type[ast.AST], tuple[str, str]] = {
     ast.Add: ("add", "+"),
