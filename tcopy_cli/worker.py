@@ -67,22 +67,27 @@ class Channel:
         self.steps = wire.StepCodec()
         self.stack = wire.RunningStack()
         """What the parent's stack of running statements holds, from the frames sent to it."""
+        self.held = False
+        """A step frame is written but not flushed: the next statement's ``running`` frame takes it along."""
 
     def send(self, kind: str, **fields: Any) -> None:
         from tcopy_cli.trace import wire
 
         self.write({"kind": kind, **{k: wire.encode(v) for k, v in fields.items()}})
 
-    def step(self, step: Any) -> None:
-        """A ``step`` frame (tensors unchanged since the last step travel as references)."""
+    def step(self, step: Any, held: bool = False) -> None:
+        """A ``step`` frame (tensors unchanged since the last step travel as references). ``held``: the
+        frame is flushed with the next one, written right after it (the next statement's ``running``)."""
         with Uninterrupted():
-            self.write({"kind": "step", "step": self.steps.encode(step)})
+            self.write({"kind": "step", "step": self.steps.encode(step)}, flush=not held)
             self.stack.finished(step.line)
 
-    def write(self, frame: dict[str, Any]) -> None:
+    def write(self, frame: dict[str, Any], flush: bool = True) -> None:
         with Uninterrupted():
             self.out.write(self.line(frame))
-            self.out.flush()
+            self.held = not flush
+            if flush:
+                self.out.flush()
 
     def running(self, line: int, col: int, end_line: int, end_col: int) -> None:
         """The ``running`` frame of a statement about to run (sent before every statement: written directly).
@@ -92,12 +97,17 @@ class Channel:
         """
         position = (line, col, end_line, end_col)
         if self.stack.current == position:
+            if self.held:  # (a step held for this frame goes out now: the statement may take long)
+                with Uninterrupted():
+                    self.held = False
+                    self.out.flush()
             return
         with Uninterrupted():
             self.stack.running(position)
             self.out.write(
                 b'{"kind":"running","line":%d,"col":%d,"end_line":%d,"end_col":%d}\n' % (line, col, end_line, end_col)
             )
+            self.held = False
             self.out.flush()
 
 
@@ -377,12 +387,14 @@ def _worker_runner(program: Any, options: Any, channel: Channel, hook: dict[str,
 
     class WorkerStepper(Stepper):
         def started(self, node: Any, header: bool, frame: Any, where: Any, turns: int) -> None:
+            self.next_follows = False
             channel.running(node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0)
             if hook is not None and hook.get("line") == node.lineno:
                 _run_hook(hook["code"], channel)
             super().started(node, header, frame, where, turns)
 
-    return WorkerStepper(program, options, channel.step)
+    stepper = WorkerStepper(program, options, lambda step: channel.step(step, held=stepper.next_follows))
+    return stepper
 
 
 if __name__ == "__main__":

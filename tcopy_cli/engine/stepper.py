@@ -99,6 +99,7 @@ class Stepper:
         self.pending: tuple[ast.stmt | None, str, list[str]] = (None, "", [])
         self.block_comments = lead_comments(program)
         self.narrated: set[int] = set()
+        self.next_follows = False  # the step being emitted is followed at once by ``started`` (the tracer's)
 
     def info(self, origin: str) -> RunInfo:
         """The facts for the ``start`` event."""

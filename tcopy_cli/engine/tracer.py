@@ -345,6 +345,7 @@ class Tracer:
             state.raised = None
             node = self._statement(frame)
             if node is not None and node is not state.node:
+                self.stepper.next_follows = True  # (reset as the step is emitted, or as the next one starts)
                 self._end(frame, state)
                 self._begin(frame, state, node)
         elif event == "exception":
@@ -391,8 +392,7 @@ class Tracer:
         turns = max((t.turn for t in state.loops), default=0)  # (a turn counts once its body starts)
         self.stepper.started(node, self.index.is_header(node), frame, lambda: self._where(frame, node), turns)
         state.node, state.resumed = node, False
-        state.out = io.StringIO()
-        state.warned = []
+        state.out, state.warned = io.StringIO(), []
         state.hooks = {}
         state.replaced = {}
         state.grad_enabled = torch.is_grad_enabled()
@@ -434,7 +434,7 @@ class Tracer:
             )
             self.stepper.ended(ended)
         finally:
-            self.frame = None
+            self.frame, self.stepper.next_follows = None, False
 
     def _on_exception(self, frame: FrameType, state: _Running, exc: BaseException) -> None:
         if state.node is None or isinstance(exc, (KeyboardInterrupt, StopRun)):

@@ -45,6 +45,13 @@ def safe_is_leaf(t: torch.Tensor) -> bool:
         return False
 
 
+def grad_of(t: torch.Tensor) -> torch.Tensor | None:
+    """``t.grad`` where reading it is silent in torch (leaves and retain_grad tensors)."""
+    if safe_is_leaf(t) or t.retains_grad:
+        return t.grad
+    return None
+
+
 def node_key(node: Any) -> int:
     """A stable identity for a graph node while it lives.
 

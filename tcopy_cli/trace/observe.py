@@ -20,6 +20,7 @@ from tcopy_cli.trace.graph import (
     GraphWalk,
     SavedTensorTracker,
     build_graph,
+    grad_of,
     node_id,
     safe_grad_fn,
     safe_is_leaf,
@@ -27,19 +28,19 @@ from tcopy_cli.trace.graph import (
 )
 from tcopy_cli.trace.labels import StorageLabels, VersionLabels, array_span, tensor_span
 from tcopy_cli.trace.layout import byte_span
-from tcopy_cli.trace.names import SCALAR_TYPES, SEQUENCES, Walked, module_tensors, walk_names
+from tcopy_cli.trace.names import Walked, walk_names
 from tcopy_cli.trace.records import (
     ArrayRecord,
     GraphRecord,
     SavedEvent,
     TensorRecord,
 )
+from tcopy_cli.trace.steady import Steady, place
 from tcopy_cli.trace.summary import PREVIEW_ITEMS, content_key, tensor_values
 from tcopy_cli.trace.unchanged import Unchanged
+from tcopy_cli.trace.unlisted import unlisted_bytes
 from tcopy_cli.trace.values import format_nested, format_number, json_values
 
-# Items looked at per step when counting bytes that no record lists (tensors in sets).
-_BYTE_COUNT_BUDGET = 100_000
 _NO_STORAGE = "no-storage:"
 """The label of a tensor torch gives no storage (sparse, some wrapper subclasses), before its id."""
 _VALUES_CACHE_SIZE = 4096
@@ -78,6 +79,8 @@ class Observer:
         # The last record made under each name, with what it was made from: a tensor whose
         # facts all read the same as then gets that same record object again.
         self._previous: dict[str, tuple[tuple[Any, ...], TensorRecord]] = {}
+        self.steady = Steady()
+        """The last step's names and storages: a step that kept them all keeps its relations."""
 
     def forget(self, *objs: Any) -> None:
         """Hold no weak reference to these tensors (about to be swapped: ``torch.utils.swap_tensors``)."""
@@ -86,6 +89,7 @@ class Observer:
                 self.labels.forget(obj)
                 self.versions.forget(obj)
                 self.unchanged.forget(obj)
+        self.steady.reset()
 
     def snapshot(self, ns: dict[str, Any], walked: Walked | None = None) -> Snapshot:
         """Records for every tensor and array name, total bytes, and saved-tensor events.
@@ -104,7 +108,11 @@ class Observer:
             torch.set_num_threads(1)
             with warnings.catch_warnings(), torch.no_grad():
                 warnings.simplefilter("ignore")
-                snap = self._snapshot(ns, *(walk_names(ns) if walked is None else walked))
+                named, cut, listed = walk_names(ns) if walked is None else walked
+                snap = self._again(ns, named, cut, listed)
+                if snap is None:
+                    snap = self._snapshot(ns, named, cut, listed)
+                    self.steady.remember(named, cut, listed, snap.tensors, len(snap.arrays))
             self.unchanged.step_done()
             return snap
         finally:
@@ -124,7 +132,7 @@ class Observer:
         # Gradients take part in storage sharing as "name.grad".
         grads: dict[str, torch.Tensor] = {}
         for name, t in tensors:
-            g = _grad_of(t)
+            g = grad_of(t)
             if g is not None:
                 grads[name] = g
         array_spans = {name: array_span(a) for name, a in arrays}
@@ -232,9 +240,53 @@ class Observer:
         total = sum(nbytes_of.values()) + sum(
             a.nbytes for name, a in arrays if array_records[name].storage is None and a.base is None
         )
-        total += _unlisted_bytes(ns, walk, counted, saved, listed)
+        total += unlisted_bytes(ns, walk, counted, saved, listed)
         graph = build_graph(walk, tensors, self.saved) if self.graph else None
         return Snapshot(records, array_records, total, events, graph, cut)
+
+    def _again(
+        self, ns: dict[str, Any], named: list[tuple[str, Any]], cut: dict[str, int], listed: set[int]
+    ) -> Snapshot | None:
+        """The snapshot within the last step's relations (``trace.steady``), or None where they may have
+        changed. A tensor whose place, values and preview read as for its last record gets that record
+        again (as ``_record`` would give it); the others a record made anew."""
+        kept = None if self.graph else self.steady.again(named, cut, listed)
+        if kept is None:
+            return None
+        self._memo = {}
+        previous, self._previous = self._previous, {}
+        records: dict[str, TensorRecord] = {}
+        nbytes_of: dict[str, int] = {}
+        counted: set[int] = set()
+        for name, t, storage, k in kept:
+            last, relations = previous.get(name), k.record
+            nbytes_of[relations.storage] = int(storage.nbytes())
+            counted.add(int(storage.data_ptr()))
+            key = place(t, storage)
+            if key == k.key and last is not None:
+                try:
+                    values, preview = self._values(t)
+                except (RuntimeError, ValueError, TypeError, IndexError):
+                    values, preview = None, None
+                if values is last[1].values and preview == last[1].preview:
+                    records[name], self._previous[name] = last[1], last
+                    continue
+            records[name] = self._record(
+                t,
+                relations.storage,
+                relations.shares_memory_with,
+                None,
+                previous,
+                name,
+                shares_version_with=relations.shares_version_with,
+                version_counter=relations.version_counter,
+                reaches=relations.reaches,
+                node_id=relations.node_id,
+                reach_ids=relations.reach_ids,
+            )
+            k.key = key if _sizes_valid(t) and _fits_storage(t) else None
+        total = sum(nbytes_of.values()) + unlisted_bytes(ns, GraphWalk(), counted, [], listed)
+        return Snapshot(records, {}, total, [], None, cut)
 
     def _values(self, d: torch.Tensor) -> tuple[Any, str]:
         """``tensor_values`` of ``d``, from memory when a small CPU tensor holds the same bytes as before.
@@ -411,75 +463,3 @@ def _fits_storage(t: torch.Tensor) -> bool:
         return start >= 0 and start + n * t.element_size() <= nbytes
     start, end = byte_span(t.shape, t.stride(), int(t.storage_offset()), t.element_size())
     return start >= 0 and end <= nbytes
-
-
-def _grad_of(t: torch.Tensor) -> torch.Tensor | None:
-    """``t.grad`` where reading it is silent in torch (leaves and retain_grad tensors)."""
-    if safe_is_leaf(t) or t.retains_grad:
-        return t.grad
-    return None
-
-
-def _unlisted_bytes(
-    ns: dict[str, Any], walk: GraphWalk, counted: set[int], saved: list[torch.Tensor], listed: set[int]
-) -> int:
-    """Bytes of storages the script keeps alive that no record lists, for --max-bytes.
-
-    Tensors in sets, or past the items the records show of a long list, anywhere in the
-    script's containers, and those of modules there whose tensors the records do not all show
-    (``listed``: the ids of those whose tensors they do); and tensors the autograd graph holds:
-    ``saved`` for backward (as ``SavedTensorTracker.update`` read them from the walked nodes),
-    or leaves behind it. ``counted`` holds the data pointers of storages already in the total.
-    """
-    extra: dict[int, int] = {}
-
-    def add(t: torch.Tensor) -> None:
-        try:
-            st = t.untyped_storage()
-            ptr, nbytes = int(st.data_ptr()), int(st.nbytes())
-        except (RuntimeError, NotImplementedError, ValueError):  # ValueError: a lazy parameter
-            return
-        if ptr not in counted:
-            extra[ptr] = max(extra.get(ptr, 0), nbytes)
-
-    stack: list[Any] = list(ns.values())
-    seen: set[int] = set()
-    budget = _BYTE_COUNT_BUDGET
-    while stack and budget > 0:
-        value = stack.pop()
-        budget -= 1
-        if isinstance(value, torch.Tensor):
-            add(value)  # counted once: storages already in the total are skipped
-            grad = _grad_of(value)
-            if grad is not None:
-                add(grad)
-            continue
-        if isinstance(value, torch.nn.Module):
-            if id(value) not in seen and id(value) not in listed:
-                seen.add(id(value))
-                stack.extend(t for _, t in module_tensors(value) if t is not None)
-            continue
-        if isinstance(value, (list, tuple, dict, set, frozenset)) and not isinstance(value, torch.Size):
-            if id(value) in seen:
-                continue
-            seen.add(id(value))
-            items = value.values() if isinstance(value, dict) else value
-            # Numbers and strings hold no tensor: a container of only those is passed over
-            # at C speed.
-            if SCALAR_TYPES.issuperset(map(type, items)):
-                continue
-            for item in items:
-                kind = type(item)
-                if kind in SCALAR_TYPES or (kind in SEQUENCES and SCALAR_TYPES.issuperset(map(type, item))):
-                    continue  # (a list or tuple of those: a sentence's words, a pair of numbers)
-                stack.append(item)
-    for node in walk.nodes.values():
-        variable = getattr(node, "variable", None)
-        if isinstance(variable, torch.Tensor):
-            add(variable)
-            grad = _grad_of(variable)
-            if grad is not None:
-                add(grad)
-    for t in saved:
-        add(t)
-    return sum(extra.values())
