@@ -14,7 +14,7 @@ from rich.text import Text
 
 from tcopy_cli.render import ViewOptions, error_counts, in_colour, plural, source_label
 from tcopy_cli.render.cells import Before, Quiet, Row, removed_names, step_rows
-from tcopy_cli.render.folding import ALWAYS_NEW, FoldedTurn, SeenRows, StepFlow, printed_lines, turn_label, turn_parts
+from tcopy_cli.render.folding import ALWAYS_NEW, FoldedTurn, SeenRows, StepFlow
 from tcopy_cli.render.graph import graph_tree
 from tcopy_cli.render.grid import BOX, HEADER_STYLE, Cell, StepGrid
 from tcopy_cli.render.layout import FOLDING, Forms, cell, plan
@@ -24,6 +24,7 @@ from tcopy_cli.render.modules import module_evolutions, module_parts, module_phr
 from tcopy_cli.render.names import grouped_names, index_runs, short_names, unlisted_text
 from tcopy_cli.render.notegroups import template
 from tcopy_cli.render.trim import Trimmed
+from tcopy_cli.render.turnline import printed_lines, turn_label, turn_parts
 from tcopy_cli.render.where import where_parts
 from tcopy_cli.trace.records import TRUSTED_HEADER, Note, RunInfo, RunSummary, Step
 
