@@ -26,7 +26,7 @@ from tcopy_cli.render.notegroups import template
 from tcopy_cli.render.trim import Trimmed
 from tcopy_cli.render.turnline import printed_lines, turn_label, turn_parts
 from tcopy_cli.render.where import where_parts
-from tcopy_cli.trace.records import TRUSTED_HEADER, Note, RunInfo, RunSummary, Step
+from tcopy_cli.trace.records import TRUSTED_HEADER, Note, RunInfo, RunSummary, Step, TensorRecord
 
 NOTE_STYLES = {"info": "cyan", "warning": "bold yellow"}
 
@@ -51,6 +51,8 @@ class TableRenderer:
         self.one_line: tuple[tuple[object, ...], Text] | None = None  # the last step drawn in one line: what it says
         self.repeat: tuple[tuple[object, ...], Text, list[int]] | None = None  # and the steps that said it again
         self.told: dict[tuple[object, ...], int] = {}  # (line, loops' lines, note kind) -> the step that told it
+        self.lines: dict[tuple[int, tuple[int, ...]], tuple[int, bool]] = {}  # (line, loops' lines) -> (step, a table?)
+        self.forms_seen: dict[str, tuple[tuple[int, ...], str]] = {}  # name -> (shape, dtype) a table drew it with
 
     def start(self, info: RunInfo) -> None:
         """The line above the first step."""
@@ -164,6 +166,7 @@ class TableRenderer:
                 quiet = Quiet(None, quiet.told)  # too long for one line, or the graph it changed is shown
         self.one_line = None
         if quiet.one_line is not None:  # class/def/import, a quiet statement: one line (JSON keeps the whole step)
+            self.lines.setdefault((step.line, tuple(loop.line for loop in step.loops)), (step.index, False))
             parts.append(Rule(title, **RULE))
             self._notes(parts, step)
             if len(parts) == 1 and step.error is None:
@@ -177,10 +180,14 @@ class TableRenderer:
             parts.append(Text(step.source))
         if step.value is not None:  # tcopy repl: the expression's value, under it as Python's REPL shows it
             parts.append(Text(step.value))
-        if rows and not quiet.told:
+        like = None if fresh or not rows or quiet.told else self._as_before(step, rows)
+        if like is not None:
+            parts.append(Padding(Text(like, style="dim"), (0, 0, 0, 2)))
+        elif rows and not quiet.told:
             drawn, under = self.seen.fold(rows, step, self.options, fresh)
             parts.append(self._table(drawn))
             parts += [Padding(Text(line, style="dim"), (0, 0, 0, 2)) for line in under]
+            self._drew(step, rows)
         elif (self.options.only_changed or quiet.told) and (step.tensors or step.arrays):
             parts.append(Text(f"  ({self.options.unchanged_text})", style="dim"))
         if gone:
@@ -217,6 +224,56 @@ class TableRenderer:
                 parts.append(Padding(Text("why: " + err.explanation, style="magenta"), (0, 0, 0, 4)))
         parts.append(Text(""))
         return Trimmed(Group(*parts))
+
+    def _drew(self, step: Step, rows: list[Row]) -> None:
+        """A table was drawn for ``step``: its line, and the shape and dtype of each tensor of its rows."""
+        self.lines[step.line, tuple(loop.line for loop in step.loops)] = (step.index, True)
+        for row in rows:
+            for name in row.names:
+                record = step.tensors.get(name)
+                if record is not None:
+                    self.forms_seen[name] = (tuple(record.shape), record.dtype)
+
+    def _as_before(self, step: Step, rows: list[Row]) -> str | None:
+        """The line told instead of the table of a later turn's step that only its notes make new:
+        ``changed: model.blocks.1.{1,4}.{running_mean,running_var,num_batches_tracked}, h, b (rows
+        as in step 21)``, where the width allows the step; None where the table is drawn.
+
+        A step of a loop whose line ran in an earlier turn (and was drawn there) is shown in full
+        for a note that turn did not tell (``h's graph now holds the graph h had ...``); its
+        rows read as that turn's did: the same names in the same shapes and dtypes, no name new.
+        The notes tell what is new. A table is drawn as ever for a failing step, a warning, a
+        note of the kinds told in full every time (``folding.ALWAYS_NEW``), a name new or one
+        in a shape or dtype no table drew it in, a step with no note new to its line, and with
+        --all-steps, --no-explain or --step/--from/--to."""
+        o = self.options
+        if not o.fold or not o.explain or o.first is not None or o.last is not None:
+            return None
+        loops = tuple(loop.line for loop in step.loops)
+        earlier = self.lines.get((step.line, loops))
+        if earlier is None or not step.loops or step.error is not None or step.warnings:
+            return None
+        if any(n.severity != "info" or n.kind.startswith(ALWAYS_NEW) for n in step.explanations):
+            return None
+        if all((step.line, loops, n.kind, _words(n)) in self.told for n in o.shown_notes(step)):
+            return None  # no note new to the line: nothing tells what changed
+        changed: list[str] = []
+        for row in rows:
+            if row.new:
+                return None
+            for name in row.names:
+                record = step.tensors.get(name)
+                if record is None or self.forms_seen.get(name) != (tuple(record.shape), record.dtype):
+                    return None
+            if row.changed:
+                changed += row.names
+        if not changed:
+            return None
+        index, table = earlier
+        told = _written(changed, step.tensors)
+        line = f"changed: {grouped_names(told)}"
+        where = f" (rows as in step {index})" if table else ""
+        return line + where if len(line + where) + 2 <= self.console.width else line
 
     def _notes(self, parts: list[RenderableType], step: Step) -> None:
         """Warnings, then the notes (unless --no-explain)."""
@@ -262,19 +319,7 @@ class TableRenderer:
         self.flush()
         text = Text.assemble(("↻ ", "dim"), (turn_label(turn), "magenta"))
         known = self.latest.tensors if self.latest is not None and self.options.fold else {}
-
-        def written(names: list[str]) -> list[str]:
-            """Whole modules by their names (``whole_modules``: ``model``); where that leaves a
-            list, every parameter of a model as ``model's 65 parameters`` (``module_phrases``)."""
-            whole = whole_modules(names, known)
-            if len(whole) >= 3:
-                listed = ", ".join(names[:-1]) + " and " + names[-1]
-                phrased = module_phrases(listed, known)
-                if phrased != listed and "," not in phrased:  # the whole list told by its modules
-                    return [phrased]
-            return whole
-
-        for part in turn_parts(turn, self.last_folded, written):
+        for part in turn_parts(turn, self.last_folded, lambda names: _written(names, known)):
             text.append(" · ", style="dim")
             text.append(part)
         self.last_folded = turn
@@ -370,6 +415,18 @@ class TableRenderer:
         )
         for line in flow.footnotes() if flow is not None else ():
             self.console.print(Text(line, style="dim"))
+
+
+def _written(names: list[str], known: dict[str, TensorRecord]) -> list[str]:
+    """Whole modules by their names (``whole_modules``: ``model``); where that leaves a list,
+    every parameter of a model as ``model's 65 parameters`` (``module_phrases``)."""
+    whole = whole_modules(names, known)
+    if len(whole) >= 3:
+        listed = ", ".join(names[:-1]) + " and " + names[-1]
+        phrased = module_phrases(listed, known)
+        if phrased != listed and "," not in phrased:  # the whole list told by its modules
+            return [phrased]
+    return whole
 
 
 _NUMBER = re.compile(r"-?\d[\d.,]*(?:e[+-]?\d+)?")
