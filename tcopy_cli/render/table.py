@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tcopy_cli.render import ViewOptions, error_counts, in_colour, plural, source_label
+from tcopy_cli.render.alike import alike, joined
 from tcopy_cli.render.cells import Before, Quiet, Row, removed_names, step_rows
 from tcopy_cli.render.folding import ALWAYS_NEW, FoldedTurn, SeenRows, StepFlow
 from tcopy_cli.render.graph import graph_tree
@@ -50,6 +51,7 @@ class TableRenderer:
         self.latest: Step | None = None  # the step taken in last, shown or not (what modules there are)
         self.one_line: tuple[tuple[object, ...], Text] | None = None  # the last step drawn in one line: what it says
         self.repeat: tuple[tuple[object, ...], Text, list[int]] | None = None  # and the steps that said it again
+        self.held: FoldedTurn | None = None  # a folded turn's line not drawn yet: the next may read alike
         self.told: dict[tuple[object, ...], int] = {}  # (line, loops' lines, note kind) -> the step that told it
         self.lines: dict[tuple[int, tuple[int, ...]], tuple[int, bool]] = {}  # (line, loops' lines) -> (step, a table?)
         self.forms_seen: dict[str, tuple[tuple[int, ...], str]] = {}  # name -> (shape, dtype) a table drew it with
@@ -109,7 +111,11 @@ class TableRenderer:
         self.latest = step
 
     def flush(self) -> None:
-        """The line for the one-line steps that said again what the one before them said."""
+        """The folded turn's line held back, and the line for the one-line steps that said again
+        what the one before them said."""
+        if self.held is not None:
+            held, self.held = self.held, None
+            self._folded(held)
         if self.repeat is None or not self.repeat[2]:
             self.repeat = None
             return
@@ -315,8 +321,16 @@ class TableRenderer:
         return Trimmed(Group(Text(f"after step {step.index} · line {step.line}", style="dim"), self._table(rows)))
 
     def folded(self, turn: FoldedTurn) -> None:
-        """A later turn of a loop, or a range of them, in one line (what they printed under it)."""
+        """A later turn of a loop, or a range of them, in one line (what they printed under it);
+        held back until the next comes, which goes on the same line where it reads alike
+        (``alike``: ``model.blocks.{2…9}.{1,4}.num_batches_tracked each 0 → 1``)."""
+        if self.held is not None and self.options.fold and alike(self.held, turn):
+            self.held = joined(self.held, turn)
+            return
         self.flush()
+        self.held = turn
+
+    def _folded(self, turn: FoldedTurn) -> None:
         text = Text.assemble(("↻ ", "dim"), (turn_label(turn), "magenta"))
         known = self.latest.tensors if self.latest is not None and self.options.fold else {}
         for part in turn_parts(turn, self.last_folded, lambda names: _written(names, known)):

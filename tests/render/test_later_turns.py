@@ -1,11 +1,18 @@
-"""Later turns of a loop on a screen: a turn shown for a new note tells its rows in one line."""
+"""Later turns of a loop on a screen: a turn shown for a new note tells its rows in one line, and
+folded turns that read alike but for their names share one line."""
 
 from __future__ import annotations
 
+import io
 import re
 
 from recorded import run_cli
 from render.test_models_screen import SAVED_BUMPED
+from rich.console import Console
+
+from tcopy_cli.render.folding import FoldedTurn
+from tcopy_cli.render.table import TableRenderer
+from tcopy_cli.trace.records import LoopContext
 
 CHAINED = """\
 import torch
@@ -42,3 +49,33 @@ def test_a_later_turn_whose_backward_will_fail_draws_its_table() -> None:
     assert len(bumped) == 3, out
     for step in bumped:
         assert re.search(r"^~ y ", step, flags=re.M) and "changed:" not in step, step
+
+
+def _turn(turn: int, scalars: list[tuple[str, float | None, float]], through: int = 0) -> FoldedTurn:
+    return FoldedTurn(
+        loops=(LoopContext(line=3, iteration=turn, total=12, entry=1),), first_step=turn, last_step=through or turn,
+        lines=[4], scalars=scalars, versions=[], grads=[], through=through,
+    )  # fmt: skip
+
+
+def _folded(turns: list[FoldedTurn]) -> list[str]:
+    console = Console(file=io.StringIO(), width=100, color_system=None)
+    renderer = TableRenderer(console)
+    for turn in turns:
+        renderer.folded(turn)
+    renderer.flush()
+    return console.file.getvalue().splitlines()  # type: ignore[attr-defined]
+
+
+def test_folded_turns_that_read_alike_but_for_their_names_share_one_line() -> None:
+    # each turn does to its own tensor what the turn before did to its own: one line
+    singles = [_turn(k, [(f"flags[{k - 1}]", 0.0, 1.0)]) for k in range(2, 7)]
+    ranged = [_turn(7, [(f"flags[{k}]", 0.0, 1.0) for k in range(6, 10)], 10), _turn(11, [("flags[10]", 0, 1)], 11)]
+    assert _folded(singles + ranged) == ["  ↻ iterations 2–11/12 · line 4 · flags[1…10] each 0 → 1"]
+    # a value that moves on says something each turn; the same tensor again is another turn's news
+    losses = [_turn(2, [("loss", 2.0, 1.9)]), _turn(3, [("loss", 1.9, 1.8)])]
+    assert len(_folded(losses)) == 2
+    again = [_turn(2, [("flag", 0.0, 1.0)]), _turn(3, [("flag", 0.0, 1.0)])]
+    assert len(_folded(again)) == 2
+    gap = [_turn(2, [("a", 0.0, 1.0)]), _turn(4, [("b", 0.0, 1.0)])]  # not consecutive
+    assert len(_folded(gap)) == 2

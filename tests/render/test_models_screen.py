@@ -282,8 +282,8 @@ def test_the_resnet_case_is_told_in_far_fewer_lines(monkeypatch: pytest.MonkeyPa
     assert max(len(line) for line in out.splitlines()) <= 100
     # 1,951 with every inner turn drawn, 594 before; 288, then 227 (rows that read as drawn fold,
     # the blocks' loop in iteration 2 in one line, notes told in the loop's turn 1 not again), then
-    # 201 (a later turn shown for a note names its rows)
-    assert len(out.splitlines()) <= 201, len(out.splitlines())
+    # 197 (a later turn shown for a note names its rows; folded turns alike but for names in one line)
+    assert len(out.splitlines()) <= 197, len(out.splitlines())
     assert f"│ {_python_loss(CASES / 'resnet_blocks.py')}" in out
     # the ten block() calls: one line, then one for the nine that said it again
     assert re.search(r"^Step 6 · line 10 · return nn\.Sequential\(…\) · in block\(\)", out, flags=re.M), out
@@ -294,7 +294,8 @@ def test_the_resnet_case_is_told_in_far_fewer_lines(monkeypatch: pytest.MonkeyPa
     assert "model's 59 parameters outside model.blocks.9 were changed in place" in out
     # the loop summaries: a module's buffers of one name in one row
     assert re.search(r"^    model\.\*\.num_batches_tracked +21 tensors, each ▁▅█ 1 → 3", out, flags=re.M), out
-    assert "model.blocks.{6…9}.{1,4}.num_batches_tracked each 0 → 1" in out
+    # the blocks' loop's folded turns, each doing to its block what the one before did to its own: one line
+    assert "  ↻ iterations 1/3 › 3–10 · line 32 · model.blocks.{2…9}.{1,4}.num_batches_tracked each 0 → 1\n" in out
     # rows that read as drawn last fold: a module's row whose tensors' values it never draws moved
     # (running statistics), or which another name (b) stopped being; with b a block's tensors under
     # other names (drawn rows, their storages in a module's span), and with b named as the same
