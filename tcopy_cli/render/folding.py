@@ -726,7 +726,7 @@ def fold_aliases(rows: list[Row], keep: Iterable[str] = (), among: list[Row] | N
         return rows, ""
     kinds = {"tensors": {n for r in table for n in r.names}, "parameters": _parameters(table)}
     return [r for r in rows if id(r) not in folded], "also named: " + "; ".join(
-        _alias_clauses([(a, o) for a, o, _ in pairs], kinds)
+        alias_clauses([(a, o) for a, o, _ in pairs], kinds)
     )
 
 
@@ -768,7 +768,7 @@ def _alias_pairs(rows: list[Row], keep: Iterable[str] = ()) -> tuple[list[tuple[
     return pairs, folded
 
 
-def _alias_clauses(pairs: list[tuple[str, str]], kinds: dict[str, set[str]] | None = None) -> list[str]:
+def alias_clauses(pairs: list[tuple[str, str]], kinds: dict[str, set[str]] | None = None) -> list[str]:
     """``train:net.{0,2}.weight (the same tensors as model.{0,2}.weight)``, ``ys[0…39] (the same
     tensors as xs[0…39])``: names that differ only in how they begin, written together where both
     read as one (each name of the first form is the one of the second in the same place); else
@@ -914,6 +914,7 @@ __all__ = [
     "Show",
     "StepFlow",
     "Watch",
+    "alias_clauses",
     "folded_turn",
     "range_end",
 ]

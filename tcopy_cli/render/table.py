@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -15,10 +16,10 @@ from rich.text import Text
 from tcopy_cli.render import ViewOptions, error_counts, in_colour, plural, source_label
 from tcopy_cli.render.alike import alike, joined
 from tcopy_cli.render.cells import Before, Quiet, Row, removed_names, step_rows
-from tcopy_cli.render.folding import ALWAYS_NEW, FoldedTurn, SeenRows, StepFlow
+from tcopy_cli.render.folding import ALWAYS_NEW, FoldedTurn, SeenRows, StepFlow, alias_clauses
 from tcopy_cli.render.graph import graph_tree
 from tcopy_cli.render.grid import BOX, HEADER_STYLE, Cell, StepGrid
-from tcopy_cli.render.layout import FOLDING, Forms, cell, plan
+from tcopy_cli.render.layout import FOLDING, Forms, cell, held_text, plan, short_module_values
 from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading, summary_rows, unlisted_rows
 from tcopy_cli.render.memory import memory_map, memory_signature
 from tcopy_cli.render.modules import module_evolutions, module_parts, module_phrases, view_rows, whole_modules
@@ -27,7 +28,8 @@ from tcopy_cli.render.notegroups import template
 from tcopy_cli.render.trim import Trimmed
 from tcopy_cli.render.turnline import printed_lines, turn_label, turn_parts
 from tcopy_cli.render.where import where_parts
-from tcopy_cli.trace.records import TRUSTED_HEADER, Note, RunInfo, RunSummary, Step, TensorRecord
+from tcopy_cli.render.written import module_aliases, written
+from tcopy_cli.trace.records import TRUSTED_HEADER, Note, RunInfo, RunSummary, Step
 
 NOTE_STYLES = {"info": "cyan", "warning": "bold yellow"}
 
@@ -276,7 +278,7 @@ class TableRenderer:
         if not changed:
             return None
         index, table = earlier
-        told = _written(changed, step.tensors)
+        told = written(changed, step.tensors)
         line = f"changed: {grouped_names(told)}"
         where = f" (rows as in step {index})" if table else ""
         return line + where if len(line + where) + 2 <= self.console.width else line
@@ -333,7 +335,15 @@ class TableRenderer:
     def _folded(self, turn: FoldedTurn) -> None:
         text = Text.assemble(("↻ ", "dim"), (turn_label(turn), "magenta"))
         known = self.latest.tensors if self.latest is not None and self.options.fold else {}
-        for part in turn_parts(turn, self.last_folded, lambda names: _written(names, known)):
+        aliases = module_aliases(known) if not self.options.watch else {}
+        if aliases:  # a module's tensors under a second module's names: by the first names only
+            turn = replace(
+                turn,
+                scalars=[s for s in turn.scalars if s[0] not in aliases],
+                versions=[n for n in turn.versions if n not in aliases],
+                grads=[n for n in turn.grads if n not in aliases],
+            )
+        for part in turn_parts(turn, self.last_folded, lambda names: written(names, known)):
             text.append(" · ", style="dim")
             text.append(part)
         self.last_folded = turn
@@ -345,7 +355,11 @@ class TableRenderer:
         """When a loop ends: its turns, and how each tensor it changed evolved."""
         self.flush()
         self.last_folded = None
-        changed = module_evolutions(summary_rows(self.options.watched_only(summary.changed())), self.options)
+        rows = summary_rows(self.options.watched_only(summary.changed()))
+        known = self.latest.tensors if self.latest is not None and self.options.fold else {}
+        aliases = module_aliases(known) if not self.options.watch else {}
+        also = [(name, aliases[name]) for name, _ in rows if name in aliases]  # told on one line
+        changed = module_evolutions([(n, ev) for n, ev in rows if n not in aliases], self.options)
         out: list[RenderableType] = [Text.assemble(("  ⟲ ", "dim"), (loop_heading(summary), "bold"))]
         width = max((len(n) for n, _, _ in changed), default=0)
         # The sparkline takes what the longest "first → last (min, max)" (and "· 30 added") leaves of the line.
@@ -358,6 +372,9 @@ class TableRenderer:
                 out.append(Text.assemble(f"    {name:<{width}}  ", (parts[0], "cyan"), *rest))
         for name, words in unlisted_rows(self.options.watched_only(summary.unlisted)):
             out.append(Text.assemble(f"    {name:<{width}}  ", (words, "dim")))
+        if also:
+            clauses = alias_clauses(also, {"tensors": set(known)})
+            out.append(Text("    also named: " + "; ".join(clauses), style="dim"))
         for finding in summary.findings.values():
             if not self.options.watch or any(self.options.watches(t) for t in finding.tensors):
                 out.append(Text.assemble(("    ⚠ ", "bold yellow"), finding.text(summary.iterations)))
@@ -374,11 +391,14 @@ class TableRenderer:
         body: list[list[Cell]] = []
         named, room = [r.cells["name"] for r in rows], layout.widths["name"]
         names = short_names(named, room, chars=False) or short_names(named, room) or {}
+        held = short_module_values(rows, layout.widths.get("values", 0))  # every module row alike
         for row in rows:
             mark = row.marker()
             cells: list[Cell] = [Cell(mark, "bold green" if mark == "+" else "bold yellow")]
             for c in layout.columns:
                 text = names.get(row.cells["name"]) if c.key == "name" else None
+                if c.key == "values" and held and row.members:
+                    text = held_text(row.cells["values"])
                 cells.append(cell(row, c.key, layout.widths[c.key], text))
             body.append(cells)
 
@@ -429,18 +449,6 @@ class TableRenderer:
         )
         for line in flow.footnotes() if flow is not None else ():
             self.console.print(Text(line, style="dim"))
-
-
-def _written(names: list[str], known: dict[str, TensorRecord]) -> list[str]:
-    """Whole modules by their names (``whole_modules``: ``model``); where that leaves a list,
-    every parameter of a model as ``model's 65 parameters`` (``module_phrases``)."""
-    whole = whole_modules(names, known)
-    if len(whole) >= 3:
-        listed = ", ".join(names[:-1]) + " and " + names[-1]
-        phrased = module_phrases(listed, known)
-        if phrased != listed and "," not in phrased:  # the whole list told by its modules
-            return [phrased]
-    return whole
 
 
 _NUMBER = re.compile(r"-?\d[\d.,]*(?:e[+-]?\d+)?")

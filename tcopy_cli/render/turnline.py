@@ -58,7 +58,8 @@ def turn_parts(
 
     After a folded turn of the same loop (``previous``), the lines that ran and the
     tensors updated are left out when they are the same as there. ``written``: the names
-    updated as the view writes them (a module for all its tensors: ``modules.whole_modules``).
+    updated, and those that moved alike, as the view writes them (a module for all its tensors:
+    ``modules.whole_modules``).
     """
     same_loop = (
         previous is not None
@@ -71,7 +72,7 @@ def turn_parts(
         parts.append(f"{lines} as before")  # their values may move (loss 2.3 → 2.1): nothing else is new
     elif not (same_loop and previous is not None and previous.lines == turn.lines):
         parts.append(lines)
-    parts += _scalar_parts(turn.scalars)
+    parts += _scalar_parts(turn.scalars, written)
     updated = _updated(turn)
     # said again where the line would say nothing else (--watch w: w is all it shows, every turn)
     if updated and (not parts or not (same_loop and previous is not None and _updated(previous) == updated)):
@@ -86,9 +87,11 @@ def turn_parts(
     return parts
 
 
-def _scalar_parts(scalars: Iterable[tuple[str, float | None, float]]) -> list[str]:
+def _scalar_parts(
+    scalars: Iterable[tuple[str, float | None, float]], written: Callable[[list[str]], list[str]] = list
+) -> list[str]:
     """``loss 2.3 → 2.1``; one-element tensors that went from one value to the same other, together
-    (``model.blocks.{6…9}.1.num_batches_tracked each 0 → 1``)."""
+    (``model.blocks.{6…9}.1.num_batches_tracked each 0 → 1``), as the view writes them (``written``)."""
     changes: dict[str, list[str]] = {}
     for name, was, now in scalars:
         changes.setdefault(f"{number(was)} → {number(now)}" if was is not None else f"= {number(now)}", []).append(name)
@@ -97,7 +100,7 @@ def _scalar_parts(scalars: Iterable[tuple[str, float | None, float]]) -> list[st
         if len(names) == 1:
             out.append(f"{names[0]} {change}")
         else:
-            out.append(f"{grouped_names(names, most=len(names))} each {change}")
+            out.append(f"{grouped_names(written(names), most=len(names))} each {change}")
     return out
 
 

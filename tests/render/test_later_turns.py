@@ -12,7 +12,8 @@ from rich.console import Console
 
 from tcopy_cli.render.folding import FoldedTurn
 from tcopy_cli.render.table import TableRenderer
-from tcopy_cli.trace.records import LoopContext
+from tcopy_cli.render.written import by_leaf, module_aliases
+from tcopy_cli.trace.records import LoopContext, TensorRecord
 
 CHAINED = """\
 import torch
@@ -79,3 +80,16 @@ def test_folded_turns_that_read_alike_but_for_their_names_share_one_line() -> No
     assert len(_folded(again)) == 2
     gap = [_turn(2, [("a", 0.0, 1.0)]), _turn(4, [("b", 0.0, 1.0)])]  # not consecutive
     assert len(_folded(gap)) == 2
+
+
+def test_names_written_by_their_module_and_once_for_a_module_under_two_names() -> None:
+    known = [f"model.blocks.{i}.{j}.num_batches_tracked" for i in range(3) for j in (1, 4)] + ["model.stem.1.weight"]
+    assert by_leaf(known[:-1], known) == ["model.*.num_batches_tracked"]
+    assert by_leaf(known[:3], known) == known[:3]  # not every one of them: each by its name
+    record = TensorRecord(
+        shape=[1], dtype="float32", device="cpu", values=[0.0], preview="", data_ptr=1, storage="S1",
+        storage_offset=0, shares_memory_with=[], requires_grad=False, is_leaf=True, grad_fn=None, grad=None,
+        version=0, version_counter="V1", object_id=7,
+    )  # fmt: skip
+    names = {"model.blocks.9.0.weight": record, "b.0.weight": record, "x": record, "y": record}
+    assert module_aliases(names) == {"b.0.weight": "model.blocks.9.0.weight"}  # x and y: no module's
