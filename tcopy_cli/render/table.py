@@ -16,7 +16,7 @@ from rich.text import Text
 from tcopy_cli.render import ViewOptions, error_counts, in_colour, plural, source_label
 from tcopy_cli.render.alike import alike, joined
 from tcopy_cli.render.cells import Before, Quiet, Row, removed_names, step_rows
-from tcopy_cli.render.folding import ALWAYS_NEW, FoldedTurn, SeenRows, StepFlow, alias_clauses
+from tcopy_cli.render.folding import ALWAYS_NEW, UNCHANGED_FOLD, FoldedTurn, SeenRows, StepFlow, alias_clauses
 from tcopy_cli.render.graph import graph_tree
 from tcopy_cli.render.grid import BOX, HEADER_STYLE, Cell, StepGrid
 from tcopy_cli.render.layout import FOLDING, Forms, cell, held_text, plan, short_module_values
@@ -190,7 +190,15 @@ class TableRenderer:
             parts.append(Text(step.value))
         like = None if fresh or not rows or quiet.told else self._as_before(step, rows)
         if like is not None:
-            parts.append(Padding(Text(like, style="dim"), (0, 0, 0, 2)))
+            cells = self.seen.cells
+            drawn, under = self.seen.fold(rows, step, self.options, fresh)
+            if len(drawn) >= UNCHANGED_FOLD:  # a small table stays whole, as with unchanged rows
+                self.seen.cells = cells  # not drawn: later tables are held against the one drawn last
+                parts.append(Padding(Text(like, style="dim"), (0, 0, 0, 2)))
+            else:
+                parts.append(self._table(drawn))
+                parts += [Padding(Text(line, style="dim"), (0, 0, 0, 2)) for line in under]
+                self._drew(step, rows)
         elif rows and not quiet.told:
             drawn, under = self.seen.fold(rows, step, self.options, fresh)
             parts.append(self._table(drawn))
@@ -252,8 +260,9 @@ class TableRenderer:
         rows read as that turn's did: the same names in the same shapes and dtypes, no name new.
         The notes tell what is new. A table is drawn as ever for a failing step, a warning, a
         note of the kinds told in full every time (``folding.ALWAYS_NEW``), a name new or one
-        in a shape or dtype no table drew it in, a step with no note new to its line, and with
-        --all-steps, --no-explain or --step/--from/--to."""
+        in a shape or dtype no table drew it in, a step with no note new to its line, a table of
+        fewer than ``UNCHANGED_FOLD`` rows once its unchanged rows fold (a small table stays whole:
+        ``w``'s grad accumulating, drawn), and with --all-steps, --no-explain or --step/--from/--to."""
         o = self.options
         if not o.fold or not o.explain or o.first is not None or o.last is not None:
             return None

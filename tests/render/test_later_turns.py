@@ -17,9 +17,9 @@ from tcopy_cli.trace.records import LoopContext, TensorRecord
 
 CHAINED = """\
 import torch
-h = torch.ones(2, requires_grad=True)
+a, b, c = (torch.ones(2, requires_grad=True) for _ in range(3))
 for i in range(3):
-    h = h * 2
+    a, b, c = a * 2, b * 2, c * 2
 g = torch.ones(2, requires_grad=True)
 for i in range(3):
     g = torch.cat([g, g])
@@ -30,18 +30,24 @@ def _steps(out: str) -> dict[int, str]:
     return {int(m[1]): m[0] for m in re.finditer(r"^Step (\d+) · .*?(?=^Step |\Z)", out, flags=re.M | re.S)}
 
 
+def _turns(out: str, source: str) -> list[str]:
+    return [s for s in _steps(out).values() if s.splitlines()[1:2] == [source]]
+
+
 def test_a_later_turn_shown_for_a_new_note_names_its_changed_rows_instead_of_drawing_them() -> None:
     out = run_cli(["run", "-e", CHAINED, "--width", "100", "--no-color"]).stdout
-    steps = _steps(out)
-    # turn 2 of the first loop: shown for the chained graph, its row as turn 1 drew it
-    assert "iteration 2/3" in steps[4] and "h's graph now holds the graph h had" in steps[4], out
-    assert "  changed: h (rows as in step 3)\n" in steps[4], steps[4]
-    assert "  name " not in steps[4], steps[4]
-    # g in a shape no table drew it in: drawn, every turn
-    for index in (8, 9):
-        assert re.search(r"^~ g ", steps[index], flags=re.M), steps[index]
-    every = _steps(run_cli(["run", "-e", CHAINED, "--width", "100", "--no-color", "--all-steps"]).stdout)
-    assert re.search(r"^~ h ", every[4], flags=re.M) and "changed:" not in every[4], every[4]
+    # turn 2 of the second loop: shown for the chained graphs, its rows as turn 1 drew them
+    first, second = _turns(out, "a, b, c = a * 2, b * 2, c * 2")
+    assert "iteration 2/3" in second and "a's graph now holds the graph a had" in second, out
+    index = first.split(" · ")[0].removeprefix("Step ")
+    assert f"  changed: a, b, c (rows as in step {index})\n" in second, second
+    assert "  name " not in second, second
+    # a table of a shape no table drew stays whole (g, every turn)
+    for step in _turns(out, "g = torch.cat([g, g])")[1:]:
+        assert "  name " in step and "\n  changed:" not in step, step
+    every = run_cli(["run", "-e", CHAINED, "--width", "100", "--no-color", "--all-steps"]).stdout
+    second = _turns(every, "a, b, c = a * 2, b * 2, c * 2")[1]
+    assert re.search(r"^~ a ", second, flags=re.M) and "\n  changed:" not in second, second
 
 
 def test_a_later_turn_whose_backward_will_fail_draws_its_table() -> None:
@@ -49,7 +55,7 @@ def test_a_later_turn_whose_backward_will_fail_draws_its_table() -> None:
     bumped = [s for s in _steps(out).values() if " · line 6 · " in s.splitlines()[0]]
     assert len(bumped) == 3, out
     for step in bumped:
-        assert re.search(r"^~ y ", step, flags=re.M) and "changed:" not in step, step
+        assert re.search(r"^~ y ", step, flags=re.M) and "\n  changed:" not in step, step
 
 
 def _turn(turn: int, scalars: list[tuple[str, float | None, float]], through: int = 0) -> FoldedTurn:

@@ -123,6 +123,9 @@ def test_a_60_iteration_cnn_with_adam_takes_at_most_150_lines_at_100_columns(mon
     assert out.count("now refers to a new tensor computed from the old one") == 1  # said once, not per layer
     assert "  unchanged: model, x, y\n" in out  # the model's row folded by its name, not its 8 tensors
     assert "· loss 2.125 → 2.078 · updated: model\n" in out  # a whole model by its name on a folded line
+    # iteration 2's zero_grad, shown for its note: a table of one row (the rest unchanged) stays whole
+    zeroed = re.search(r"^Step \d+ · line 32 · iteration 2/60 .*?(?=^\s*$)", out, flags=re.M | re.S)
+    assert zeroed is not None and re.search(r"^~ model +8 tensors", zeroed[0], flags=re.M), out
     model = re.search(r"^\+ model +8 tensors, ([\d,]+) params", out, flags=re.M)
     namespace = runpy.run_path(str(script), run_name="__main__")
     assert model is not None and int(model[1].replace(",", "")) == sum(
