@@ -24,16 +24,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Union
 
 from tcopy_cli.render import ViewOptions, plural
 from tcopy_cli.render.cells import Before, Quiet, Row, quiet_form
-from tcopy_cli.render.loops import LoopSummary, LoopTracker, number, scalar_of
-from tcopy_cli.render.names import common_end, grouped_names, unlisted_change, unlisted_pairs
-from tcopy_cli.render.where import iteration_text
-from tcopy_cli.render.where import turn as where_turn
+from tcopy_cli.render.loops import LoopSummary, LoopTracker, scalar_of
+from tcopy_cli.render.names import common_end, grouped_names, unlisted_pairs
 from tcopy_cli.trace.records import LoopContext, Note, RunSummary, Step, TensorRecord, evolve
 from tcopy_cli.trace.scriptnames import added_items as added
 from tcopy_cli.trace.scriptnames import is_item, is_local
@@ -43,9 +41,6 @@ SINGLE_TURNS = 6
 FIRST_RANGE_END = 10
 """The first condensed line covers turns ``SINGLE_TURNS + 1`` to this; each later range ends at
 twice the turn the one before it ended at (7–10, 11–20, 21–40, 41–80, ...)."""
-PRINTED_ENDS = 2
-"""A folded line's printed output longer than ``2 * PRINTED_ENDS + 1`` lines keeps this many lines
-at each end, with a line saying how many were left out between."""
 
 ALWAYS_NEW = ("saved.", "grad.corrupted", "change.untracked-write", "error.")
 """Note kinds that show a turn in full every time (wrong gradients, version errors, caught errors)."""
@@ -620,17 +615,6 @@ def _facts(r: TensorRecord) -> object:
     return (values, r.shape, r.dtype, r.version, r.storage, _grad_fact(r))
 
 
-def line_ranges(lines: Iterable[int]) -> str:
-    """``14–15, 20–24``: the lines, sorted, runs of consecutive lines as ranges."""
-    runs: list[list[int]] = []
-    for n in sorted(set(lines)):
-        if runs and n == runs[-1][-1] + 1:
-            runs[-1].append(n)
-        else:
-            runs.append([n])
-    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}–{r[-1]}" for r in runs)
-
-
 UNCHANGED_FOLD = 3
 """Unchanged rows fold into one line when there are at least this many (two stay as rows)."""
 
@@ -743,7 +727,7 @@ def fold_aliases(rows: list[Row], keep: Iterable[str] = (), among: list[Row] | N
         return rows, ""
     kinds = {"tensors": {n for r in table for n in r.names}, "parameters": _parameters(table)}
     return [r for r in rows if id(r) not in folded], "also named: " + "; ".join(
-        _alias_clauses([(a, o) for a, o, _ in pairs], kinds)
+        alias_clauses([(a, o) for a, o, _ in pairs], kinds)
     )
 
 
@@ -785,7 +769,7 @@ def _alias_pairs(rows: list[Row], keep: Iterable[str] = ()) -> tuple[list[tuple[
     return pairs, folded
 
 
-def _alias_clauses(pairs: list[tuple[str, str]], kinds: dict[str, set[str]] | None = None) -> list[str]:
+def alias_clauses(pairs: list[tuple[str, str]], kinds: dict[str, set[str]] | None = None) -> list[str]:
     """``train:net.{0,2}.weight (the same tensors as model.{0,2}.weight)``, ``ys[0…39] (the same
     tensors as xs[0…39])``: names that differ only in how they begin, written together where both
     read as one (each name of the first form is the one of the second in the same place); else
@@ -923,80 +907,6 @@ def _storage_labels(row: Row) -> frozenset[str]:
     return frozenset() if label is None else frozenset((label,))
 
 
-def turn_label(turn: FoldedTurn) -> str:
-    """``iteration 7/50``, or for a range of turns ``iterations 21–40/50`` (nested: ``iterations 2/3 › 21–40/50``)."""
-    if turn.turns == 1:
-        return iteration_text(turn.loops)
-    *outer, loop = turn.loops
-    span = f"{loop.iteration}–{turn.last_turn}" + (f"/{loop.total}" if loop.total is not None else "")
-    return "iterations " + " › ".join([*(where_turn(c) for c in outer), span])
-
-
-def printed_lines(turn: FoldedTurn) -> list[str]:
-    """What a folded line's turns printed, line by line; a long output keeps only its first and last lines."""
-    if not turn.printed:
-        return []
-    lines = turn.printed.rstrip("\n").split("\n")
-    if len(lines) <= 2 * PRINTED_ENDS + 1:
-        return lines
-    left = len(lines) - 2 * PRINTED_ENDS
-    return [*lines[:PRINTED_ENDS], f"… {left} more lines …", *lines[-PRINTED_ENDS:]]
-
-
-def turn_parts(
-    turn: FoldedTurn, previous: FoldedTurn | None = None, written: Callable[[list[str]], list[str]] = list
-) -> list[str]:
-    """The pieces of a folded turn's line after its turn number.
-
-    After a folded turn of the same loop (``previous``), the lines that ran and the
-    tensors updated are left out when they are the same as there. ``written``: the names
-    updated as the view writes them (a module for all its tensors: ``modules.whole_modules``).
-    """
-    same_loop = (
-        previous is not None
-        and not previous.partial
-        and [c.line for c in previous.loops] == [c.line for c in turn.loops]
-    )
-    parts = []
-    lines = f"line{'s' if len(set(turn.lines)) > 1 else ''} {line_ranges(turn.lines)}"
-    if turn.partial:  # steps of a turn shown in full: always said which, and that they were folded
-        parts.append(f"{lines} as before")  # their values may move (loss 2.3 → 2.1): nothing else is new
-    elif not (same_loop and previous is not None and previous.lines == turn.lines):
-        parts.append(lines)
-    parts += _scalar_parts(turn.scalars)
-    updated = _updated(turn)
-    # said again where the line would say nothing else (--watch w: w is all it shows, every turn)
-    if updated and (not parts or not (same_loop and previous is not None and _updated(previous) == updated)):
-        parts.append(f"updated: {grouped_names(written(updated))}")
-    if turn.added:
-        parts.append(f"added: {grouped_names(turn.added)}")
-    parts += [f"{name}: {unlisted_change(d)}" for name, d in turn.unlisted.items()]
-    if not parts:  # everything it would say is as on the line above: say it again, never an empty line
-        parts.append(lines)
-        if updated:
-            parts.append(f"updated: {grouped_names(written(updated))}")
-    return parts
-
-
-def _scalar_parts(scalars: Iterable[tuple[str, float | None, float]]) -> list[str]:
-    """``loss 2.3 → 2.1``; one-element tensors that went from one value to the same other, together
-    (``model.blocks.{6…9}.1.num_batches_tracked each 0 → 1``)."""
-    changes: dict[str, list[str]] = {}
-    for name, was, now in scalars:
-        changes.setdefault(f"{number(was)} → {number(now)}" if was is not None else f"= {number(now)}", []).append(name)
-    out = []
-    for change, names in changes.items():
-        if len(names) == 1:
-            out.append(f"{names[0]} {change}")
-        else:
-            out.append(f"{grouped_names(names, most=len(names))} each {change}")
-    return out
-
-
-def _updated(turn: FoldedTurn) -> list[str]:
-    return list(dict.fromkeys(turn.versions + turn.grads))
-
-
 __all__ = [
     "Event",
     "FoldedTurn",
@@ -1005,9 +915,7 @@ __all__ = [
     "Show",
     "StepFlow",
     "Watch",
+    "alias_clauses",
     "folded_turn",
-    "printed_lines",
     "range_end",
-    "turn_label",
-    "turn_parts",
 ]

@@ -112,7 +112,7 @@ class Forms:
 
 def cell(row: Row, key: str, width: int, text: str | None = None) -> Cell:
     """One cell: values as a line, a grid or a summary; other facts as their text (``text``: the
-    name as the table writes it, see ``short_names``)."""
+    name as the table writes it, see ``short_names``, or a module row's values, ``held_text``)."""
     value = row.cells[key]
     style = ""
     if key in row.changed and not row.new:
@@ -135,7 +135,25 @@ def _content(row: Row, key: str, width: int, remember: bool) -> tuple[str, bool 
         return "\n".join(lines), not wraps, "fold" if wraps else "ellipsis"
     if key == "name":
         return shortened(row.cells[key], width)[0], True, "ellipsis"
-    return row.cells[key], None, "fold" if key in FOLDING else "ellipsis"
+    text = row.cells[key]
+    if key == "values" and row.members and len(text) > width:
+        held = held_text(text)  # a module's row too narrow for its whole text: what its tensors hold
+        if len(held) <= width:
+            return held, True, "ellipsis"
+    return text, None, "fold" if key in FOLDING else "ellipsis"
+
+
+def held_text(values: str) -> str:
+    """``47,354 params`` of a module's row's ``65 tensors, 47,354 params``: what its tensors hold,
+    where the values column is too narrow for the whole on one line (the storage and ver columns
+    span its tensors; the name says which they are). A table writes every module row so once
+    one is (``short_module_values``)."""
+    return values.partition(", ")[2] or values
+
+
+def short_module_values(rows: list[Row], width: int) -> bool:
+    """Whether a table's module rows are written as ``held_text``: one's whole does not fit ``width``."""
+    return any(r.members and len(r.cells["values"]) > width >= len(held_text(r.cells["values"])) for r in rows)
 
 
 def _record(row: Row, key: str) -> TensorRecord | ArrayRecord | None:

@@ -7,10 +7,11 @@ from typing import TextIO
 
 from tcopy_cli.render import ViewOptions, error_counts, plural, source_label
 from tcopy_cli.render.cells import COLUMNS, Before, Quiet, removed_names, step_rows
-from tcopy_cli.render.folding import FoldedTurn, SeenRows, StepFlow, printed_lines, turn_label, turn_parts
+from tcopy_cli.render.folding import FoldedTurn, SeenRows, StepFlow
 from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading, summary_rows, unlisted_rows
 from tcopy_cli.render.modules import module_evolutions, module_parts, module_phrases, view_rows
 from tcopy_cli.render.names import index_runs, unlisted_text
+from tcopy_cli.render.turnline import printed_lines, turn_label, turn_parts
 from tcopy_cli.render.where import where_parts
 from tcopy_cli.trace.records import TRUSTED_HEADER, RunInfo, RunSummary, Step
 from tcopy_cli.trace.values import code_span, longest_backticks

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -13,18 +14,21 @@ from rich.table import Table
 from rich.text import Text
 
 from tcopy_cli.render import ViewOptions, error_counts, in_colour, plural, source_label
+from tcopy_cli.render.alike import alike, joined
 from tcopy_cli.render.cells import Before, Quiet, Row, removed_names, step_rows
-from tcopy_cli.render.folding import ALWAYS_NEW, FoldedTurn, SeenRows, StepFlow, printed_lines, turn_label, turn_parts
+from tcopy_cli.render.folding import ALWAYS_NEW, UNCHANGED_FOLD, FoldedTurn, SeenRows, StepFlow, alias_clauses
 from tcopy_cli.render.graph import graph_tree
 from tcopy_cli.render.grid import BOX, HEADER_STYLE, Cell, StepGrid
-from tcopy_cli.render.layout import FOLDING, Forms, cell, plan
+from tcopy_cli.render.layout import FOLDING, Forms, cell, held_text, plan, short_module_values
 from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading, summary_rows, unlisted_rows
 from tcopy_cli.render.memory import memory_map, memory_signature
 from tcopy_cli.render.modules import module_evolutions, module_parts, module_phrases, view_rows, whole_modules
 from tcopy_cli.render.names import grouped_names, index_runs, short_names, unlisted_text
 from tcopy_cli.render.notegroups import template
 from tcopy_cli.render.trim import Trimmed
+from tcopy_cli.render.turnline import printed_lines, turn_label, turn_parts
 from tcopy_cli.render.where import where_parts
+from tcopy_cli.render.written import module_aliases, written
 from tcopy_cli.trace.records import TRUSTED_HEADER, Note, RunInfo, RunSummary, Step
 
 NOTE_STYLES = {"info": "cyan", "warning": "bold yellow"}
@@ -49,7 +53,10 @@ class TableRenderer:
         self.latest: Step | None = None  # the step taken in last, shown or not (what modules there are)
         self.one_line: tuple[tuple[object, ...], Text] | None = None  # the last step drawn in one line: what it says
         self.repeat: tuple[tuple[object, ...], Text, list[int]] | None = None  # and the steps that said it again
+        self.held: FoldedTurn | None = None  # a folded turn's line not drawn yet: the next may read alike
         self.told: dict[tuple[object, ...], int] = {}  # (line, loops' lines, note kind) -> the step that told it
+        self.lines: dict[tuple[int, tuple[int, ...]], tuple[int, bool]] = {}  # (line, loops' lines) -> (step, a table?)
+        self.forms_seen: dict[str, tuple[tuple[int, ...], str]] = {}  # name -> (shape, dtype) a table drew it with
 
     def start(self, info: RunInfo) -> None:
         """The line above the first step."""
@@ -106,7 +113,11 @@ class TableRenderer:
         self.latest = step
 
     def flush(self) -> None:
-        """The line for the one-line steps that said again what the one before them said."""
+        """The folded turn's line held back, and the line for the one-line steps that said again
+        what the one before them said."""
+        if self.held is not None:
+            held, self.held = self.held, None
+            self._folded(held)
         if self.repeat is None or not self.repeat[2]:
             self.repeat = None
             return
@@ -163,6 +174,7 @@ class TableRenderer:
                 quiet = Quiet(None, quiet.told)  # too long for one line, or the graph it changed is shown
         self.one_line = None
         if quiet.one_line is not None:  # class/def/import, a quiet statement: one line (JSON keeps the whole step)
+            self.lines.setdefault((step.line, tuple(loop.line for loop in step.loops)), (step.index, False))
             parts.append(Rule(title, **RULE))
             self._notes(parts, step)
             if len(parts) == 1 and step.error is None:
@@ -176,10 +188,22 @@ class TableRenderer:
             parts.append(Text(step.source))
         if step.value is not None:  # tcopy repl: the expression's value, under it as Python's REPL shows it
             parts.append(Text(step.value))
-        if rows and not quiet.told:
+        like = None if fresh or not rows or quiet.told else self._as_before(step, rows)
+        if like is not None:
+            cells = self.seen.cells
+            drawn, under = self.seen.fold(rows, step, self.options, fresh)
+            if len(drawn) >= UNCHANGED_FOLD:  # a small table stays whole, as with unchanged rows
+                self.seen.cells = cells  # not drawn: later tables are held against the one drawn last
+                parts.append(Padding(Text(like, style="dim"), (0, 0, 0, 2)))
+            else:
+                parts.append(self._table(drawn))
+                parts += [Padding(Text(line, style="dim"), (0, 0, 0, 2)) for line in under]
+                self._drew(step, rows)
+        elif rows and not quiet.told:
             drawn, under = self.seen.fold(rows, step, self.options, fresh)
             parts.append(self._table(drawn))
             parts += [Padding(Text(line, style="dim"), (0, 0, 0, 2)) for line in under]
+            self._drew(step, rows)
         elif (self.options.only_changed or quiet.told) and (step.tensors or step.arrays):
             parts.append(Text(f"  ({self.options.unchanged_text})", style="dim"))
         if gone:
@@ -216,6 +240,57 @@ class TableRenderer:
                 parts.append(Padding(Text("why: " + err.explanation, style="magenta"), (0, 0, 0, 4)))
         parts.append(Text(""))
         return Trimmed(Group(*parts))
+
+    def _drew(self, step: Step, rows: list[Row]) -> None:
+        """A table was drawn for ``step``: its line, and the shape and dtype of each tensor of its rows."""
+        self.lines[step.line, tuple(loop.line for loop in step.loops)] = (step.index, True)
+        for row in rows:
+            for name in row.names:
+                record = step.tensors.get(name)
+                if record is not None:
+                    self.forms_seen[name] = (tuple(record.shape), record.dtype)
+
+    def _as_before(self, step: Step, rows: list[Row]) -> str | None:
+        """The line told instead of the table of a later turn's step that only its notes make new:
+        ``changed: model.blocks.1.{1,4}.{running_mean,running_var,num_batches_tracked}, h, b (rows
+        as in step 21)``, where the width allows the step; None where the table is drawn.
+
+        A step of a loop whose line ran in an earlier turn (and was drawn there) is shown in full
+        for a note that turn did not tell (``h's graph now holds the graph h had ...``); its
+        rows read as that turn's did: the same names in the same shapes and dtypes, no name new.
+        The notes tell what is new. A table is drawn as ever for a failing step, a warning, a
+        note of the kinds told in full every time (``folding.ALWAYS_NEW``), a name new or one
+        in a shape or dtype no table drew it in, a step with no note new to its line, a table of
+        fewer than ``UNCHANGED_FOLD`` rows once its unchanged rows fold (a small table stays whole:
+        ``w``'s grad accumulating, drawn), and with --all-steps, --no-explain or --step/--from/--to."""
+        o = self.options
+        if not o.fold or not o.explain or o.first is not None or o.last is not None:
+            return None
+        loops = tuple(loop.line for loop in step.loops)
+        earlier = self.lines.get((step.line, loops))
+        if earlier is None or not step.loops or step.error is not None or step.warnings:
+            return None
+        if any(n.severity != "info" or n.kind.startswith(ALWAYS_NEW) for n in step.explanations):
+            return None
+        if all((step.line, loops, n.kind, _words(n)) in self.told for n in o.shown_notes(step)):
+            return None  # no note new to the line: nothing tells what changed
+        changed: list[str] = []
+        for row in rows:
+            if row.new:
+                return None
+            for name in row.names:
+                record = step.tensors.get(name)
+                if record is None or self.forms_seen.get(name) != (tuple(record.shape), record.dtype):
+                    return None
+            if row.changed:
+                changed += row.names
+        if not changed:
+            return None
+        index, table = earlier
+        told = written(changed, step.tensors)
+        line = f"changed: {grouped_names(told)}"
+        where = f" (rows as in step {index})" if table else ""
+        return line + where if len(line + where) + 2 <= self.console.width else line
 
     def _notes(self, parts: list[RenderableType], step: Step) -> None:
         """Warnings, then the notes (unless --no-explain)."""
@@ -257,23 +332,27 @@ class TableRenderer:
         return Trimmed(Group(Text(f"after step {step.index} · line {step.line}", style="dim"), self._table(rows)))
 
     def folded(self, turn: FoldedTurn) -> None:
-        """A later turn of a loop, or a range of them, in one line (what they printed under it)."""
+        """A later turn of a loop, or a range of them, in one line (what they printed under it);
+        held back until the next comes, which goes on the same line where it reads alike
+        (``alike``: ``model.blocks.{2…9}.{1,4}.num_batches_tracked each 0 → 1``)."""
+        if self.held is not None and self.options.fold and alike(self.held, turn):
+            self.held = joined(self.held, turn)
+            return
         self.flush()
+        self.held = turn
+
+    def _folded(self, turn: FoldedTurn) -> None:
         text = Text.assemble(("↻ ", "dim"), (turn_label(turn), "magenta"))
         known = self.latest.tensors if self.latest is not None and self.options.fold else {}
-
-        def written(names: list[str]) -> list[str]:
-            """Whole modules by their names (``whole_modules``: ``model``); where that leaves a
-            list, every parameter of a model as ``model's 65 parameters`` (``module_phrases``)."""
-            whole = whole_modules(names, known)
-            if len(whole) >= 3:
-                listed = ", ".join(names[:-1]) + " and " + names[-1]
-                phrased = module_phrases(listed, known)
-                if phrased != listed and "," not in phrased:  # the whole list told by its modules
-                    return [phrased]
-            return whole
-
-        for part in turn_parts(turn, self.last_folded, written):
+        aliases = module_aliases(known) if not self.options.watch else {}
+        if aliases:  # a module's tensors under a second module's names: by the first names only
+            turn = replace(
+                turn,
+                scalars=[s for s in turn.scalars if s[0] not in aliases],
+                versions=[n for n in turn.versions if n not in aliases],
+                grads=[n for n in turn.grads if n not in aliases],
+            )
+        for part in turn_parts(turn, self.last_folded, lambda names: written(names, known)):
             text.append(" · ", style="dim")
             text.append(part)
         self.last_folded = turn
@@ -285,7 +364,11 @@ class TableRenderer:
         """When a loop ends: its turns, and how each tensor it changed evolved."""
         self.flush()
         self.last_folded = None
-        changed = module_evolutions(summary_rows(self.options.watched_only(summary.changed())), self.options)
+        rows = summary_rows(self.options.watched_only(summary.changed()))
+        known = self.latest.tensors if self.latest is not None and self.options.fold else {}
+        aliases = module_aliases(known) if not self.options.watch else {}
+        also = [(name, aliases[name]) for name, _ in rows if name in aliases]  # told on one line
+        changed = module_evolutions([(n, ev) for n, ev in rows if n not in aliases], self.options)
         out: list[RenderableType] = [Text.assemble(("  ⟲ ", "dim"), (loop_heading(summary), "bold"))]
         width = max((len(n) for n, _, _ in changed), default=0)
         # The sparkline takes what the longest "first → last (min, max)" (and "· 30 added") leaves of the line.
@@ -298,6 +381,9 @@ class TableRenderer:
                 out.append(Text.assemble(f"    {name:<{width}}  ", (parts[0], "cyan"), *rest))
         for name, words in unlisted_rows(self.options.watched_only(summary.unlisted)):
             out.append(Text.assemble(f"    {name:<{width}}  ", (words, "dim")))
+        if also:
+            clauses = alias_clauses(also, {"tensors": set(known)})
+            out.append(Text("    also named: " + "; ".join(clauses), style="dim"))
         for finding in summary.findings.values():
             if not self.options.watch or any(self.options.watches(t) for t in finding.tensors):
                 out.append(Text.assemble(("    ⚠ ", "bold yellow"), finding.text(summary.iterations)))
@@ -314,11 +400,14 @@ class TableRenderer:
         body: list[list[Cell]] = []
         named, room = [r.cells["name"] for r in rows], layout.widths["name"]
         names = short_names(named, room, chars=False) or short_names(named, room) or {}
+        held = short_module_values(rows, layout.widths.get("values", 0))  # every module row alike
         for row in rows:
             mark = row.marker()
             cells: list[Cell] = [Cell(mark, "bold green" if mark == "+" else "bold yellow")]
             for c in layout.columns:
                 text = names.get(row.cells["name"]) if c.key == "name" else None
+                if c.key == "values" and held and row.members:
+                    text = held_text(row.cells["values"])
                 cells.append(cell(row, c.key, layout.widths[c.key], text))
             body.append(cells)
 

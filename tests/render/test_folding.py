@@ -22,20 +22,10 @@ from render.test_render import GOLDEN_TORCH, check_golden, normalise
 from tcopy_cli.engine import run_source
 from tcopy_cli.pipeline import run_source as run_explained
 from tcopy_cli.render import ViewOptions
-from tcopy_cli.render.folding import (
-    SINGLE_TURNS,
-    FoldedTurn,
-    LoopEnd,
-    Show,
-    StepFlow,
-    line_ranges,
-    printed_lines,
-    range_end,
-    turn_label,
-    turn_parts,
-)
+from tcopy_cli.render.folding import SINGLE_TURNS, FoldedTurn, LoopEnd, Show, StepFlow, range_end
 from tcopy_cli.render.loops import LoopSummary, sparkline
 from tcopy_cli.render.names import grouped_names, index_runs
+from tcopy_cli.render.turnline import line_ranges, printed_lines, turn_label, turn_parts
 
 # A tiny MLP trained for 20 turns. Turn 8 writes through .data (a note about an untracked
 # write: shown in full); turn 14 raises an error that the script catches (shown in full).
