@@ -23,7 +23,7 @@ Started by ``tcopy_cli.supervise`` as ``python -m tcopy_cli.worker``. Protocol:
                     (the parent gives each --timeout).
   ``compare``       ``{"rows": [{field: value, ...}, ...]}``: the comparison finished; each row
                     holds every field of a ``trace.compare.Comparison`` by name
-                    (``dataclasses.asdict``; the parent reads it with ``frames.decode_fields``).
+                    (``dataclasses.asdict``; the parent reads it with ``decoders.decode_fields``).
   ``done``          ``{"errors"}``: a session's piece of code finished (its steps came before).
   ``rejected``      ``{"info", "line", "column", "message"}``: the script was refused.
   ``usage_error``   ``{"message"}``: e.g. the device is not available.

@@ -443,7 +443,7 @@ def unlisted_changes(before: Step | None, last: Step) -> dict[str, int]:
 
 
 def added_items(before: Step | None, last: Step) -> list[str]:
-    """Items a list, tuple or dict gained from ``before`` to ``last`` (see ``records.added_items``)."""
+    """Items a list, tuple or dict gained from ``before`` to ``last`` (see ``scriptnames.added_items``)."""
     if before is None:
         return added(({}, {}), (last.tensors, last.unlisted))
     return added((before.tensors, before.unlisted), (last.tensors, last.unlisted))
