@@ -232,3 +232,21 @@ def test_watch_w_in_a_training_loop_never_draws_an_empty_folded_line() -> None:
     folded = [line for line in done.stdout.splitlines() if "↻ iteration" in line]
     assert len(folded) > 3, done.stdout
     assert all(" · " in line for line in folded), done.stdout  # each says what its turns did to w
+
+
+def test_repl_leaves_torch_to_its_worker() -> None:
+    # the worker resolves --device and imports torch; the command line importing it too cost the
+    # first prompt seconds
+    done = cli_runs.python(
+        "-X", "importtime", "-m", "tcopy_cli", "repl", input=":quit\n",
+        env=cli_runs.environ(PYTHONPATH=str(ROOT), NO_COLOR="1"), cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time")]
+    assert "tcopy_cli.cli.repl" in imported and "torch" not in imported, done.stderr[-2000:]
+
+
+def test_repl_refuses_a_device_this_machine_lacks() -> None:
+    done = through_a_pipe("repl", "--device", "cuda:7", input=":quit\n")
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert "device 'cuda:7' is not available" in done.stderr, done.stderr
