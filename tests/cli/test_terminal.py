@@ -250,3 +250,16 @@ def test_repl_refuses_a_device_this_machine_lacks() -> None:
     done = through_a_pipe("repl", "--device", "cuda:7", input=":quit\n")
     assert done.returncode == 2 and done.stdout == "", done.stdout
     assert "device 'cuda:7' is not available" in done.stderr, done.stderr
+
+
+PARAGRAPHS = "# Views share memory\n#\n# A view is a window\n# onto the same storage.\n#\n#\n# Try it.\nimport torch\n"
+
+
+def test_a_leading_comment_block_keeps_its_paragraphs_through_a_pipe() -> None:
+    table = through_a_pipe("run", "-", "--width", "100", input=PARAGRAPHS).stdout.splitlines()
+    assert table[1:7] == ["Views share memory", "", "A view is a window", "onto the same storage.", "", "Try it."]
+    markdown = through_a_pipe("run", "-", "-f", "markdown", input=PARAGRAPHS).stdout
+    expected = "# Views share memory\n\nA view is a window  \nonto the same storage.  \n\nTry it.  \n\n"
+    assert markdown.startswith(expected)
+    start = through_a_pipe("run", "-", "-f", "json", input=PARAGRAPHS).stdout.splitlines()[0]
+    assert '"title": "Views share memory\\nA view is a window\\nonto the same storage.\\nTry it."' in start  # as before
