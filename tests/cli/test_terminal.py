@@ -263,3 +263,20 @@ def test_a_leading_comment_block_keeps_its_paragraphs_through_a_pipe() -> None:
     assert markdown.startswith(expected)
     start = through_a_pipe("run", "-", "-f", "json", input=PARAGRAPHS).stdout.splitlines()[0]
     assert '"title": "Views share memory\\nA view is a window\\nonto the same storage.\\nTry it."' in start  # as before
+
+
+def test_narrowing_the_terminal_at_the_pause_draws_the_prompt_again_and_leaves_none_behind(screen) -> None:  # type: ignore[no-untyped-def]
+    s = screen(80)
+    s.start(tcopy("run", "-e", EIGHT_STEPS, "--pause"))
+    first = s.wait_for(r"^── step 1 · →/Space/Enter: next")
+    assert "first/last · q: quit" in first, first
+    s.tmux("resize-window", "-t", "t", "-x", "50")  # the 77-column prompt wraps onto a second row here
+    narrowed = s.wait_for(r"^── step 1 · → ← Home End q$")  # drawn again, in its form for 50 columns
+    assert "Space/Enter" not in narrowed and "first/last" not in narrowed, narrowed
+    s.keys("Space")
+    s.wait_for(r"^── step 2 ")
+    lines = s.text().splitlines()
+    assert [line for line in lines if line.startswith("── step")] == ["── step 2 · → ← Home End q"], "\n".join(lines)
+    assert not any("first/last" in line for line in lines), "\n".join(lines)
+    s.keys("q")
+    s.wait_for("EXIT=0")
