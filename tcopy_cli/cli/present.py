@@ -101,6 +101,22 @@ def export_theme() -> TerminalTheme:
     )
 
 
+SVG_CHAR, SVG_TITLE_CHAR, SVG_BUTTONS = 12.2, 11.0, 101
+"""An SVG export's geometry (Rich's): a column's width, a title character's at most (18px bold
+sans-serif), and the pixels from the window's edge past its three buttons, with room to spare."""
+
+
+def svg_title(title: str, width: int) -> str:
+    """``title`` as an SVG export of ``width`` columns can show it: centred between its buttons and
+    the right edge as far from it, cut after a word with ``…`` where it is longer."""
+    most = max(int((width * SVG_CHAR - 2 * SVG_BUTTONS) / SVG_TITLE_CHAR), 8)
+    if cell_len(title) <= most:
+        return title
+    cut = title[: most - 1]
+    cut = cut.rsplit(" ", 1)[0] if " " in cut[most // 2 :] else cut
+    return cut.rstrip(" ,.;:·-–—") + "…"
+
+
 def export(console: Console, path: Path, title: str, clear: bool = True) -> None:
     """Save what ``console`` recorded as SVG, HTML or text, by file type; UsageError if it can't."""
     import html
@@ -109,7 +125,7 @@ def export(console: Console, path: Path, title: str, clear: bool = True) -> None
     title = printable(title)  # the script's title or file name: an SVG or HTML title, a window's too
     try:
         if suffix == ".svg":
-            console.save_svg(str(path), title=title, clear=clear, theme=export_theme())
+            console.save_svg(str(path), title=svg_title(title, console.width), clear=clear, theme=export_theme())
         elif suffix in (".html", ".htm"):
             page = HTML_PAGE.format(title=html.escape(title).replace("{", "{{").replace("}", "}}"))
             console.save_html(str(path), theme=export_theme(), clear=clear, code_format=page)

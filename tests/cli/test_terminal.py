@@ -280,3 +280,23 @@ def test_narrowing_the_terminal_at_the_pause_draws_the_prompt_again_and_leaves_n
     assert not any("first/last" in line for line in lines), "\n".join(lines)
     s.keys("q")
     s.wait_for("EXIT=0")
+
+
+LONG_TITLE = "A rather long title for a demonstration of views, copies and the autograd graph in PyTorch"
+
+
+@pytest.mark.parametrize("width", [60, 100])
+def test_a_long_title_in_an_exported_svg_keeps_clear_of_the_window_buttons(tmp_path: Path, width: int) -> None:
+    out = tmp_path / "demo.svg"
+    args = ("run", "-e", "a = torch.ones(2)", "--width", str(width), "--export", str(out), "--title", LONG_TITLE)
+    done = through_a_pipe(*args, input="")
+    assert done.returncode == 0, done.stderr
+    svg = out.read_text()
+    found = re.search(r'<text class="[^"]*-title"[^>]*\bx="([\d.]+)"[^>]*>([^<]*)</text>', svg)
+    assert found is not None, svg[:2000]
+    centre, title = float(found[1]), found[2].replace("&#160;", " ")
+    buttons = max(float(cx) for cx in re.findall(r'<circle cx="([\d.]+)"', svg)) + 26 + 7  # translate(26,22), r=7
+    assert centre - len(title) * 11 / 2 > buttons + 16, (title, centre)  # 18px bold: 11px a character at most
+    assert LONG_TITLE.startswith(title.removesuffix("…")), title  # cut after a word, or whole
+    if width == 100:
+        assert title == LONG_TITLE
