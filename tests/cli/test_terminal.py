@@ -300,3 +300,19 @@ def test_a_long_title_in_an_exported_svg_keeps_clear_of_the_window_buttons(tmp_p
     assert LONG_TITLE.startswith(title.removesuffix("…")), title  # cut after a word, or whole
     if width == 100:
         assert title == LONG_TITLE
+
+
+def test_a_wrapped_row_of_a_loop_summary_keeps_its_indent_at_80_columns() -> None:
+    script = (ROOT / "benchmarks" / "cases" / "mlp_train.py").read_text()
+    done = through_a_pipe("run", "-", "--width", "80", input=script)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("  ⟲ loop at line 11"))
+    rows = lines[at + 1 : lines.index("", at)]
+    assert len(rows) > 3 and all(len(row) <= 80 for row in rows), "\n".join(rows)
+    named = [row for row in rows if not row.startswith("     ")]
+    assert [row.split()[0] for row in named] == ["model", "model.2.bias", "loss"], "\n".join(rows)
+    value = len(named[0]) - len(named[0][len("    model") :].lstrip())  # where the values start
+    assert any(row[:value].isspace() for row in rows), "\n".join(rows)  # a row wraps at 80 columns
+    for row in rows:  # a row's further lines start under its values, not at the line's start
+        assert row.startswith("    ") and (row in named or row[:value].isspace()), "\n".join(rows)
