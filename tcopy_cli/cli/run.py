@@ -209,6 +209,7 @@ def run(
         typer.Option(
             "--watch",
             "-w",
+            metavar="NAMES",
             help="Comma-separated names (a,b): show only these tensors, the steps that touch them and the notes "
             "about them.",
             show_default=False,
@@ -226,7 +227,9 @@ def run(
     explain: Annotated[
         bool,
         typer.Option(
-            "--explain/--no-explain", help="Show plain-language notes under each table (JSON always has them)."
+            "--explain/--no-explain",
+            help="Show plain-language notes under each table (JSON always has them).",
+            rich_help_panel="Presenting",
         ),
     ] = True,
     no_color: NoColorOpt = False,
@@ -264,11 +267,11 @@ def run(
 
       cat demo.py | tcopy run -
 
-      tcopy run -e "a = torch.ones(2, requires_grad=True); b = a.clone(); (b * 3).sum().backward()"
+      tcopy run -e "a = torch.ones(2, requires_grad=True); b = a * 3"
 
-      tcopy run demo.py --format json | jq 'select(.event=="step") | .tensors.a.grad'
+      tcopy run demo.py -f json | jq 'select(.event=="step") | .tensors.a'
 
-      tcopy run train.py --allow-read         # it may read files beside it (data, modules)
+      tcopy run train.py --allow-read    # it may read files beside it
     """
     if step is not None and (from_step is not None or to_step is not None):
         fail("give either --step N or --from/--to, not both", EXIT_USAGE)

@@ -7,6 +7,7 @@ behind or two messages run together show there as they would to a presenter.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shlex
@@ -316,3 +317,17 @@ def test_a_wrapped_row_of_a_loop_summary_keeps_its_indent_at_80_columns() -> Non
     assert any(row[:value].isspace() for row in rows), "\n".join(rows)  # a row wraps at 80 columns
     for row in rows:  # a row's further lines start under its values, not at the line's start
         assert row.startswith("    ") and (row in named or row[:value].isspace()), "\n".join(rows)
+
+
+@pytest.mark.parametrize("command", ["", "run", "examples", "compare", "graph", "repl"])
+def test_help_reads_in_whole_lines_at_80_columns(command: str) -> None:
+    done = through_a_pipe(*[c for c in [command] if c], "--help", input="", COLUMNS="80", TERMINAL_WIDTH="80")
+    assert done.returncode == 0, done.stderr
+    lines = [line.rstrip() for line in done.stdout.splitlines()]
+    assert all(len(line) <= 80 for line in lines), done.stdout
+    prose = [line if line and line[0] == " " and line.strip()[:1] not in "│╭╰" else "" for line in lines]
+    for line, after in itertools.pairwise(prose):  # a paragraph breaks where its line is full, not mid-phrase
+        assert not (line and after) or len(line) > 60, done.stdout
+    if command == "run":  # the descriptions have room: the option table's other columns are narrow
+        for phrase in ("Run CODE given inline (statements", "Show only tensors that are new or changed"):
+            assert any(phrase in line for line in lines), done.stdout
