@@ -36,6 +36,13 @@ class Program:
     expects: dict[int, str] = field(default_factory=dict)
     """Line -> the exception class a trailing ``# expect: NAME`` comment names there."""
 
+    @property
+    def heading(self) -> str:
+        """The title as the table and Markdown views show it: a bare ``#`` line of the opening block
+        kept as one empty line, a break between paragraphs (``title``, as JSON has it, leaves it out)."""
+        lines = "\n".join(_opening(_comments(self.lines))).strip("\n").split("\n")
+        return "\n".join(line for i, line in enumerate(lines) if line or lines[i - 1])
+
     def expectation(self, node: ast.stmt) -> str | None:
         """The exception class the statement is marked to raise (``# expect: NAME``), if any.
 
@@ -204,12 +211,16 @@ def _comments(lines: list[str]) -> dict[int, str]:
     return out
 
 
+def _opening(comments: dict[int, str]) -> list[str]:
+    """The comment block that opens the script, line by line as written (a bare ``#`` as "")."""
+    parts: list[str] = []
+    while len(parts) + 1 in comments:
+        parts.append(comments[len(parts) + 1])
+    return parts
+
+
 def _title(comments: dict[int, str]) -> tuple[str, int]:
     """The comment block that opens the script (its title), line by line as written (a block of
     source, about and notes lines reads as those lines, not one paragraph), and the line after it."""
-    parts: list[str] = []
-    n = 1
-    while n in comments:
-        parts.append(comments[n])
-        n += 1
-    return "\n".join(p for p in parts if p), n
+    parts = _opening(comments)
+    return "\n".join(p for p in parts if p), len(parts) + 1

@@ -8,6 +8,7 @@ torch is imported only inside commands that run scripts, so --help and --version
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 from tcopy_cli.cli import compare, examples, graph, repl, run
@@ -23,7 +24,17 @@ COMMANDS: dict[str, Callable[..., None]] = {
     "graph": graph.graph_cmd,
     "repl": repl.repl_cmd,
 }
+
+
+def prose(doc: str) -> str:
+    """A command's docstring as --help shows it: each paragraph one line, for the help to wrap
+    between words at the terminal's width (Typer keeps a docstring's line breaks, made for the
+    source, and wraps each line again); a paragraph of commands (indented) keeps its lines."""
+    paragraphs = inspect.cleandoc(doc).split("\n\n")
+    return "\n\n".join(p if p.startswith(" ") else " ".join(p.split("\n")) for p in paragraphs)
+
+
 for _name, _command in COMMANDS.items():
-    app.command(_name)(guarded(with_limits(_command)))
+    app.command(_name, help=prose(_command.__doc__ or ""))(guarded(with_limits(_command)))
 
 __all__ = ["COMMANDS", "app", "main"]

@@ -29,7 +29,11 @@ MAX_VALUES = DEFAULT_MAX_VALUES
 FormatOpt = Annotated[
     OutputFormat,
     typer.Option(
-        "--format", "-f", help="table (Rich, default), json (JSON Lines, see README) or markdown.", case_sensitive=False
+        "--format",
+        "-f",
+        metavar="FORMAT",
+        help="table (Rich, default), json (JSON Lines, see README) or markdown.",
+        case_sensitive=False,
     ),
 ]
 NoColorOpt = Annotated[
@@ -49,16 +53,27 @@ ColorOpt = Annotated[
     ColorMode,
     typer.Option(
         "--color",
+        metavar="WHEN",
         help="auto (colours in a terminal), always (also in a pipe: '| less -R'), never (same as --no-color).",
         case_sensitive=False,
     ),
 ]
+
+
+def _width(value: Optional[int]) -> Optional[int]:
+    """--width from 40 to 1000 (checked here, not by a range type: --help would show the range
+    beside the option and leave its description less room)."""
+    if value is not None and not 40 <= value <= 1000:
+        raise typer.BadParameter(f"{value} is not in the range 40<=x<=1000.")
+    return value
+
+
 WidthOpt = Annotated[
     Optional[int],
     typer.Option(
         "--width",
-        min=40,
-        max=1000,
+        metavar="COLUMNS",
+        callback=lambda value: _width(value),
         help="Terminal width for tables (default: detected; 80 in a pipe, 100 in a pipe with --export).",
     ),
 ]
@@ -67,13 +82,19 @@ DeviceOpt = Annotated[
     typer.Option(
         "--device",
         "-d",
+        metavar="DEVICE",
         help="cpu, cuda, cuda:N, mps or auto (cuda if available, else mps, else cpu). "
         "Default device for tensor creation.",
     ),
 ]
 MaxValuesOpt = Annotated[
     int,
-    typer.Option("--max-values", min=0, help="List values of tensors with at most N elements; summarise larger ones."),
+    typer.Option(
+        "--max-values",
+        metavar="N",
+        min=0,
+        help="List values of tensors with at most N elements; summarise larger ones.",
+    ),
 ]
 
 # Where the script comes from (run, graph).
@@ -84,12 +105,22 @@ ScriptArg = Annotated[
 CodeOpt = Annotated[
     Optional[str],
     typer.Option(
-        "-e", "--exec", help="Run CODE given inline (statements separated by ';' or newlines).", show_default=False
+        "-e",
+        "--exec",
+        metavar="CODE",
+        help="Run CODE given inline (statements separated by ';' or newlines).",
+        show_default=False,
     ),
 ]
 ExampleOpt = Annotated[
     Optional[str],
-    typer.Option("--example", "-x", help="Run a shipped example by name (see 'tcopy examples').", show_default=False),
+    typer.Option(
+        "--example",
+        "-x",
+        metavar="NAME",
+        help="Run a shipped example by name (see 'tcopy examples').",
+        show_default=False,
+    ),
 ]
 
 
@@ -151,8 +182,15 @@ def readable_paths(allow_read: list[str] | None, origin: str) -> tuple[str, ...]
     return tuple(out)
 
 
+METAVARS = {"--delay": "SECONDS", "--timeout": "SECONDS", "--export": "FILE", "--title": "TEXT"}
+"""What --help names an option's value (short: the option table keeps room for the descriptions)."""
+
+
 def _presenting(flag: str, help_text: str, minimum: float | None = None, show_default: bool = True) -> Any:
-    return typer.Option(flag, min=minimum, help=help_text, show_default=show_default, rich_help_panel="Presenting")
+    metavar = METAVARS.get(flag, None if minimum is None else "N")
+    return typer.Option(
+        flag, metavar=metavar, min=minimum, help=help_text, show_default=show_default, rich_help_panel="Presenting"
+    )
 
 
 # How a run is shown and paced (run).
@@ -193,7 +231,8 @@ MemoryOpt = Annotated[
 
 
 def _limit(flag: str, minimum: float, help_text: str) -> Any:
-    return typer.Option(flag, min=minimum, help="Limit: " + help_text, rich_help_panel="Limits")
+    metavar = METAVARS.get(flag, "N")
+    return typer.Option(flag, metavar=metavar, min=minimum, help="Limit: " + help_text, rich_help_panel="Limits")
 
 
 # One option per field of Limits; the flag is the field's name with dashes.

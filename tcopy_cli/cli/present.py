@@ -18,6 +18,7 @@ from rich.text import Text
 
 from tcopy_cli.cli.app import EXIT_SCRIPT, fail, say, stderr
 from tcopy_cli.cli.formats import OutputFormat
+from tcopy_cli.cli.keys import BACK, FIRST, KEYS, LAST, NEXT, QUIT, RESIZE, key_source, read_key
 from tcopy_cli.errors import ScriptRejected, UsageError
 from tcopy_cli.printable import printable
 
@@ -100,6 +101,22 @@ def export_theme() -> TerminalTheme:
     )
 
 
+SVG_CHAR, SVG_TITLE_CHAR, SVG_BUTTONS = 12.2, 11.0, 101
+"""An SVG export's geometry (Rich's): a column's width, a title character's at most (18px bold
+sans-serif), and the pixels from the window's edge past its three buttons, with room to spare."""
+
+
+def svg_title(title: str, width: int) -> str:
+    """``title`` as an SVG export of ``width`` columns can show it: centred between its buttons and
+    the right edge as far from it, cut after a word with ``…`` where it is longer."""
+    most = max(int((width * SVG_CHAR - 2 * SVG_BUTTONS) / SVG_TITLE_CHAR), 8)
+    if cell_len(title) <= most:
+        return title
+    cut = title[: most - 1]
+    cut = cut.rsplit(" ", 1)[0] if " " in cut[most // 2 :] else cut
+    return cut.rstrip(" ,.;:·-–—") + "…"
+
+
 def export(console: Console, path: Path, title: str, clear: bool = True) -> None:
     """Save what ``console`` recorded as SVG, HTML or text, by file type; UsageError if it can't."""
     import html
@@ -108,7 +125,7 @@ def export(console: Console, path: Path, title: str, clear: bool = True) -> None
     title = printable(title)  # the script's title or file name: an SVG or HTML title, a window's too
     try:
         if suffix == ".svg":
-            console.save_svg(str(path), title=title, clear=clear, theme=export_theme())
+            console.save_svg(str(path), title=svg_title(title, console.width), clear=clear, theme=export_theme())
         elif suffix in (".html", ".htm"):
             page = HTML_PAGE.format(title=html.escape(title).replace("{", "{{").replace("}", "}}"))
             console.save_html(str(path), theme=export_theme(), clear=clear, code_format=page)
@@ -178,56 +195,6 @@ def show_rejection(exc: ScriptRejected, source: str) -> None:
 
 class Quit(Exception):
     """The presenter pressed q."""
-
-
-NEXT, BACK, FIRST, LAST, QUIT = "next", "back", "first", "last", "quit"
-
-KEYS: dict[str, str] = {
-    "\r": NEXT, "\n": NEXT, " ": NEXT, "": NEXT,
-    "\x1b[C": NEXT, "\x1bOC": NEXT, "\x1b[B": NEXT, "\x1bOB": NEXT, "\x1b[6~": NEXT,
-    "\x1b[D": BACK, "\x1bOD": BACK, "\x1b[A": BACK, "\x1bOA": BACK, "\x1b[5~": BACK, "b": BACK, "B": BACK,
-    "\x1b[H": FIRST, "\x1bOH": FIRST, "\x1b[1~": FIRST, "\x1b[7~": FIRST,
-    "\x1b[F": LAST, "\x1bOF": LAST, "\x1b[4~": LAST, "\x1b[8~": LAST,
-    "q": QUIT, "Q": QUIT,
-}  # fmt: skip
-"""What each key (or escape sequence) does at the --pause prompt; any other key is ignored."""
-
-
-def key_source() -> Optional[int]:
-    """Where --pause reads keys: standard input where it is a terminal, else the terminal itself
-    (``/dev/tty``: ``cat demo.py | tcopy run - --pause`` pipes the script, the keys still come from
-    the person at the terminal); None where there is no terminal to read."""
-    if sys.stdin.isatty():
-        return sys.stdin.fileno()
-    try:
-        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
-    except OSError:
-        return None
-    if not os.isatty(fd):
-        os.close(fd)
-        return None
-    return fd
-
-
-def _read_key(fd: int) -> str:
-    """One key press from the terminal ``fd``, without echo; an escape sequence is read whole."""
-    import select
-    import termios
-    import tty
-
-    old = termios.tcgetattr(fd)
-    try:
-        tty.setcbreak(fd)
-        key = os.read(fd, 1)
-        if key == b"\x1b":  # Esc alone, or the start of a sequence: take what follows at once
-            while select.select([fd], [], [], 0.05)[0]:
-                more = os.read(fd, 32)
-                if not more:
-                    break
-                key += more
-        return key.decode("utf-8", "replace")
-    finally:
-        termios.tcsetattr(fd, termios.TCSADRAIN, old)
 
 
 PROMPTS = (
@@ -436,7 +403,8 @@ class Presenter:
 
     def _prompt(self, at: int) -> None:
         """The key line under a step, not recorded for --export: one line, shorter where the terminal
-        is narrow (a prompt that wrapped would leave its first line behind when erased)."""
+        is narrow, the cursor left at its start (a terminal narrowed under it may wrap it: erasing
+        from its start takes every row)."""
         console = self.console
         console.record = False
         try:
@@ -445,6 +413,7 @@ class Presenter:
             )
         finally:
             console.record = self.export_to is not None
+        console.file.write("\r")
         console.file.flush()
 
     def _columns(self) -> int:
@@ -461,10 +430,13 @@ class Presenter:
         while True:
             self._prompt(at)
             try:
-                action = KEYS.get(_read_key(self.keys))
+                key = read_key(self.keys)
             finally:  # Ctrl-C too: "tcopy: interrupted" starts a line of its own
-                self.console.file.write("\r\x1b[2K")  # erase the prompt line
+                self.console.file.write("\r\x1b[J")  # erase the prompt, however many rows it takes now
                 self.console.file.flush()
+            if key == RESIZE:  # drawn again for the new width
+                continue
+            action = KEYS.get(key)
             if action == QUIT:
                 raise Quit()
             if action == NEXT and at + 1 >= len(self.history):

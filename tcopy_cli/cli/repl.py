@@ -1,7 +1,7 @@
 """``tcopy repl``: type statements, see each step's table and notes at once.
 
 Same confined worker, engine, limits and observer as ``tcopy run``; the namespace lives for the session in
-one kernel-confined worker process (``tcopy_cli.supervise.WorkerSession``).
+one kernel-confined worker process (``tcopy_cli.process.session.WorkerSession``).
 """
 
 from __future__ import annotations
@@ -87,18 +87,17 @@ def repl_cmd(
     Commands: :vars, :graph, :reset, :clear (or Ctrl-L), :export FILE, :help, :quit. Same confined
     worker and limits as 'run' (--timeout applies to each entered statement).
     """
-    from tcopy_cli.engine.session import resolve_device
-
     if trust and require_confinement:
         raise UsageError("--trust lifts the wall that --require-confinement asks for: give one of them")
-    dev = resolve_device(device)
     console = make_console(no_color, width, record=True)
     permissions = {
         "trust": trust,
         "allow_read": readable_paths(allow_read, "-"),
         "require_confinement": require_confinement,
     }
-    raise typer.Exit(repl(console, dev, limits, max_values, permissions))
+    # the worker resolves --device (a usage error from it ends the command): torch is imported
+    # there, not here too
+    raise typer.Exit(repl(console, device.strip().lower(), limits, max_values, permissions))
 
 
 def repl(

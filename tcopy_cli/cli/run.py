@@ -45,7 +45,8 @@ from tcopy_cli.printable import printable, printable_record
 from tcopy_cli.render import ViewOptions, plural
 
 if TYPE_CHECKING:
-    from tcopy_cli.trace.records import RunSummary
+    from tcopy_cli.program import Program
+    from tcopy_cli.trace.records import RunInfo, RunSummary
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,9 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
             presenter.event(renderer, event)
 
     try:
-        summary = run_in_worker(program, options, emit, renderer.start, proc=proc)
+        summary = run_in_worker(
+            program, options, emit, lambda info: renderer.start(_headed(info, program, fmt)), proc=proc
+        )
     except Quit:
         summary = RunSummary(
             seen["steps"], seen["errors"], stopped_by="quit", expected=seen["expected"], missing=seen["missing"]
@@ -167,6 +170,17 @@ def execute(request: RunRequest, fmt: OutputFormat, view: ViewOptions, presenter
     renderer.end(summary, flow)
     presenter.finish(summary, program.title.partition("\n")[0] or origin)  # an export's title: the first line
     _check_range(view, summary)
+
+
+def _headed(info: RunInfo, program: Program, fmt: OutputFormat) -> RunInfo:
+    """The run's facts with the title a person reads: its paragraphs apart (JSON's title keeps its lines only)."""
+    import dataclasses
+
+    from tcopy_cli.printable import printable
+
+    if fmt is OutputFormat.json:
+        return info
+    return dataclasses.replace(info, title="\n".join(map(printable, program.heading.split("\n"))))
 
 
 def _check_range(view: ViewOptions, summary: RunSummary) -> None:
@@ -195,6 +209,7 @@ def run(
         typer.Option(
             "--watch",
             "-w",
+            metavar="NAMES",
             help="Comma-separated names (a,b): show only these tensors, the steps that touch them and the notes "
             "about them.",
             show_default=False,
@@ -212,7 +227,9 @@ def run(
     explain: Annotated[
         bool,
         typer.Option(
-            "--explain/--no-explain", help="Show plain-language notes under each table (JSON always has them)."
+            "--explain/--no-explain",
+            help="Show plain-language notes under each table (JSON always has them).",
+            rich_help_panel="Presenting",
         ),
     ] = True,
     no_color: NoColorOpt = False,
@@ -250,11 +267,11 @@ def run(
 
       cat demo.py | tcopy run -
 
-      tcopy run -e "a = torch.ones(2, requires_grad=True); b = a.clone(); (b * 3).sum().backward()"
+      tcopy run -e "a = torch.ones(2, requires_grad=True); b = a * 3"
 
-      tcopy run demo.py --format json | jq 'select(.event=="step") | .tensors.a.grad'
+      tcopy run demo.py -f json | jq 'select(.event=="step") | .tensors.a'
 
-      tcopy run train.py --allow-read         # it may read files beside it (data, modules)
+      tcopy run train.py --allow-read    # it may read files beside it
     """
     if step is not None and (from_step is not None or to_step is not None):
         fail("give either --step N or --from/--to, not both", EXIT_USAGE)

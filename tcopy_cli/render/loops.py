@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tcopy_cli.render import plural
 from tcopy_cli.render.names import item_runs, run_name, unlisted_change, unlisted_pairs
@@ -19,6 +19,10 @@ from tcopy_cli.render.values import tensor_norm
 from tcopy_cli.trace.records import LoopContext, RunSummary, Step, TensorRecord
 from tcopy_cli.trace.scriptnames import is_local
 from tcopy_cli.trace.values import code_span
+
+if TYPE_CHECKING:
+    from rich.table import Table
+    from rich.text import Text
 
 SPARKS = "▁▂▃▄▅▆▇█"
 
@@ -481,3 +485,15 @@ def loop_heading(summary: LoopSummary) -> str:
     if summary.total is not None and summary.total != summary.iterations:
         turns += f" of {summary.total}"
     return f"loop at line {summary.line}: {turns} (steps {summary.first_step}–{summary.last_step})"
+
+
+def hanging(lead: Text, body: Text) -> Table:
+    """A row of a loop's summary: ``lead`` (its indent and name, or ``⚠``), then ``body``, whose
+    lines, where it wraps, start under its first (not at the line's start)."""
+    from rich.table import Table
+
+    row = Table.grid()
+    row.add_column(no_wrap=True)
+    row.add_column()
+    row.add_row(lead, body)
+    return row

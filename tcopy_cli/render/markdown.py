@@ -83,6 +83,7 @@ class MarkdownRenderer:
         self.device = info.device
         # A heading's trailing #s would be read as its closing sequence: escaped.
         first, _, rest = info.title.partition("\n")
+        rest = rest.lstrip("\n")
         # (Counted, not matched: a pattern for it backtracks over a long run of #s.)
         prose = _prose(first)
         kept = prose.rstrip()
@@ -90,7 +91,8 @@ class MarkdownRenderer:
         title = kept[: len(kept) - marks] + "\\#" * marks + prose[len(kept) :]
         heading = title if info.title else f"tcopy: {code_span(source_label(info.source))}"
         # the title's further lines under the heading, each a line of its own (a hard break after each)
-        more = "".join(f"{_prose(line)}  \n" for line in rest.split("\n")) + "\n" if rest else ""
+        # (an empty line between paragraphs stays one)
+        more = "".join(f"{_prose(line)}  \n" if line else "\n" for line in rest.split("\n")) + "\n" if rest else ""
         self.out.write(
             f"# {heading}\n\n{more}tcopy {info.tcopy} · torch {info.torch} · device {code_span(info.device)}"
             f" · {code_span(source_label(info.source))} · confinement {code_span(info.confinement)}"

@@ -20,7 +20,7 @@ from tcopy_cli.render.folding import ALWAYS_NEW, UNCHANGED_FOLD, FoldedTurn, See
 from tcopy_cli.render.graph import graph_tree
 from tcopy_cli.render.grid import BOX, HEADER_STYLE, Cell, StepGrid
 from tcopy_cli.render.layout import FOLDING, Forms, cell, held_text, plan, short_module_values
-from tcopy_cli.render.loops import LoopSummary, evolution_parts, loop_heading, summary_rows, unlisted_rows
+from tcopy_cli.render.loops import LoopSummary, evolution_parts, hanging, loop_heading, summary_rows, unlisted_rows
 from tcopy_cli.render.memory import memory_map, memory_signature
 from tcopy_cli.render.modules import module_evolutions, module_parts, module_phrases, view_rows, whole_modules
 from tcopy_cli.render.names import grouped_names, index_runs, short_names, unlisted_text
@@ -378,15 +378,15 @@ class TableRenderer:
             parts = module_parts(evolution_parts(ev, spark), count)
             if parts:
                 rest = [(" " if ev.scalar and i == 1 else " · ") + p for i, p in enumerate(parts) if i]
-                out.append(Text.assemble(f"    {name:<{width}}  ", (parts[0], "cyan"), *rest))
+                out.append(hanging(Text(f"    {name:<{width}}  "), Text.assemble((parts[0], "cyan"), *rest)))
         for name, words in unlisted_rows(self.options.watched_only(summary.unlisted)):
-            out.append(Text.assemble(f"    {name:<{width}}  ", (words, "dim")))
+            out.append(hanging(Text(f"    {name:<{width}}  "), Text(words, "dim")))
         if also:
             clauses = alias_clauses(also, {"tensors": set(known)})
             out.append(Text("    also named: " + "; ".join(clauses), style="dim"))
         for finding in summary.findings.values():
             if not self.options.watch or any(self.options.watches(t) for t in finding.tensors):
-                out.append(Text.assemble(("    ⚠ ", "bold yellow"), finding.text(summary.iterations)))
+                out.append(hanging(Text("    ⚠ ", "bold yellow"), Text(finding.text(summary.iterations))))
         out.append(Text(""))
         self.console.print(Trimmed(Group(*out)))
 

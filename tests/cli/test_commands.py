@@ -117,6 +117,12 @@ def test_internal_errors_are_one_short_line(command: str, monkeypatch: pytest.Mo
             raise RuntimeError("boom")
 
         monkeypatch.setattr(supervise, "run_in_worker", broken_worker)
+    if command == "repl":  # the REPL's worker resolves the device too: break its session's start
+
+        def broken_session(*args: object, **kwargs: object) -> None:
+            raise RuntimeError("boom")
+
+        monkeypatch.setattr("tcopy_cli.pipeline.worker_session", broken_session)
     result = invoke(*INTERNAL[command], input=":quit\n")
     assert result.exit_code == 1
     assert isinstance(result.exception, SystemExit)

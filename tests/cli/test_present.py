@@ -202,8 +202,9 @@ def test_pause_ignores_other_keys_and_erases_its_prompt() -> None:
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
-    # the prompt line was erased (carriage return + erase line) before the next step was drawn
-    assert "\r\x1b[2K" in prompt_erased
+    # the prompt was erased (carriage return + erase to the end of the screen: every row it takes)
+    # before the next step was drawn
+    assert "\r\x1b[J" in prompt_erased
 
 
 def test_repl_in_a_real_terminal(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ behind or two messages run together show there as they would to a presenter.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shlex
@@ -232,3 +233,101 @@ def test_watch_w_in_a_training_loop_never_draws_an_empty_folded_line() -> None:
     folded = [line for line in done.stdout.splitlines() if "↻ iteration" in line]
     assert len(folded) > 3, done.stdout
     assert all(" · " in line for line in folded), done.stdout  # each says what its turns did to w
+
+
+def test_repl_leaves_torch_to_its_worker() -> None:
+    # the worker resolves --device and imports torch; the command line importing it too cost the
+    # first prompt seconds
+    done = cli_runs.python(
+        "-X", "importtime", "-m", "tcopy_cli", "repl", input=":quit\n",
+        env=cli_runs.environ(PYTHONPATH=str(ROOT), NO_COLOR="1"), cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time")]
+    assert "tcopy_cli.cli.repl" in imported and "torch" not in imported, done.stderr[-2000:]
+
+
+def test_repl_refuses_a_device_this_machine_lacks() -> None:
+    done = through_a_pipe("repl", "--device", "cuda:7", input=":quit\n")
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert "device 'cuda:7' is not available" in done.stderr, done.stderr
+
+
+PARAGRAPHS = "# Views share memory\n#\n# A view is a window\n# onto the same storage.\n#\n#\n# Try it.\nimport torch\n"
+
+
+def test_a_leading_comment_block_keeps_its_paragraphs_through_a_pipe() -> None:
+    table = through_a_pipe("run", "-", "--width", "100", input=PARAGRAPHS).stdout.splitlines()
+    assert table[1:7] == ["Views share memory", "", "A view is a window", "onto the same storage.", "", "Try it."]
+    markdown = through_a_pipe("run", "-", "-f", "markdown", input=PARAGRAPHS).stdout
+    expected = "# Views share memory\n\nA view is a window  \nonto the same storage.  \n\nTry it.  \n\n"
+    assert markdown.startswith(expected)
+    start = through_a_pipe("run", "-", "-f", "json", input=PARAGRAPHS).stdout.splitlines()[0]
+    assert '"title": "Views share memory\\nA view is a window\\nonto the same storage.\\nTry it."' in start  # as before
+
+
+def test_narrowing_the_terminal_at_the_pause_draws_the_prompt_again_and_leaves_none_behind(screen) -> None:  # type: ignore[no-untyped-def]
+    s = screen(80)
+    s.start(tcopy("run", "-e", EIGHT_STEPS, "--pause"))
+    first = s.wait_for(r"^── step 1 · →/Space/Enter: next")
+    assert "first/last · q: quit" in first, first
+    s.tmux("resize-window", "-t", "t", "-x", "50")  # the 77-column prompt wraps onto a second row here
+    narrowed = s.wait_for(r"^── step 1 · → ← Home End q$")  # drawn again, in its form for 50 columns
+    assert "Space/Enter" not in narrowed and "first/last" not in narrowed, narrowed
+    s.keys("Space")
+    s.wait_for(r"^── step 2 ")
+    lines = s.text().splitlines()
+    assert [line for line in lines if line.startswith("── step")] == ["── step 2 · → ← Home End q"], "\n".join(lines)
+    assert not any("first/last" in line for line in lines), "\n".join(lines)
+    s.keys("q")
+    s.wait_for("EXIT=0")
+
+
+LONG_TITLE = "A rather long title for a demonstration of views, copies and the autograd graph in PyTorch"
+
+
+@pytest.mark.parametrize("width", [60, 100])
+def test_a_long_title_in_an_exported_svg_keeps_clear_of_the_window_buttons(tmp_path: Path, width: int) -> None:
+    out = tmp_path / "demo.svg"
+    args = ("run", "-e", "a = torch.ones(2)", "--width", str(width), "--export", str(out), "--title", LONG_TITLE)
+    done = through_a_pipe(*args, input="")
+    assert done.returncode == 0, done.stderr
+    svg = out.read_text()
+    found = re.search(r'<text class="[^"]*-title"[^>]*\bx="([\d.]+)"[^>]*>([^<]*)</text>', svg)
+    assert found is not None, svg[:2000]
+    centre, title = float(found[1]), found[2].replace("&#160;", " ")
+    buttons = max(float(cx) for cx in re.findall(r'<circle cx="([\d.]+)"', svg)) + 26 + 7  # translate(26,22), r=7
+    assert centre - len(title) * 11 / 2 > buttons + 16, (title, centre)  # 18px bold: 11px a character at most
+    assert LONG_TITLE.startswith(title.removesuffix("…")), title  # cut after a word, or whole
+    if width == 100:
+        assert title == LONG_TITLE
+
+
+def test_a_wrapped_row_of_a_loop_summary_keeps_its_indent_at_80_columns() -> None:
+    script = (ROOT / "benchmarks" / "cases" / "mlp_train.py").read_text()
+    done = through_a_pipe("run", "-", "--width", "80", input=script)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("  ⟲ loop at line 11"))
+    rows = lines[at + 1 : lines.index("", at)]
+    assert len(rows) > 3 and all(len(row) <= 80 for row in rows), "\n".join(rows)
+    named = [row for row in rows if not row.startswith("     ")]
+    assert [row.split()[0] for row in named] == ["model", "model.2.bias", "loss"], "\n".join(rows)
+    value = len(named[0]) - len(named[0][len("    model") :].lstrip())  # where the values start
+    assert any(row[:value].isspace() for row in rows), "\n".join(rows)  # a row wraps at 80 columns
+    for row in rows:  # a row's further lines start under its values, not at the line's start
+        assert row.startswith("    ") and (row in named or row[:value].isspace()), "\n".join(rows)
+
+
+@pytest.mark.parametrize("command", ["", "run", "examples", "compare", "graph", "repl"])
+def test_help_reads_in_whole_lines_at_80_columns(command: str) -> None:
+    done = through_a_pipe(*[c for c in [command] if c], "--help", input="", COLUMNS="80", TERMINAL_WIDTH="80")
+    assert done.returncode == 0, done.stderr
+    lines = [line.rstrip() for line in done.stdout.splitlines()]
+    assert all(len(line) <= 80 for line in lines), done.stdout
+    prose = [line if line and line[0] == " " and line.strip()[:1] not in "│╭╰" else "" for line in lines]
+    for line, after in itertools.pairwise(prose):  # a paragraph breaks where its line is full, not mid-phrase
+        assert not (line and after) or len(line) > 60, done.stdout
+    if command == "run":  # the descriptions have room: the option table's other columns are narrow
+        for phrase in ("Run CODE given inline (statements", "Show only tensors that are new or changed"):
+            assert any(phrase in line for line in lines), done.stdout
