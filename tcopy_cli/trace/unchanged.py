@@ -204,9 +204,9 @@ class Unchanged:
 
     def _written(self, ptr: int) -> bool:
         """Whether something may have written the storage at ``ptr`` since the last step."""
-        return ptr in self.touched or self._unseen()
+        return ptr in self.touched or self.unseen()
 
-    def _unseen(self) -> bool:
+    def unseen(self) -> bool:
         """Whether code the record does not see may have written any tensor since the last step."""
         if self.all_touched or self.threads_started:
             return True
