@@ -38,6 +38,7 @@ every step to the end of the run.
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import weakref
@@ -82,6 +83,7 @@ training updates ``running_mean``/``running_var`` in place (``F.batch_norm``, ``
 ``native_batch_norm`` ...)."""
 
 
+@functools.lru_cache(maxsize=1024)
 def _uncounted(name: str) -> bool:
     """Whether a call called ``name`` may write a tensor it is given without moving its counter."""
     return name.startswith(UNCOUNTED) or any(part in name for part in UNCOUNTED_IN)
