@@ -63,6 +63,7 @@ STATEMENT_TEXT = frozenset({"setitem", "setattr", "augassign", "iterate"})
 """Kinds whose call is shown as the whole statement (``w[0] = 5``, ``w.data = z``, ``w += 1``)."""
 
 
+_PLAIN_TYPES = frozenset({torch.Tensor, torch.nn.Parameter})
 _jit_tracing = torch._C._get_tracing_state
 _saved_tensors_hooks = torch._C._autograd._top_saved_tensors_default_hooks
 
@@ -208,7 +209,7 @@ class OpMode(TorchFunctionMode):
         unchanged = self.recording.unchanged
         calls_back = (
             (spec.kind == "call" and spec.name in CALLING_BACK)
-            or any(t is not torch.Tensor and t is not torch.nn.Parameter for t in types)
+            or not _PLAIN_TYPES.issuperset(types)  # a subclass's __torch_function__
             or _saved_tensors_hooks(False) is not None  # (a pack hook runs as the call saves a tensor)
         )
         seen = unchanged.before(spec.name, (*args, *kwargs.values()), calls_back)

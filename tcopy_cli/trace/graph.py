@@ -21,6 +21,9 @@ MAX_GRAPH_NODES = 5_000
 MAX_FINGERPRINT_ELEMENTS = 1_000_000
 MAX_FINGERPRINT_TOTAL = 20_000_000
 
+_FREED = "after they have already been freed"
+"""Part of torch's message for a saved tensor read after backward freed it."""
+
 # A version no real tensor reaches in a short script.
 _PROBE = 987_654_321
 
@@ -184,6 +187,20 @@ class _Entry:
     status: str = "ok"
 
 
+_PLAIN_TYPES = (bool, int, float, complex, str)
+
+
+def _plain(value: Any) -> bool:
+    """A saved attribute's value of a type that is never a tensor (a flag, a size, sizes, a scalar).
+
+    A node's attribute has one C++ type (torch generates each getter from the node's fields): one
+    that read as such a value once holds no tensor in any node of that class (an optional tensor
+    reads as None or a tensor; a list of tensors may be empty: neither is taken as plain)."""
+    if isinstance(value, _PLAIN_TYPES):
+        return True
+    return isinstance(value, (tuple, list)) and bool(value) and all(isinstance(v, _PLAIN_TYPES) for v in value)
+
+
 def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
@@ -217,12 +234,18 @@ class SavedTensorTracker:
         self.unwritten: Callable[[torch.Tensor], bool] = lambda _t: False
         """Whether nothing can have written a tensor's memory since the last step (then its values
         are those checked then, and are not compared again: ``trace.unchanged``)."""
+        self.unseen: Callable[[], bool] = lambda: True
+        """Whether code the record does not see may have run since the last step (``trace.unchanged``)."""
+        self._freed: set[tuple[int, str]] = set()
+        """(node, attribute) whose saved tensors backward freed, as read at the last step."""
 
     def _saved_attrs(self, node: Any) -> list[str]:
+        """The ``_saved_*`` attributes of a node's class that may hold tensors (a copy: ``update``
+        takes out those found to hold other values)."""
         cls = type(node)
         if cls not in self._attrs:
             self._attrs[cls] = [a for a in dir(node) if a.startswith("_saved_")]
-        return self._attrs[cls]
+        return list(self._attrs[cls])
 
     def update(
         self, walk: GraphWalk, describe: dict[int, str], leaves_behind: Callable[[int], tuple[str, ...]]
@@ -236,14 +259,28 @@ class SavedTensorTracker:
         events: list[SavedEvent] = []
         read: list[torch.Tensor] = []
         alive: set[tuple[int, str, int]] = set()
+        # Backward frees a node's saved tensors for good: reading one then raises (at some
+        # microseconds an error) and adds nothing, step after step while the graph stays named. The
+        # same key is the same node while only the record's own code runs (sequence numbers are
+        # the thread's, never reused); where other code may have run, every attribute is read again.
+        known = set() if self.unseen() else self._freed
+        freed: set[tuple[int, str]] = set()
         for nid, node in walk.nodes.items():
             node_type = type(node).__name__
             for attr in self._saved_attrs(node):
+                if (nid, attr) in known:
+                    freed.add((nid, attr))
+                    continue
                 try:
                     value = getattr(node, attr)
                     error = None
                 except RuntimeError as exc:
                     value, error = None, str(exc)
+                    if _FREED in error and "inplace operation" not in error:
+                        freed.add((nid, attr))
+                if _plain(value):  # never a tensor in a node of this class: not read again
+                    self._attrs[type(node)].remove(attr)
+                    continue
                 items = value if isinstance(value, (list, tuple)) else [value]
                 for idx, item in enumerate(items):
                     key = (nid, attr, idx)
@@ -286,6 +323,7 @@ class SavedTensorTracker:
             entry = self.entries.pop(key)
             if entry.copy is not None:
                 self.copied -= entry.copy.numel()
+        self._freed = freed
         return events, read
 
     def _remember(self, key: tuple[int, str, int], node_type: str, t: torch.Tensor, describe: dict[int, str]) -> None:

@@ -75,7 +75,7 @@ class Observer:
         self._values_cache: dict[tuple[Any, ...], tuple[Any, str]] = {}
         self.unchanged = Unchanged()
         """The large tensors' summaries, made again only where something may have written them."""
-        self.saved.unwritten = self.unchanged.unwritten
+        self.saved.unwritten, self.saved.unseen = self.unchanged.unwritten, self.unchanged.unseen
         # The last record made under each name, with what it was made from: a tensor whose
         # facts all read the same as then gets that same record object again.
         self._previous: dict[str, tuple[tuple[Any, ...], TensorRecord]] = {}

@@ -38,6 +38,7 @@ every step to the end of the run.
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import weakref
@@ -82,6 +83,7 @@ training updates ``running_mean``/``running_var`` in place (``F.batch_norm``, ``
 ``native_batch_norm`` ...)."""
 
 
+@functools.lru_cache(maxsize=1024)
 def _uncounted(name: str) -> bool:
     """Whether a call called ``name`` may write a tensor it is given without moving its counter."""
     return name.startswith(UNCOUNTED) or any(part in name for part in UNCOUNTED_IN)
@@ -204,9 +206,9 @@ class Unchanged:
 
     def _written(self, ptr: int) -> bool:
         """Whether something may have written the storage at ``ptr`` since the last step."""
-        return ptr in self.touched or self._unseen()
+        return ptr in self.touched or self.unseen()
 
-    def _unseen(self) -> bool:
+    def unseen(self) -> bool:
         """Whether code the record does not see may have written any tensor since the last step."""
         if self.all_touched or self.threads_started:
             return True
