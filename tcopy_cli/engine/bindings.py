@@ -4,7 +4,7 @@ The dispatch record (``engine.recorder``) sees every torch call; it does not see
 tensor (``b = a``), a name that held a tensor bound to another object (``y = y + 1``: which names
 still hold the old one), calls torch does not dispatch (``torch.from_numpy``, building an
 ``nn.Module``), or writes into NumPy arrays (``n += 1``). For those, the statement's names are read
-before it runs (``before``) and after it ended, and the records are measured then (``ops.relation``):
+before it runs (``before``) and after it ended, and the records are measured then (``relate.relation``):
 the same object, storage, version-counter sharing, graph reach.
 """
 
@@ -23,16 +23,9 @@ import torch
 from tcopy_cli.engine.frames import CodeKinds, display_name
 from tcopy_cli.program import Program
 from tcopy_cli.trace.names import iter_named
-from tcopy_cli.trace.ops import (
-    _index_kind,
-    _traceable,
-    _version,
-    input_record,
-    moves_values,
-    relation,
-    result_record,
-)
+from tcopy_cli.trace.ops import index_kind, input_record, result_record, traceable
 from tcopy_cli.trace.records import OpInput, OpRecord, OpRelation
+from tcopy_cli.trace.relate import moves_values, relation, version
 
 MODULE_INPUTS = 32
 """Parameters of a called module, and items of a list, recorded as inputs."""
@@ -97,7 +90,7 @@ def before(node: ast.stmt, frame: FrameType, kinds: CodeKinds) -> list[Bound]:
     out = []
     for name in names:
         value = scope.get(name)
-        if _traceable(value):
+        if traceable(value):
             was = input_record("old", name, None, value, version=_version_of(value))
             out.append(Bound(name, prefix + name, weakref.ref(value), was))
         else:
@@ -125,11 +118,11 @@ def statement_ops(
     sources = _sources(node, names, function)
     for b in bound:
         old, new, source = b.held(), names.get(b.key), sources.get(b.name)
-        if source is None and _traceable(new) and (b.was is not None or isinstance(node, ast.For)):
+        if source is None and traceable(new) and (b.was is not None or isinstance(node, ast.For)):
             source = table.get(new, b.key, other_than=b.key)  # an item of a container: the table's name for it
         if b.was is not None and new is not old:
             out.append(_rebind(len(ops) + len(out), node, call, b, old, new, names, source))
-        elif b.key not in named and _traceable(new) and source is not None and _holds(names, source, new):
+        elif b.key not in named and traceable(new) and source is not None and _holds(names, source, new):
             out.append(_bind(len(ops) + len(out), node, call, b, new, names, source))
     value, target = _assignment(node)
     built = target is not None and isinstance(names.get(_key(target, function)), torch.nn.Module)
@@ -158,7 +151,7 @@ def _may_record(node: ast.stmt) -> bool:
 
 def _version_of(obj: Any) -> int:
     """A tensor's version counter now (-1 for an array, which has none)."""
-    return _version(obj) if isinstance(obj, torch.Tensor) else -1
+    return version(obj) if isinstance(obj, torch.Tensor) else -1
 
 
 def _holds(names: dict[str, Any], source: str, obj: Any) -> bool:
@@ -216,12 +209,12 @@ def _rebind(
     """A name that held a tensor now holds another object: which names still hold the old one."""
     inputs: list[OpInput] = []
     results = []
-    if _traceable(new):
+    if traceable(new):
         given = source if source is not None and source != b.key else None
         inputs.append(input_record("value", source or b.name, given, new, version=_version_of(new)))
     assert b.was is not None
     inputs.append(b.was)
-    if _traceable(new):
+    if traceable(new):
         rels = [OpRelation(0, "same-object", False)]
         if old is not None:  # (an old tensor the statement freed shares nothing with the new one)
             kind, graph = relation(new, old, False)
@@ -272,7 +265,7 @@ def _container_adds(
                 kind, fn, given = "setitem", "[]=", node.value
                 with contextlib.suppress(LookupError, TypeError):
                     item = container[target.slice.value]  # type: ignore[index]
-    if given is None or not _traceable(item):
+    if given is None or not traceable(item):
         return []
     text = ast.get_source_segment(program.source, given) or ast.unparse(given)
     name = None
@@ -336,11 +329,11 @@ def _untraced(
             params = list(torch.nn.Module.named_parameters(value_now))[:MODULE_INPUTS]
         except AttributeError:  # a module whose __init__ never called Module.__init__
             params = []
-        results = [(f".{p}", t) for p, t in params if _traceable(t)]
-    elif _traceable(value_now):
+        results = [(f".{p}", t) for p, t in params if traceable(t)]
+    elif traceable(value_now):
         results = [("", value_now)]
     elif isinstance(value_now, (list, tuple)):
-        results = [(f"[{i}]", v) for i, v in enumerate(value_now[:MODULE_INPUTS]) if _traceable(v)]
+        results = [(f"[{i}]", v) for i, v in enumerate(value_now[:MODULE_INPUTS]) if traceable(v)]
     else:
         results = []
     if not results:
@@ -443,13 +436,13 @@ def _add(
     if key not in names:
         key = sub.id
     obj = names.get(key)
-    if _traceable(obj):
+    if traceable(obj):
         if id(obj) not in seen:
             seen.add(id(obj))
             out.append((input_record(role, sub.id, key, obj, version=_version_of(obj)), obj))
     elif isinstance(obj, (list, tuple)) and len(obj) <= MODULE_INPUTS:
         for i, item in enumerate(obj):
-            name = table.get(item, f"{key}[{i}]") if _traceable(item) else None
+            name = table.get(item, f"{key}[{i}]") if traceable(item) else None
             if name is not None and id(item) not in seen:
                 seen.add(id(item))
                 out.append((input_record(f"{role}[{i}]", f"{sub.id}[{i}]", name, item), item))
@@ -459,7 +452,7 @@ def _add(
         except AttributeError:  # a module whose __init__ never called Module.__init__
             params = []
         for pname, param in params:
-            name = table.get(param, f"{key}.{pname}") if _traceable(param) else None
+            name = table.get(param, f"{key}.{pname}") if traceable(param) else None
             if name is not None and id(param) not in seen:
                 seen.add(id(param))
                 out.append((input_record(f"{role}.{pname}", f"{sub.id}.{pname}", name, param), param))
@@ -478,7 +471,7 @@ def _index_detail(index: ast.expr, names: dict[str, Any], function: str | None) 
         elif isinstance(p, ast.Name):
             obj = names.get(_key(p.id, function), names.get(p.id))
             if isinstance(obj, (torch.Tensor, np.ndarray, list)):
-                found = _index_kind(obj)
+                found = index_kind(obj)
                 if found == "boolean":
                     return found
                 kind = "advanced" if found == "advanced" else kind

@@ -1,13 +1,9 @@
 """The operation record: what each call, index, operator and attribute write of a step did.
 
-The interpreter hands every operation to an ``OpRecorder`` at its call site (``begin``
+The engine hands every operation to an ``OpRecorder`` where it happens (``begin``
 before it runs, ``end`` or ``fail`` after), so provenance is measured, never guessed
-from values afterwards. For each tensor (or NumPy array) result and each input the
-record says, from direct measurement: the same object (``is``); a view (same storage
-and, by ``graph.version_groups``'s probe, the same version counter); an alias with its
-own counter; memory shared with an array; new memory holding the input's values; new
-memory with other values. ``graph`` says whether the result's grad_fn reaches the input
-(a bounded walk). In-place effects are the version counters that moved.
+from values afterwards: each tensor (or NumPy array) result's relation to each input
+comes from ``trace.relate``. In-place effects are the version counters that moved.
 
 The recorder holds its inputs and results only while the operation runs and through
 weak references until the step ends (to learn the names results were bound to); the
@@ -17,7 +13,6 @@ records it returns are plain data.
 from __future__ import annotations
 
 import ast
-import itertools
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -26,13 +21,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from tcopy_cli.trace.graph import node_key, safe_grad_fn, safe_is_leaf, same_values, version_groups, walk_nodes
+from tcopy_cli.trace.graph import safe_grad_fn, safe_is_leaf
 from tcopy_cli.trace.records import RESET_CALLS, OpInput, OpRecord, OpRelation, OpResult, evolve
+from tcopy_cli.trace.relate import moves_values, relation, storage_ptr, version
 
-# Nodes looked at when deciding whether a result's graph reaches an input.
-REACH_BUDGET = 64
-# Results compared value by value with their inputs (larger ones are "new" or "copy" by shape only).
-COMPARE_ELEMENTS = 4096
 # Items of a returned tuple/list or parameters of a returned module that are recorded.
 MAX_RESULT_ITEMS = 16
 # Operations recorded per step (a comprehension over a long list stops recording there).
@@ -86,7 +78,7 @@ def _weak(obj: Any) -> Any:
         return None
 
 
-def _index_kind(index: Any) -> str:
+def index_kind(index: Any) -> str:
     """``basic`` (ints, slices, None, Ellipsis), ``boolean`` (a bool mask) or ``advanced``."""
     parts = index if isinstance(index, tuple) else (index,)
     kind = "basic"
@@ -109,153 +101,11 @@ def _index_kind(index: Any) -> str:
     return kind
 
 
-def _storage_ptr(t: torch.Tensor) -> tuple[str, int, int] | None:
-    try:
-        st = t.untyped_storage()
-        return str(t.device), int(st.data_ptr()), int(st.nbytes())
-    except (RuntimeError, NotImplementedError):
-        return None
-
-
-def _version(t: torch.Tensor) -> int:
-    try:
-        return int(t._version)
-    except RuntimeError:  # inference tensors have no counter
-        return -1
-
-
-def reaches(result: torch.Tensor, source: torch.Tensor, budget: int = REACH_BUDGET) -> bool:
-    """True when backward from ``result`` reaches ``source`` (its grad_fn or its leaf), looking
-    at most at ``budget`` graph nodes."""
-    fn = safe_grad_fn(result)
-    if fn is None or not source.requires_grad:
-        return False
-    src_fn = safe_grad_fn(source)
-    target = node_key(src_fn) if src_fn is not None else id(source)
-    return any(key == target for key, _ in itertools.islice(walk_nodes(fn), budget))
-
-
-def _array_bounds(a: np.ndarray) -> tuple[int, int]:
-    p = int(a.__array_interface__["data"][0])
-    return p, p + int(a.nbytes)
-
-
-def _tensor_bounds(t: torch.Tensor) -> tuple[int, int] | None:
-    if t.device.type != "cpu":
-        return None
-    st = _storage_ptr(t)
-    if st is None:
-        return None
-    return st[1], st[1] + st[2]
-
-
-def _same_bytes(result: Any, source: Any) -> bool:
-    """A tensor and an array (either way round) over common bytes."""
-    t, a = (result, source) if isinstance(result, torch.Tensor) else (source, result)
-    tb = _tensor_bounds(t)
-    if tb is None or a.nbytes == 0:
-        return False
-    lo, hi = _array_bounds(a)
-    return lo < tb[1] and tb[0] < hi
-
-
-def _equal_values(result: Any, source: Any) -> bool:
-    """Same shape and the same values (after conversion to the result's dtype), for small ones."""
-    try:
-        if isinstance(result, torch.Tensor) and isinstance(source, torch.Tensor):
-            if result.shape != source.shape or result.numel() > COMPARE_ELEMENTS:
-                return False
-            a = result.detach()
-            b = source.detach().to(device=a.device, dtype=a.dtype)
-            return same_values(a, b)
-        if isinstance(result, torch.Tensor) and isinstance(source, _ARRAY):
-            if tuple(result.shape) != source.shape or result.numel() > COMPARE_ELEMENTS:
-                return False
-            a = result.detach()
-            return same_values(a, torch.as_tensor(source).to(device=a.device, dtype=a.dtype))
-        if isinstance(result, _ARRAY) and isinstance(source, torch.Tensor):
-            if result.shape != tuple(source.shape) or result.size > COMPARE_ELEMENTS:
-                return False
-            a = torch.as_tensor(result)
-            return same_values(a, source.detach().cpu().to(a.dtype))
-    except (RuntimeError, TypeError, ValueError):
-        return False
-    return False
-
-
-COPYING_NODES = frozenset(
-    {
-        "CloneBackward0",
-        "ToCopyBackward0",
-        "CopyBackwards",
-        "UnsafeViewBackward0",
-        "IndexBackward0",
-        "IndexSelectBackward0",
-        "GatherBackward0",
-        "MaskedSelectBackward0",
-        "CatBackward0",
-        "StackBackward0",
-        "RepeatBackward0",
-        "NarrowCopyBackward0",
-    }
-)
-"""Autograd nodes of operations that move values without computing new ones (a copy)."""
-
-
-def _copying_node(t: torch.Tensor) -> bool:
-    name = type(safe_grad_fn(t)).__name__
-    return name in COPYING_NODES or name.endswith("_copy")
-
-
-MOVING_CALLS = frozenset(
-    {
-        "clone", "contiguous", "detach", "to", "type", "type_as", "float", "double", "half", "bfloat16",
-        "int", "long", "short", "bool", "byte", "char", "cpu", "cuda", "reshape", "reshape_as", "flatten",
-        "ravel", "view", "view_as", "unflatten", "squeeze", "unsqueeze", "tensor", "as_tensor", "asarray",
-        "array", "from_numpy", "numpy", "copy", "copy_", "deepcopy", "new_tensor", "Parameter", "cat", "concat",
-        "concatenate", "index_select", "gather", "masked_select", "narrow_copy", "repeat", "tile",
-    }
-)  # fmt: skip
-"""Calls that move values without computing new ones. Without a graph node to show it (no
-grad), a result equal to its input is called a copy only when one of these made it: equal
-values alone (``relu`` of positive numbers, ``b * 2`` of zeros) are no provenance."""
-
-MOVING_KINDS = frozenset({"index", "bind", "rebind", "iterate"})
-
-
-def moves_values(kind: str, function: str) -> bool:
-    """Whether an operation of this kind and function only moves values (indexing, a copy call)."""
-    return kind in MOVING_KINDS or function in MOVING_CALLS
-
-
-def relation(result: Any, source: Any, moving: bool = True) -> tuple[str, bool]:
-    """(relation, graph) of one result to one input, measured now. ``moving``: the operation
-    only moves values (see ``moves_values``); otherwise a result with no graph node is never
-    called a copy of the input, whatever its values."""
-    if result is source:
-        return "same-object", False
-    if isinstance(result, torch.Tensor) and isinstance(source, torch.Tensor):
-        rs, ss = _storage_ptr(result), _storage_ptr(source)
-        if rs is not None and rs == ss and rs[2] > 0:
-            shared = version_groups([[("r", result), ("s", source)]])
-            kind = "view" if "s" in shared.get("r", []) else "alias"
-            return kind, reaches(result, source)
-        graph = reaches(result, source)
-        # Equal values alone don't make a copy: relu(w * x) can equal w (and x). Where
-        # autograd recorded the operation, its node must be one that moves values unchanged.
-        node = safe_grad_fn(result)
-        copied = moving and (node is None or _copying_node(result)) and _equal_values(result, source)
-        return ("copy" if copied else "new"), graph
-    if _same_bytes(result, source):
-        return "shares-memory", False
-    return ("copy" if moving and _equal_values(result, source) else "new"), False
-
-
 def _attr_facts(t: torch.Tensor) -> dict[str, Any]:
     """What an attribute write can replace: the memory, the gradient, the flag."""
     grad = t.grad if safe_is_leaf(t) or t.retains_grad else None
     return {
-        "storage": _storage_ptr(t),
+        "storage": storage_ptr(t),
         "shape": list(t.shape),
         "dtype": _dtype(t),
         "grad": id(grad) if grad is not None else None,
@@ -392,7 +242,7 @@ class OpRecorder:
         text = call if call is not None else self.text(node) if node is not None else ""
         p = Pending(kind, text, function, getattr(node, "lineno", line), recorded)
         if kind in ("index", "setitem"):
-            p.detail["index"] = _index_kind(extra)
+            p.detail["index"] = index_kind(extra)
         elif kind == "setattr" and isinstance(extra, torch.Tensor):
             p.target = extra
             p.before = _attr_facts(extra)
@@ -406,14 +256,14 @@ class OpRecorder:
         return p
 
     def _add_input(self, out: list[_Input], role: str, sub: ast.AST | None, value: Any) -> None:
-        if _traceable(value):
+        if traceable(value):
             out.append(
                 _Input(role, self.text(sub) if sub is not None else role, value, self._input_record(role, sub, value))
             )
         elif isinstance(value, (list, tuple)) and len(value) <= MAX_RESULT_ITEMS:
             elts = sub.elts if isinstance(sub, (ast.List, ast.Tuple)) and len(sub.elts) == len(value) else None
             for i, item in enumerate(value):
-                if _traceable(item):
+                if traceable(item):
                     node = elts[i] if elts is not None else None
                     self._add_input(out, f"{role}[{i}]", node, item)
 
@@ -434,7 +284,7 @@ class OpRecorder:
             return input_record(role, expr, name, value)
         base = value._base if value._is_view() else None
         base_name = self.names(base) if base is not None and self.names is not None else None
-        return input_record(role, expr, name, value, from_op, _version(value), base_name)
+        return input_record(role, expr, name, value, from_op, version(value), base_name)
 
     def _table_name(self, step: _Step, value: Any, hint: str) -> str | None:
         """The table's name for an input held only inside a module or a container
@@ -471,7 +321,7 @@ class OpRecorder:
         bumped = [
             i
             for i, inp in enumerate(p.inputs)
-            if inp.record.kind == "tensor" and inp.record.version >= 0 and _version(inp.obj) != inp.record.version
+            if inp.record.kind == "tensor" and inp.record.version >= 0 and version(inp.obj) != inp.record.version
         ]
         for j, (_, obj) in enumerate(items):
             step.results.append((index, j, _weak(obj)))
@@ -585,7 +435,7 @@ def result_record(item: str, obj: Any, relations: list[OpRelation], name: str | 
         "tensor",
         item,
         relations,
-        _version(obj),
+        version(obj),
         type(fn).__name__ if fn is not None else None,
         bool(obj.requires_grad),
         bool(obj.is_contiguous()),
@@ -595,7 +445,7 @@ def result_record(item: str, obj: Any, relations: list[OpRelation], name: str | 
     )
 
 
-def _traceable(x: Any) -> bool:
+def traceable(x: Any) -> bool:
     """A tensor or array the record can describe (a lazy module's parameter has no data yet)."""
     return isinstance(x, _ARRAY) or (isinstance(x, torch.Tensor) and not torch.nn.parameter.is_lazy(x))
 
@@ -606,13 +456,13 @@ def _alive(ref: Any) -> Any:
 
 def _result_items(result: Any) -> list[tuple[str, Any]]:
     if isinstance(result, (torch.Tensor, _ARRAY)):
-        return [("", result)] if _traceable(result) else []
+        return [("", result)] if traceable(result) else []
     if isinstance(result, (list, tuple)) and not isinstance(result, torch.Size):
-        return [(f"[{i}]", x) for i, x in enumerate(result[:MAX_RESULT_ITEMS]) if _traceable(x)]
+        return [(f"[{i}]", x) for i, x in enumerate(result[:MAX_RESULT_ITEMS]) if traceable(x)]
     if isinstance(result, torch.nn.Module):
         out = []
         for pname, param in list(torch.nn.Module.named_parameters(result))[:MAX_RESULT_ITEMS]:
-            if _traceable(param):
+            if traceable(param):
                 out.append((f".{pname}", param))
         return out
     return []

@@ -26,8 +26,8 @@ import torch
 from tcopy_cli.explain.ops import step_input_names
 from tcopy_cli.pipeline import run_source
 from tcopy_cli.trace.graph import node_key, version_groups
-from tcopy_cli.trace.ops import COPYING_NODES
 from tcopy_cli.trace.records import OpInput, OpRecord, Step
+from tcopy_cli.trace.relate import COPYING_NODES
 
 HEAD = "import torch\nimport numpy as np\nimport copy\n"
 
