@@ -89,6 +89,13 @@ class Channel:
             if flush:
                 self.out.flush()
 
+    def flush(self) -> None:
+        """Send a held step now: no ``running`` frame is coming for it."""
+        with Uninterrupted():
+            if self.held:
+                self.held = False
+                self.out.flush()
+
     def running(self, line: int, col: int, end_line: int, end_col: int) -> None:
         """The ``running`` frame of a statement about to run (sent before every statement: written directly).
 
@@ -97,10 +104,7 @@ class Channel:
         """
         position = (line, col, end_line, end_col)
         if self.stack.current == position:
-            if self.held:  # (a step held for this frame goes out now: the statement may take long)
-                with Uninterrupted():
-                    self.held = False
-                    self.out.flush()
+            self.flush()  # (a step held for this frame goes out now: the statement may take long)
             return
         with Uninterrupted():
             self.stack.running(position)
@@ -392,6 +396,16 @@ def _worker_runner(program: Any, options: Any, channel: Channel, hook: dict[str,
             if hook is not None and hook.get("line") == node.lineno:
                 _run_hook(hook["code"], channel)
             super().started(node, header, frame, where, turns)
+
+        def ended(self, ended: Any) -> None:
+            # A step held for the next statement's running frame, where the run stops instead (a limit,
+            # an interrupt): the script's ``finally`` blocks and ``__exit__``s run next, and may take
+            # long or end the process.
+            try:
+                super().ended(ended)
+            except BaseException:
+                channel.flush()
+                raise
 
     stepper = WorkerStepper(program, options, lambda step: channel.step(step, held=stepper.next_follows))
     return stepper

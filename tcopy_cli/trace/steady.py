@@ -11,10 +11,12 @@ same), and no tensor is in the autograd graph (none requires grad, none has a ``
 
 - storage labels follow storage objects (``labels.StorageLabels``), so the labels, and which names
   share a storage, are the same;
-- a tensor's version counter changes only by ``torch.utils.swap_tensors`` (``x.data = ...`` and
-  ``set_`` keep the tensor's own counter), which tcopy tracks: the observer drops all of this then
-  (``Observer.forget``; ``swap_tensors`` refuses a tensor with a weak reference, so no swap of these
-  tensors can go unseen). The counter groups and their labels are the same;
+- a tensor's version counter belongs to its C++ ``TensorImpl`` (``x.data = ...`` and ``set_`` keep
+  the tensor's own counter) and changes hands only where two tensor objects swap their impls:
+  ``torch.utils.swap_tensors``, which tcopy tracks (the observer drops all of this then,
+  ``Observer.forget``), or ``torch._C._swap_tensor_impl``, which it calls and which anyone may call
+  without it (and with weak references held). So each tensor's impl is compared too (``_cdata``):
+  where every one is the same, the counter groups and their labels are the same;
 - with no graph there is no reach, and nothing saved to check.
 
 Everything else is read again from each tensor (``Observer._record``): its values (by content, or
@@ -47,6 +49,8 @@ class Kept:
     tensor: weakref.ref[torch.Tensor]
     storage: weakref.ref[Any]
     record: TensorRecord
+    impl: int
+    """The address of the tensor's C++ ``TensorImpl`` (``_cdata``), which holds its version counter."""
     key: tuple[Any, ...] | None = None
     """``place(t)`` when its record was last made, where its elements lie inside its storage."""
 
@@ -98,7 +102,7 @@ class Steady:
                 or record.version < 0
             ):
                 return
-            kept.append((name, Kept(weakref.ref(t), weakref.ref(storage), record)))
+            kept.append((name, Kept(weakref.ref(t), weakref.ref(storage), record, t._cdata)))
         self._kept, self._cut, self._listed = kept, dict(cut), set(listed)
 
     def again(
@@ -112,7 +116,7 @@ class Steady:
         out: list[tuple[str, torch.Tensor, Any, Kept]] = []
         for (name, value), (last_name, k) in zip(named, kept):
             t = k.tensor()
-            if name != last_name or t is None or t is not value:
+            if name != last_name or t is None or t is not value or t._cdata != k.impl:
                 return None
             storage = _plain_storage(t)
             if storage is None or storage is not k.storage():

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 import textwrap
+import types
+
+import pytest
 
 from tcopy_cli.engine.stepper import RunOptions
+from tcopy_cli.limits import Limits
 from tcopy_cli.program import parse_program
 from tcopy_cli.trace import records
 from tcopy_cli.worker import Channel, _worker_runner
@@ -80,3 +85,30 @@ def test_a_loop_sends_each_body_step_with_the_next_statement() -> None:
     # is on the parent's stack) at each turn but the last
     assert ["step", "running"] in pipe.delivered
     assert len(pipe.delivered) < len(frames)
+
+
+def test_a_step_held_when_the_run_stops_goes_out_before_the_script_unwinds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A limit stops the run right after the step that broke it (held for the next statement, which
+    never starts): the script's ``finally`` then runs, and may end the process (``os._exit``) or take
+    long. The step must have reached the parent by then."""
+    pipe = Pipe()
+    seen: list[list[str]] = []
+    probe = types.ModuleType("tcopy_test_probe")
+    probe.seen = lambda: seen.append([json.loads(line)["kind"] for line in pipe.pending().splitlines()])  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "tcopy_test_probe", probe)
+    src = textwrap.dedent(
+        """\
+        import torch
+        import tcopy_test_probe
+        try:
+            x = torch.zeros(1000)
+            y = 1
+        finally:
+            tcopy_test_probe.seen()
+        """
+    )
+    program = parse_program(src, "<test>")
+    _worker_runner(program, RunOptions(limits=Limits(max_bytes=1000)), Channel(pipe), None).run()
+    assert seen == [[]]  # nothing written and left unflushed as the finally ran
+    last = pipe.getvalue().splitlines()[-1]
+    assert json.loads(last)["kind"] == "step" and b'"LimitExceeded"' in last

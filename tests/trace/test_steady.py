@@ -125,6 +125,16 @@ CHANGES = {
         c.add_(1)
         b.add_(1)
         """,
+    "impls swapped without swap_tensors (version counters change hands)": """
+        import torch
+        a = torch.zeros(3)
+        b = a.data
+        c = a.detach()
+        n = 1
+        torch._C._swap_tensor_impl(a, b)
+        c.add_(1)
+        n = 2
+        """,
     "large tensors written unseen": """
         import torch
         class Holder: pass
