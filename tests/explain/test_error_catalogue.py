@@ -617,3 +617,18 @@ def test_misspelled_example_name(args: list[str]) -> None:
     result = invoke(*args)
     assert result.exit_code == 2
     assert "no example named 'clne'; did you mean 'clone'?" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("script", "product"),
+    [
+        ("a = torch.ones(1, 3)\nc = a @ torch.ones(2, 1)", "torch.ones(1, 3) * torch.ones(2, 1)"),
+        ("c = torch.ones(2, 3) @ torch.ones(4, 5)", "torch.ones(2, 3) * torch.ones(4, 5)"),
+    ],
+)
+def test_a_matrix_product_suggests_an_elementwise_one_only_where_it_would_run(script: str, product: str) -> None:
+    """``a * b`` is offered only where plain python runs it: (1, 3) with (2, 1) broadcast, (2, 3) with (4, 5) do not."""
+    runs = subprocess.run([sys.executable, "-c", f"import torch; {product}"], capture_output=True).returncode == 0
+    error = run_source(script).steps[-1].error
+    assert error is not None and error.explanation is not None
+    assert ("for an elementwise product" in error.explanation) is runs, error.explanation

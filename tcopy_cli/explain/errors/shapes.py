@@ -57,10 +57,13 @@ def matmul(ctx: ErrorContext, m: re.Match[str]) -> str:
         guesses.append(f"{left}.T @ {right}")
     if guesses:
         return said + f" Did you mean {' or '.join(guesses)}?"
-    return said + (
-        " Fix: reshape or transpose one of them so the inner dims "
-        f"agree (or use {left} * {right} for an elementwise product)."
-    )
+    elementwise = f" (or use {left} * {right} for an elementwise product)" if _broadcastable(a, b) else ""
+    return said + f" Fix: reshape or transpose one of them so the inner dims agree{elementwise}."
+
+
+def _broadcastable(a: list[int], b: list[int]) -> bool:
+    """Whether ``a * b`` would broadcast: each trailing dim pair equal, or one of them 1."""
+    return all(x == y or 1 in (x, y) for x, y in zip(reversed(a), reversed(b)))
 
 
 def _broadcast_names(ctx: ErrorContext) -> tuple[CallSite | None, str | None, str | None]:
