@@ -117,7 +117,7 @@ def repl(
     from tcopy_cli.trace.records import RunInfo, Step
 
     _setup_readline()
-    renderer = TableRenderer(console, ViewOptions(graph=False))
+    renderer = TableRenderer(console, ViewOptions(graph=False, flags=False))
     last: list[Step] = []
     shown: list[RunInfo] = []
 

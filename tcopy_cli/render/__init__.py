@@ -50,6 +50,8 @@ class ViewOptions:
     """JSON: a tensor record identical to the last one written for its name as ``{"unchanged_since": step}``."""
     fold: bool = True
     """Tables and Markdown: later turns of a loop in one line each (--all-steps: False)."""
+    flags: bool = True
+    """Hints may name a flag of the command line (the REPL takes none after it starts)."""
 
     def notes_of(self, step: Step) -> list[Note]:
         """The step's notes a view shows: with --watch, only those about a watched name (or no name)."""

@@ -289,7 +289,7 @@ class TableRenderer:
         index, table = earlier
         told = written(changed, step.tensors)
         line = f"changed: {grouped_names(told)}"
-        where = f" (rows as in step {index})" if table else ""
+        where = f" (shapes as in step {index})" if table else ""
         return line + where if len(line + where) + 2 <= self.console.width else line
 
     def _notes(self, parts: list[RenderableType], step: Step) -> None:
@@ -306,7 +306,9 @@ class TableRenderer:
                 line = module_phrases(note.line, step.tensors) if self.options.fold else note.line
                 parts.append(Padding(Text("• " + line, style=style), (0, 0, 0, 2)))
             if again:
-                parts.append(Padding(Text("• " + again_line(step, notes, again), style="dim"), (0, 0, 0, 2)))
+                parts.append(
+                    Padding(Text("• " + again_line(step, notes, again, self.options.flags), style="dim"), (0, 0, 0, 2))
+                )
 
     def _told_again(self, step: Step, notes: list[Note]) -> dict[int, int]:
         """The notes of a later turn of a loop that a step of an earlier turn told for the same
@@ -471,7 +473,7 @@ def _words(note: Note) -> tuple[str, ...]:
     return tuple(_NUMBER.sub("#", piece) for piece in template(note)[0][2])
 
 
-def again_line(step: Step, notes: list[Note], again: dict[int, int]) -> str:
+def again_line(step: Step, notes: list[Note], again: dict[int, int], flags: bool = True) -> str:
     """``5 notes like step 21's, now about h, model.blocks.1, b (--all-steps shows them)``: the
     notes a later turn's step leaves out (``TableRenderer._told_again``)."""
     left = [n for n in notes if id(n) in again]
@@ -480,7 +482,8 @@ def again_line(step: Step, notes: list[Note], again: dict[int, int]) -> str:
     like = f"step {steps[0]}'s" if len(steps) == 1 else "those of steps " + ", ".join(map(str, steps))
     about = f", now about {grouped_names(named)}" if named else ""
     told = "a note" if len(left) == 1 else f"{len(left)} notes"
-    return f"{told} like {like}{about} (--all-steps shows {'it' if len(left) == 1 else 'them'})"
+    hint = f" (--all-steps shows {'it' if len(left) == 1 else 'them'})" if flags else ""
+    return f"{told} like {like}{about}{hint}"
 
 
 RULE: dict[str, Any] = {"align": "left", "style": "dim"}

@@ -149,3 +149,13 @@ def test_the_watchdog_reports_a_stuck_operation_through_the_callback(monkeypatch
     quiet.start()
     quiet.join()  # no callback: nothing reported, the process goes on
     assert len(reports) == 1
+
+
+def test_the_repl_names_no_flag_it_does_not_take_when_a_loop_repeats_a_note() -> None:
+    """A ``for`` block's later turns say a note like an earlier one's in one line; the command line
+    adds that --all-steps shows it, which the REPL, past its start, has no way to give."""
+    block = "import torch\np = torch.ones(3, requires_grad=True)\nfor i in range(3):\n"
+    block += "    (p * 2).sum().backward()\n    p.grad.zero_()\n\n:quit\n"
+    out = invoke("repl", "--no-color", input=block).stdout
+    assert "a note like step 4's, now about p" in out, out
+    assert "--all-steps" not in out, out

@@ -40,7 +40,7 @@ def test_a_later_turn_shown_for_a_new_note_names_its_changed_rows_instead_of_dra
     first, second = _turns(out, "a, b, c = a * 2, b * 2, c * 2")
     assert "iteration 2/3" in second and "a's graph now holds the graph a had" in second, out
     index = first.split(" · ")[0].removeprefix("Step ")
-    assert f"  changed: a, b, c (rows as in step {index})\n" in second, second
+    assert f"  changed: a, b, c (shapes as in step {index})\n" in second, second
     assert "  name " not in second, second
     # a table of a shape no table drew stays whole (g, every turn)
     for step in _turns(out, "g = torch.cat([g, g])")[1:]:
