@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tcopy_cli.trace.graph import safe_grad_fn, safe_is_leaf
+from tcopy_cli.trace.graph import grad_of, safe_grad_fn, safe_is_leaf
 from tcopy_cli.trace.records import RESET_CALLS, OpInput, OpRecord, OpRelation, OpResult, evolve
 from tcopy_cli.trace.relate import moves_values, relation, storage_ptr, version
 
@@ -103,7 +103,7 @@ def index_kind(index: Any) -> str:
 
 def _attr_facts(t: torch.Tensor) -> dict[str, Any]:
     """What an attribute write can replace: the memory, the gradient, the flag."""
-    grad = t.grad if safe_is_leaf(t) or t.retains_grad else None
+    grad = grad_of(t)
     return {
         "storage": storage_ptr(t),
         "shape": list(t.shape),
