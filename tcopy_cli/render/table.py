@@ -29,7 +29,7 @@ from tcopy_cli.render.trim import Trimmed
 from tcopy_cli.render.turnline import printed_lines, turn_label, turn_parts
 from tcopy_cli.render.where import where_parts
 from tcopy_cli.render.written import module_aliases, written
-from tcopy_cli.trace.records import TRUSTED_HEADER, Note, RunInfo, RunSummary, Step
+from tcopy_cli.trace.records import TRUSTED_HEADER, Note, RunInfo, RunSummary, Step, TensorRecord
 
 NOTE_STYLES = {"info": "cyan", "warning": "bold yellow"}
 
@@ -252,7 +252,7 @@ class TableRenderer:
 
     def _as_before(self, step: Step, rows: list[Row]) -> str | None:
         """The line told instead of the table of a later turn's step that only its notes make new:
-        ``changed: model.blocks.1.{1,4}.{running_mean,running_var,num_batches_tracked}, h, b (rows
+        ``changed: model.blocks.1.{1,4}.{running_mean,running_var,num_batches_tracked}, h, b (shapes
         as in step 21)``, where the width allows the step; None where the table is drawn.
 
         A step of a loop whose line ran in an earlier turn (and was drawn there) is shown in full
@@ -343,10 +343,15 @@ class TableRenderer:
         self.flush()
         self.held = turn
 
+    def _known(self) -> tuple[dict[str, TensorRecord], dict[str, str]]:
+        """The last step's tensors, by which folded lines and loop summaries name whole modules, and
+        their module tensors under a second module's names (``module_aliases``; none with --watch)."""
+        known = self.latest.tensors if self.latest is not None and self.options.fold else {}
+        return known, module_aliases(known) if not self.options.watch else {}
+
     def _folded(self, turn: FoldedTurn) -> None:
         text = Text.assemble(("↻ ", "dim"), (turn_label(turn), "magenta"))
-        known = self.latest.tensors if self.latest is not None and self.options.fold else {}
-        aliases = module_aliases(known) if not self.options.watch else {}
+        known, aliases = self._known()
         if aliases:  # a module's tensors under a second module's names: by the first names only
             turn = replace(
                 turn,
@@ -367,8 +372,7 @@ class TableRenderer:
         self.flush()
         self.last_folded = None
         rows = summary_rows(self.options.watched_only(summary.changed()))
-        known = self.latest.tensors if self.latest is not None and self.options.fold else {}
-        aliases = module_aliases(known) if not self.options.watch else {}
+        known, aliases = self._known()
         also = [(name, aliases[name]) for name, _ in rows if name in aliases]  # told on one line
         changed = module_evolutions([(n, ev) for n, ev in rows if n not in aliases], self.options)
         out: list[RenderableType] = [Text.assemble(("  ⟲ ", "dim"), (loop_heading(summary), "bold"))]
